@@ -1,0 +1,564 @@
+/*
+ * snn.h — the public C ABI of snn, an embeddable engine for training and
+ * running small and medium neural networks (MLPs and CNNs) on the CPU
+ * (OpenBLAS) and on NVIDIA GPUs (CUDA, cuBLAS, cuDNN).
+ *
+ * This header is the whole interface. It is C99 and compiles as C++.
+ *
+ * ---------------------------------------------------------------------------
+ * CONVENTIONS
+ *
+ * Status.  Every fallible function returns snn_status; SNN_OK (0) is success.
+ *   Results come back through out parameters, which a failed call leaves
+ *   untouched; a failed call leaks nothing. snn_status_string() gives static
+ *   text for a code; snn_last_error() gives a thread-local message naming the
+ *   function, the argument and the reason of the last failure on this thread.
+ *
+ * Ownership.  Handles (snn_model, snn_forward_cache, snn_backward_cache,
+ *   snn_optimiser) are opaque; each has one *_destroy function that accepts
+ *   NULL. The library never keeps a pointer the caller passed after the call
+ *   returns, unless the comment of that function says so. Pointers the library
+ *   returns (snn_parameters, snn_outputs, ...) are borrowed views: they stay
+ *   valid until the owning handle is destroyed or moved to another device.
+ *
+ * Layouts (row-major, identical to PyTorch's):
+ *   - a batch of vectors is [batch][features];
+ *   - a batch of images is [batch][channels][height][width] (NCHW);
+ *   - dense weights are [out][in], followed by the bias [out];
+ *   - convolution weights are [out][in][kh][kw], followed by the bias [out];
+ *   - the parameters of all layers lie in ONE flat float vector, layer after
+ *     layer, in the order of the spec; gradients use the same layout.
+ *   A Julia array of size (features, batch) or (w, h, c, batch) is exactly
+ *   this memory.
+ *
+ * Model spec.  A model is described by a short text, layers separated by ';'
+ *   (or newlines), options separated by spaces:
+ *     input N                  a vector of N features
+ *     input HxWxC              an image of C channels, H rows, W columns
+ *     dense N [act] [nobias] [init=I]
+ *     conv KHxKW OUT [act] [stride=S] [pad=P] [nobias] [init=I]
+ *          (KH alone means KHxKH; stride=SHxSW and pad=PHxPW also work)
+ *     maxpool KH[xKW] [stride=S]   (stride defaults to the pool size)
+ *     avgpool KH[xKW] [stride=S]
+ *     flatten
+ *   act is one of identity (default), relu, leaky_relu (slope 0.01), tanh,
+ *   sigmoid. I is one of glorot_uniform (default), glorot_normal, he_uniform,
+ *   he_normal, lecun_normal, zeros. Biases always start at zero.
+ *   Output sizes use floor division, as PyTorch does.
+ *   Example: "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu;
+ *             maxpool 4; flatten; dense 10"
+ *
+ * Devices.  A model lives on one device: the CPU (SNN_DEVICE_CPU) or a GPU
+ *   (index 0, 1, ...). Caches and optimisers are made for the model's device
+ *   at creation time; using them with a model on another device returns
+ *   SNN_ERR_DEVICE_MISMATCH. GPUs are served by a plugin (libsnn_cuda.so)
+ *   loaded on first use; without it, without a driver or without a device,
+ *   every CPU function keeps working and GPU requests fail with a status that
+ *   says which of these it was.
+ *
+ * ---------------------------------------------------------------------------
+ * EMBEDDING CONTRACT
+ *
+ *   - The library never aborts or exits the host process. Out of memory, CUDA
+ *     errors, bad files and bad arguments all become statuses. No C++
+ *     exception crosses this interface.
+ *   - There is no global mutable state besides the settings below
+ *     (thread count, log callback, finite check).
+ *   - Distinct handles may be used from different threads at once. One handle
+ *     is used by one thread at a time. Several forward caches may run the same
+ *     model concurrently from different threads: snn_forward only reads the
+ *     parameters. Changing the parameters (optimiser step, snn_model_init,
+ *     snn_set_parameters) while another thread runs that model is a data race.
+ *   - snn_set_num_threads() bounds the CPU threads the library uses (OpenBLAS
+ *     included); tiny layers are never split across threads.
+ *   - Results are deterministic for a fixed thread count: the same inputs and
+ *     parameters give bit-identical outputs, gradients and updates.
+ *   - In steady state, snn_forward, snn_backprop and snn_optimiser_step
+ *     perform no heap allocation: every buffer is allocated by
+ *     snn_preallocate / snn_preallocate_grads / snn_optimiser_create.
+ *   - The library never calls back into the host from a thread it created;
+ *     the log callback runs on the thread that made the failing call.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef SNN_H
+#define SNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  if defined(SNN_BUILDING_LIBRARY)
+#    define SNN_API __declspec(dllexport)
+#  else
+#    define SNN_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define SNN_API __attribute__((visibility("default")))
+#else
+#  define SNN_API
+#endif
+
+/* ======================================================================== */
+/* Version                                                                  */
+/* ======================================================================== */
+
+#define SNN_VERSION_MAJOR 0
+#define SNN_VERSION_MINOR 1
+#define SNN_VERSION_PATCH 0
+/* MAJOR * 1000000 + MINOR * 1000 + PATCH */
+#define SNN_VERSION_NUMBER 1000
+#define SNN_VERSION_STRING "0.1.0"
+
+/* The version of the library actually loaded (compare with
+ * SNN_VERSION_NUMBER to detect a header and library that disagree). */
+SNN_API int32_t snn_version_number(void);
+/* Static text such as "0.1.0". Never NULL. */
+SNN_API const char *snn_version_string(void);
+
+/* Static text listing the features of this build, separated by spaces, e.g.
+ * "cpu openblas cuda-plugin". Never NULL. */
+SNN_API const char *snn_build_features(void);
+/* 1 if `feature` (one word of snn_build_features()) is in this build, else 0.
+ * NULL gives 0. */
+SNN_API int32_t snn_has_feature(const char *feature);
+
+/* ======================================================================== */
+/* Status and errors                                                        */
+/* ======================================================================== */
+
+typedef int32_t snn_status;
+enum {
+    SNN_OK = 0,
+    SNN_ERR_NULL_ARGUMENT = 1,     /* a required pointer or handle was NULL */
+    SNN_ERR_INVALID_ARGUMENT = 2,  /* a value out of its documented range */
+    SNN_ERR_SPEC = 3,              /* the model spec does not parse */
+    SNN_ERR_SHAPE = 4,             /* a layer does not fit its input */
+    SNN_ERR_COUNT = 5,             /* a buffer has the wrong number of elements */
+    SNN_ERR_BATCH = 6,             /* batch is 0 or above the preallocated maximum */
+    SNN_ERR_LABEL = 7,             /* a class label out of range */
+    SNN_ERR_MODEL_MISMATCH = 8,    /* a cache or optimiser used with another model */
+    SNN_ERR_DEVICE_MISMATCH = 9,   /* handles or buffers on different devices */
+    SNN_ERR_STATE = 10,            /* call out of order (e.g. backprop before forward) */
+    SNN_ERR_OUT_OF_MEMORY = 11,    /* host or device allocation failed */
+    SNN_ERR_NOT_FINITE = 12,       /* NaN or Inf found (see snn_set_check_finite) */
+    SNN_ERR_IO = 13,               /* a file could not be read or written */
+    SNN_ERR_FILE_FORMAT = 14,      /* a file or buffer is malformed */
+    SNN_ERR_UNSUPPORTED = 15,      /* not available on this device or build */
+    SNN_ERR_GPU_PLUGIN_NOT_FOUND = 16, /* libsnn_cuda.so could not be loaded */
+    SNN_ERR_GPU_DRIVER = 17,       /* CUDA driver or runtime missing or too old */
+    SNN_ERR_NO_GPU = 18,           /* CUDA works but sees no device */
+    SNN_ERR_GPU_INDEX = 19,        /* device index out of range */
+    SNN_ERR_CUDA = 20,             /* a CUDA, cuBLAS or cuDNN call failed */
+    SNN_ERR_INTERNAL = 21          /* a bug in snn: please report the message */
+};
+
+/* Static English text for a status code ("unknown status" for others).
+ * Never NULL. */
+SNN_API const char *snn_status_string(snn_status status);
+
+/* The message of the last failed call on this thread, UTF-8, e.g.
+ * "snn_set_inputs: expected 12800 floats (batch 128 x 100), got 12700".
+ * Empty string when no call has failed. The pointer stays valid until the
+ * next snn_* call on this thread. Never NULL. */
+SNN_API const char *snn_last_error(void);
+
+/* ======================================================================== */
+/* Settings (process-wide)                                                  */
+/* ======================================================================== */
+
+/* Bounds the CPU threads the library uses, OpenBLAS included. n >= 1.
+ * The default is the SNN_NUM_THREADS environment variable, else all cores.
+ * Errors: SNN_ERR_INVALID_ARGUMENT for n < 1. */
+SNN_API snn_status snn_set_num_threads(int32_t n);
+/* The current CPU thread bound. */
+SNN_API int32_t snn_get_num_threads(void);
+
+/* Log levels passed to the log callback. */
+enum { SNN_LOG_ERROR = 0, SNN_LOG_WARNING = 1, SNN_LOG_INFO = 2 };
+
+/* Receives the library's diagnostics: every failed call's message (level
+ * SNN_LOG_ERROR) and notes such as the backend chosen (SNN_LOG_INFO).
+ * `message` is valid only during the call. The callback runs on the thread
+ * that made the snn_* call and must not call back into snn. */
+typedef void (*snn_log_fn)(void *user_data, int32_t level, const char *message);
+/* Installs (or with NULL removes) the log callback. `user_data` is kept and
+ * passed back unchanged; the library never dereferences it. */
+SNN_API snn_status snn_set_log_callback(snn_log_fn callback, void *user_data);
+
+/* With on != 0, snn_backprop* and snn_optimiser_step check that the loss and
+ * every gradient are finite and return SNN_ERR_NOT_FINITE (leaving the
+ * parameters untouched) instead of poisoning the model. Off by default; it
+ * costs one pass over the gradients. */
+SNN_API snn_status snn_set_check_finite(int32_t on);
+
+/* ======================================================================== */
+/* Models                                                                   */
+/* ======================================================================== */
+
+typedef struct snn_model snn_model;
+typedef struct snn_forward_cache snn_forward_cache;
+typedef struct snn_backward_cache snn_backward_cache;
+typedef struct snn_optimiser snn_optimiser;
+
+/* Device identifiers: SNN_DEVICE_CPU, or a GPU index >= 0. */
+#define SNN_DEVICE_CPU (-1)
+
+/* Parses `spec` (see the top of this header) and creates a CPU model whose
+ * parameters are initialised with seed 0 (see snn_model_init).
+ * On success *out receives a new model that the caller destroys with
+ * snn_model_destroy. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_SPEC (message
+ * gives the character position and reason), SNN_ERR_SHAPE (a layer does not
+ * fit its input; the message names the layer and both shapes),
+ * SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_model_create(const char *spec, snn_model **out);
+
+/* Frees a model and its parameters (on any device). NULL is ignored. Caches
+ * and optimisers made from it must be destroyed too; using them afterwards
+ * is undefined. */
+SNN_API void snn_model_destroy(snn_model *model);
+
+/* Writes the canonical spec of the model (which snn_model_create parses back
+ * into the same model) into buf as a NUL-terminated string. *length receives
+ * the length without the NUL. buf may be NULL with capacity 0 to ask only for
+ * the length. Errors: SNN_ERR_NULL_ARGUMENT (model or length),
+ * SNN_ERR_COUNT if capacity <= length (nothing is written then). */
+SNN_API snn_status snn_model_describe(const snn_model *model, char *buf, size_t capacity,
+                                      size_t *length);
+
+/* Number of layers, the input layer included (layer 0 is the input). */
+SNN_API snn_status snn_model_layer_count(const snn_model *model, int64_t *count);
+
+/* The output shape of layer `layer` as channels, height, width. A vector of
+ * N features is reported as N x 1 x 1. Errors: SNN_ERR_INVALID_ARGUMENT for a
+ * layer index out of range. */
+SNN_API snn_status snn_model_layer_shape(const snn_model *model, int64_t layer,
+                                         int64_t *channels, int64_t *height, int64_t *width);
+
+/* Where layer `layer`'s parameters lie in the flat vector: weights at
+ * [weight_offset, weight_offset + weight_count), bias at
+ * [bias_offset, bias_offset + bias_count). Layers without parameters (input,
+ * pooling, flatten) and layers without bias report counts of 0. */
+SNN_API snn_status snn_model_layer_params(const snn_model *model, int64_t layer,
+                                          size_t *weight_offset, size_t *weight_count,
+                                          size_t *bias_offset, size_t *bias_count);
+
+/* Number of input features per sample (C*H*W for images) and of outputs. */
+SNN_API snn_status snn_model_input_size(const snn_model *model, size_t *features);
+SNN_API snn_status snn_model_output_size(const snn_model *model, size_t *outputs);
+
+/* Total number of parameters. */
+SNN_API snn_status snn_parameter_count(const snn_model *model, size_t *count);
+
+/* Re-initialises every parameter from `seed` with each layer's initialiser
+ * (biases zero). Bit-identical on every platform and compiler for the same
+ * seed. Works on any device. */
+SNN_API snn_status snn_model_init(snn_model *model, uint64_t seed);
+
+/* Zero-copy view of a CPU model's flat parameter vector: *data is writable
+ * and stays valid until the model is destroyed or moved to another device.
+ * Errors: SNN_ERR_DEVICE_MISMATCH when the model is on a GPU (use
+ * snn_get_parameters / snn_set_parameters there). */
+SNN_API snn_status snn_parameters(snn_model *model, float **data, size_t *count);
+
+/* Copies all parameters out to / in from host memory, on any device.
+ * `count` must equal snn_parameter_count (SNN_ERR_COUNT otherwise). */
+SNN_API snn_status snn_get_parameters(const snn_model *model, float *dst, size_t count);
+SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t count);
+
+/* ======================================================================== */
+/* Forward pass                                                             */
+/* ======================================================================== */
+
+/* Allocates every buffer a forward pass of `model` needs for batches up to
+ * max_batch, on the model's device. The cache belongs to this model (and its
+ * current device). Its batch starts at max_batch.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_BATCH (max_batch < 1 or too large to
+ * address), SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_preallocate(const snn_model *model, int64_t max_batch,
+                                   snn_forward_cache **out);
+SNN_API void snn_forward_cache_destroy(snn_forward_cache *cache);
+
+/* Sets the batch size used by the next snn_set_inputs / snn_forward, any n in
+ * 1..max_batch, without reallocating (SimpleNNs' truncate).
+ * Errors: SNN_ERR_BATCH. */
+SNN_API snn_status snn_cache_set_batch(snn_forward_cache *cache, int64_t batch);
+/* The current and the maximum batch size. */
+SNN_API snn_status snn_cache_batch(const snn_forward_cache *cache, int64_t *batch,
+                                   int64_t *max_batch);
+
+/* Copies `count` floats of input, [batch][features], into the cache.
+ * count must be batch * features for the cache's current batch.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT. */
+SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs, size_t count);
+
+/* Gathers samples by index into the cache, without an intermediate copy:
+ * sample i of the batch is data[indices[i] * features ... + features).
+ * `data` holds sample_count samples. Sets the cache's batch to n.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_BATCH (n = 0 or n > max_batch),
+ * SNN_ERR_INVALID_ARGUMENT (an index < 0 or >= sample_count). */
+SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *data,
+                                         size_t sample_count, const int64_t *indices, size_t n);
+
+/* Runs the model on the cache's inputs. Reads the parameters only.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
+ * another model), SNN_ERR_DEVICE_MISMATCH (model moved since), SNN_ERR_STATE
+ * (no inputs set). */
+SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model);
+
+/* Zero-copy view of the outputs of the last forward pass, [batch][outputs],
+ * count = batch * outputs. CPU caches only (SNN_ERR_DEVICE_MISMATCH on a GPU).
+ * Valid until the next snn_forward or the cache's destruction. */
+SNN_API snn_status snn_outputs(const snn_forward_cache *cache, const float **data, size_t *count);
+/* Copies the outputs into dst, on any device; count must equal batch*outputs. */
+SNN_API snn_status snn_get_outputs(const snn_forward_cache *cache, float *dst, size_t count);
+
+/* ======================================================================== */
+/* Losses and backpropagation                                               */
+/* ======================================================================== */
+
+typedef int32_t snn_loss;
+enum {
+    /* mean over all batch*outputs elements of (y - t)^2 (PyTorch's default) */
+    SNN_LOSS_MSE = 1,
+    /* mean over the batch of -log softmax(y)[label]; labels are 0-based int32
+     * class indices; stable for large logits */
+    SNN_LOSS_LOGIT_CROSSENTROPY = 2
+};
+
+/* Allocates the gradient buffers for `model` and batches up to max_batch.
+ * Errors as snn_preallocate. */
+SNN_API snn_status snn_preallocate_grads(const snn_model *model, int64_t max_batch,
+                                         snn_backward_cache **out);
+SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache);
+
+/* Target values for SNN_LOSS_MSE, [batch][outputs], copied. count must be
+ * max_batch*outputs at most and a multiple of outputs; the batch used by the
+ * next snn_backprop must match (checked there).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT. */
+SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targets, size_t count);
+
+/* Class labels for SNN_LOSS_LOGIT_CROSSENTROPY, one per sample, copied.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_BATCH (n = 0 or n > max_batch),
+ * SNN_ERR_LABEL (a label < 0 or >= outputs; the message names it). */
+SNN_API snn_status snn_set_labels(snn_backward_cache *cache, const int32_t *labels, size_t n);
+
+/* Gathers labels by index, as snn_set_inputs_gather: label i is
+ * labels[indices[i]]. Errors as snn_set_labels, and SNN_ERR_INVALID_ARGUMENT
+ * for an index out of [0, sample_count). */
+SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_t *labels,
+                                         size_t sample_count, const int64_t *indices, size_t n);
+
+/* With enabled != 0, backprop also computes the gradient of the loss with
+ * respect to the inputs (snn_input_gradients). Off by default. */
+SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled);
+
+/* Computes the loss of the last forward pass of `fwd` against the targets or
+ * labels set on `bwd`, and the gradient of that loss with respect to every
+ * parameter (overwriting, not accumulating). The gradient is exactly the
+ * derivative of the value written to *loss_value (which may be NULL: on a GPU
+ * that avoids reading the value back).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (unknown loss),
+ * SNN_ERR_MODEL_MISMATCH, SNN_ERR_DEVICE_MISMATCH, SNN_ERR_STATE (no forward
+ * pass, or no targets/labels for this batch size), SNN_ERR_BATCH (fwd's batch
+ * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on). */
+SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
+                                const snn_model *model, snn_loss loss, float *loss_value);
+
+/* Backpropagates a caller-supplied gradient of the loss with respect to the
+ * outputs, [batch][outputs] host memory (custom losses, reinforcement
+ * learning). count must be batch*outputs. Errors as snn_backprop, and
+ * SNN_ERR_COUNT. */
+SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
+                                                     snn_forward_cache *fwd,
+                                                     const snn_model *model,
+                                                     const float *output_gradient, size_t count);
+
+/* Zero-copy view of the flat gradient (parameter layout) of the last
+ * backprop; CPU caches only. Valid until the cache is destroyed. */
+SNN_API snn_status snn_gradients(const snn_backward_cache *cache, const float **data,
+                                 size_t *count);
+/* Copies the gradient into dst, on any device; count = parameter count. */
+SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst, size_t count);
+
+/* Copies the gradient with respect to the inputs, [batch][features], of the
+ * last backprop; requires snn_set_input_gradient(cache, 1) before it
+ * (SNN_ERR_STATE otherwise). count = batch*features. */
+SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, float *dst,
+                                           size_t count);
+
+/* ======================================================================== */
+/* Optimisers                                                               */
+/* ======================================================================== */
+
+typedef int32_t snn_optimiser_kind;
+enum {
+    SNN_OPTIMISER_SGD = 1,     /* lr 0.01, momentum 0, nesterov 0 */
+    SNN_OPTIMISER_ADAM = 2,    /* lr 0.001, beta1 0.9, beta2 0.999, eps 1e-8 */
+    SNN_OPTIMISER_ADAMW = 3,   /* as Adam, weight_decay 0.01 (decoupled) */
+    SNN_OPTIMISER_RMSPROP = 4  /* lr 0.01, alpha 0.99, eps 1e-8 */
+};
+
+typedef int32_t snn_hyperparameter;
+enum {
+    SNN_HP_LEARNING_RATE = 1, /* >= 0 */
+    SNN_HP_MOMENTUM = 2,      /* SGD: [0, 1) */
+    SNN_HP_NESTEROV = 3,      /* SGD: 0 or 1 (needs momentum > 0) */
+    SNN_HP_BETA1 = 4,         /* Adam(W): [0, 1) */
+    SNN_HP_BETA2 = 5,         /* Adam(W): [0, 1) */
+    SNN_HP_EPSILON = 6,       /* > 0 */
+    SNN_HP_WEIGHT_DECAY = 7,  /* >= 0; L2 for SGD/Adam/RMSProp, decoupled for AdamW */
+    SNN_HP_ALPHA = 8          /* RMSProp smoothing: [0, 1) */
+};
+
+/* Creates an optimiser for `model` with PyTorch's defaults (above), its state
+ * (moments) allocated on the model's device and zeroed.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (unknown kind),
+ * SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_optimiser_create(const snn_model *model, snn_optimiser_kind kind,
+                                        snn_optimiser **out);
+SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser);
+
+/* Sets / reads a hyperparameter; may be called between steps (schedules).
+ * Errors: SNN_ERR_INVALID_ARGUMENT for a parameter the kind lacks or a value
+ * out of its range (NaN included). */
+SNN_API snn_status snn_optimiser_set(snn_optimiser *optimiser, snn_hyperparameter which,
+                                     double value);
+SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperparameter which,
+                                     double *value);
+
+/* Updates the model's parameters in place from the gradient in `grads`.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH,
+ * SNN_ERR_DEVICE_MISMATCH, SNN_ERR_STATE (no backprop yet). */
+SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model,
+                                      const snn_backward_cache *grads);
+
+/* Zeroes the optimiser's moments and step count. */
+SNN_API snn_status snn_optimiser_reset(snn_optimiser *optimiser);
+/* Number of steps taken since creation or reset. */
+SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int64_t *steps);
+
+/* ======================================================================== */
+/* Model files and checkpoints                                              */
+/* ======================================================================== */
+
+/* Model files are safetensors: an 8-byte little-endian header length, a JSON
+ * header, then raw little-endian F32 tensors. "__metadata__" holds
+ * "format": "snn", "format_version" and "spec" (the canonical spec); each
+ * layer with parameters has tensors "layers.<i>.weight" (shape [out, in] or
+ * [out, in, kh, kw]) and "layers.<i>.bias" ([out]), i the layer index
+ * (layer 0 is the input). PyTorch's safetensors readers open these files. */
+
+/* Saves atomically: writes <path>.tmp-<random> in the same directory,
+ * flushes and fsyncs it, then renames it over `path`. A failed save leaves
+ * any existing file untouched. Works for a model on any device.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_IO (message names the path and the
+ * system's reason). */
+SNN_API snn_status snn_model_save(const snn_model *model, const char *path);
+
+/* Loads a model file onto the CPU (a model saved from a GPU loads on a
+ * machine without one). Everything is validated before use: header length,
+ * JSON, metadata, every tensor's presence, dtype, shape, offsets (in range,
+ * non-overlapping, covering the data exactly).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_IO, SNN_ERR_FILE_FORMAT (message
+ * says what is wrong), SNN_ERR_SPEC / SNN_ERR_SHAPE (bad spec inside). */
+SNN_API snn_status snn_model_load(const char *path, snn_model **out);
+
+/* The same format in memory (game assets). With buf NULL and capacity 0,
+ * only *size is written (the bytes needed). Errors: SNN_ERR_COUNT when
+ * capacity < size (nothing written). */
+SNN_API snn_status snn_model_save_to_buffer(const snn_model *model, void *buf, size_t capacity,
+                                            size_t *size);
+/* Reads `size` bytes; the buffer is not kept. Errors as snn_model_load. */
+SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn_model **out);
+
+/* A training checkpoint: the model file plus the optimiser's kind,
+ * hyperparameters, step count and moments ("optimiser.m", "optimiser.v"),
+ * so training resumed from it continues bit-identically. Saved atomically. */
+SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimiser *optimiser,
+                                       const char *path);
+/* Creates a CPU model and its optimiser from a checkpoint; both are the
+ * caller's to destroy. Errors as snn_model_load. */
+SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
+                                       snn_optimiser **optimiser_out);
+
+/* ======================================================================== */
+/* Devices                                                                  */
+/* ======================================================================== */
+
+/* Number of GPUs snn can use (CUDA_VISIBLE_DEVICES applies, as CUDA defines
+ * it). 0 when the CUDA plugin, the driver or a device is missing; never
+ * fails. snn_gpu_status tells why. */
+SNN_API int32_t snn_gpu_count(void);
+
+/* SNN_OK when GPU `device` can be used; otherwise the reason, each with its
+ * own status and message: SNN_ERR_GPU_PLUGIN_NOT_FOUND (libsnn_cuda.so not
+ * next to libsnn.so nor at $SNN_CUDA_PLUGIN), SNN_ERR_GPU_DRIVER (CUDA driver
+ * or runtime missing or too old), SNN_ERR_NO_GPU (CUDA sees no device),
+ * SNN_ERR_GPU_INDEX (device out of range). */
+SNN_API snn_status snn_gpu_status(int32_t device);
+
+/* Moves the model's parameters to GPU `device` / to the CPU. Moving to the
+ * device it is on does nothing. Caches and optimisers made before the move
+ * belong to the old device: using them returns SNN_ERR_DEVICE_MISMATCH.
+ * Pointers from snn_parameters become invalid. On failure the model stays
+ * where it was. Errors: those of snn_gpu_status, SNN_ERR_OUT_OF_MEMORY,
+ * SNN_ERR_CUDA. */
+SNN_API snn_status snn_to_gpu(snn_model *model, int32_t device);
+SNN_API snn_status snn_to_cpu(snn_model *model);
+
+/* Moves the model to GPU 0 when one can be used, else keeps it on the CPU
+ * (and then returns SNN_OK). *device receives where it ended up. */
+SNN_API snn_status snn_to_best_device(snn_model *model, int32_t *device);
+
+/* SNN_DEVICE_CPU or the GPU index the model lives on. */
+SNN_API snn_status snn_model_device(const snn_model *model, int32_t *device);
+
+/* With on != 0, GPU dense and convolution layers of caches created afterwards
+ * may use TF32 tensor-core math (faster, about 10 mantissa bits in the
+ * products). Off by default. No effect on the CPU. */
+SNN_API snn_status snn_set_allow_tf32(int32_t on);
+
+/* Copies inputs that already live in GPU memory on the cache's device (a
+ * CUDA.jl CuArray, a CuPy array, a PyTorch tensor's data_ptr) into the cache,
+ * device to device, without a round trip through the host. count must be
+ * batch * features. Errors: SNN_ERR_DEVICE_MISMATCH for a CPU cache,
+ * SNN_ERR_COUNT, SNN_ERR_CUDA. */
+SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *device_inputs,
+                                         size_t count);
+
+/* A data set uploaded once to a device (Flux's "move the whole data set to
+ * the GPU"), from which batches are gathered by index on the device. */
+typedef struct snn_dataset snn_dataset;
+
+/* Copies sample_count samples of `features` floats each, and optionally one
+ * int32 label per sample (labels may be NULL), to `device` (SNN_DEVICE_CPU
+ * or a GPU index). The caller's arrays are not kept.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (zero sizes or a
+ * negative label), the device errors of snn_gpu_status,
+ * SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_dataset_create(int32_t device, const float *samples, size_t sample_count,
+                                      size_t features, const int32_t *labels,
+                                      snn_dataset **out);
+SNN_API void snn_dataset_destroy(snn_dataset *dataset);
+
+/* Gathers samples indices[0..n) of the data set into the cache (the batch
+ * becomes n) / their labels into a backward cache. Errors: as the _gather
+ * functions, SNN_ERR_DEVICE_MISMATCH (data set on another device),
+ * SNN_ERR_COUNT (features differ from the model's inputs), SNN_ERR_STATE (the
+ * data set has no labels), SNN_ERR_LABEL. */
+SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache,
+                                               const snn_dataset *dataset,
+                                               const int64_t *indices, size_t n);
+SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache,
+                                               const snn_dataset *dataset,
+                                               const int64_t *indices, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SNN_H */

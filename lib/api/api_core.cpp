@@ -1,0 +1,137 @@
+// Version, status text, errors, threads, devices.
+#include <cstring>
+#include <string>
+
+#include "api/guard.h"
+#include "api/log.h"
+#include "device/devices.h"
+
+namespace snn {
+namespace {
+thread_local std::string t_last_error;
+}
+
+snn_status record_error(const char *function, snn_status status, const char *message) {
+    try {
+        t_last_error = std::string(function) + ": " + message;
+        log_message(SNN_LOG_ERROR, t_last_error.c_str());
+    } catch (...) {
+        // Out of memory while formatting: keep the status, lose the text.
+    }
+    return status;
+}
+
+std::string device_name(int32_t device) {
+    return device == SNN_DEVICE_CPU ? std::string("the CPU") : format("GPU %d", device);
+}
+
+}  // namespace snn
+
+using namespace snn;
+
+extern "C" {
+
+SNN_API int32_t snn_version_number(void) { return SNN_VERSION_NUMBER; }
+SNN_API const char *snn_version_string(void) { return SNN_VERSION_STRING; }
+
+SNN_API const char *snn_build_features(void) {
+    return "cpu openblas safetensors"
+#ifdef SNN_HAVE_CUDA_PLUGIN
+           " cuda-plugin"
+#endif
+        ;
+}
+
+SNN_API int32_t snn_has_feature(const char *feature) {
+    if (feature == nullptr || *feature == '\0') return 0;
+    const char *all = snn_build_features();
+    size_t n = std::strlen(feature);
+    for (const char *p = all; (p = std::strstr(p, feature)) != nullptr; p += n) {
+        bool start = p == all || p[-1] == ' ';
+        bool end = p[n] == '\0' || p[n] == ' ';
+        if (start && end) return 1;
+    }
+    return 0;
+}
+
+SNN_API const char *snn_status_string(snn_status status) {
+    switch (status) {
+        case SNN_OK: return "success";
+        case SNN_ERR_NULL_ARGUMENT: return "a required pointer or handle is NULL";
+        case SNN_ERR_INVALID_ARGUMENT: return "an argument is out of its valid range";
+        case SNN_ERR_SPEC: return "the model spec does not parse";
+        case SNN_ERR_SHAPE: return "a layer does not fit its input";
+        case SNN_ERR_COUNT: return "a buffer has the wrong number of elements";
+        case SNN_ERR_BATCH: return "batch size is zero or above the preallocated maximum";
+        case SNN_ERR_LABEL: return "a class label is out of range";
+        case SNN_ERR_MODEL_MISMATCH: return "a cache or optimiser was made for another model";
+        case SNN_ERR_DEVICE_MISMATCH: return "handles or buffers are on different devices";
+        case SNN_ERR_STATE: return "call out of order";
+        case SNN_ERR_OUT_OF_MEMORY: return "out of memory";
+        case SNN_ERR_NOT_FINITE: return "a NaN or Inf was found";
+        case SNN_ERR_IO: return "a file could not be read or written";
+        case SNN_ERR_FILE_FORMAT: return "a file or buffer is malformed";
+        case SNN_ERR_UNSUPPORTED: return "not supported on this device or build";
+        case SNN_ERR_GPU_PLUGIN_NOT_FOUND: return "the CUDA plugin libsnn_cuda.so was not found";
+        case SNN_ERR_GPU_DRIVER: return "the CUDA driver or runtime is missing or too old";
+        case SNN_ERR_NO_GPU: return "no CUDA device is visible";
+        case SNN_ERR_GPU_INDEX: return "GPU index out of range";
+        case SNN_ERR_CUDA: return "a CUDA, cuBLAS or cuDNN call failed";
+        case SNN_ERR_INTERNAL: return "internal error in snn";
+        default: return "unknown status";
+    }
+}
+
+SNN_API const char *snn_last_error(void) { return t_last_error.c_str(); }
+
+SNN_API snn_status snn_set_num_threads(int32_t n) {
+    return guarded(__func__, [&] {
+        if (n < 1) fail(SNN_ERR_INVALID_ARGUMENT, "n must be >= 1, got %d", n);
+        set_threads(n);
+    });
+}
+
+SNN_API int32_t snn_gpu_count(void) { return gpu_count(); }
+
+SNN_API snn_status snn_gpu_status(int32_t device) {
+    return guarded(__func__, [&] {
+        if (device < 0) fail(SNN_ERR_GPU_INDEX, "device must be a GPU index >= 0, got %d", device);
+        backend_for(device);
+    });
+}
+
+SNN_API snn_status snn_to_gpu(snn_model *model, int32_t device) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        if (device < 0) fail(SNN_ERR_GPU_INDEX, "device must be a GPU index >= 0, got %d", device);
+        model_move(model->m, backend_for(device));
+    });
+}
+
+SNN_API snn_status snn_to_cpu(snn_model *model) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        model_move(model->m, cpu_backend());
+    });
+}
+
+SNN_API snn_status snn_to_best_device(snn_model *model, int32_t *device) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(device, "device");
+        if (gpu_count() > 0) {
+            model_move(model->m, backend_for(0));
+        }
+        *device = model->m.device();
+    });
+}
+
+SNN_API snn_status snn_model_device(const snn_model *model, int32_t *device) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(device, "device");
+        *device = model->m.device();
+    });
+}
+
+}  // extern "C"

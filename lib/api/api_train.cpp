@@ -1,0 +1,374 @@
+// Backward caches, targets and labels, backpropagation, optimisers.
+#include <cmath>
+#include <memory>
+
+#include "api/guard.h"
+
+using namespace snn;
+
+namespace {
+
+void check_labels(const int32_t *labels, const int64_t *indices, size_t n, int64_t classes) {
+    for (size_t i = 0; i < n; ++i) {
+        int32_t label = indices ? labels[indices[i]] : labels[i];
+        if (label < 0 || label >= classes)
+            fail(SNN_ERR_LABEL, "label %d of sample %zu is outside [0, %lld) (the model's outputs)",
+                 label, i, (long long)classes);
+    }
+}
+
+int64_t classes_of(const BackwardCache &b) { return b.model->net.output().size(); }
+
+void check_batch_n(size_t n, int64_t max_batch) {
+    if (n == 0 || n > size_t(max_batch))
+        fail(SNN_ERR_BATCH, "batch %zu is outside [1, %lld] (the cache's max_batch)", n,
+             (long long)max_batch);
+}
+
+// Checks shared by both backprop entries.
+void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_model *model) {
+    need(bwd, "bwd");
+    need(fwd, "fwd");
+    need(model, "model");
+    check_model(fwd->c, model->m, "the forward cache");
+    check_model(bwd->c, model->m, "the backward cache");
+    if (fwd->c.forward_batch < 0)
+        fail(SNN_ERR_STATE, "the forward cache has no forward pass (call snn_forward first)");
+    if (fwd->c.forward_batch > bwd->c.max_batch)
+        fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
+             (long long)fwd->c.forward_batch, (long long)bwd->c.max_batch);
+}
+
+void check_hp_range(const char *name, double value, double lo, bool lo_open, double hi) {
+    if (std::isnan(value) || (lo_open ? value <= lo : value < lo) || value >= hi)
+        fail(SNN_ERR_INVALID_ARGUMENT, "%s must be in %s%g, %g), got %g", name, lo_open ? "(" : "[",
+             lo, hi, value);
+}
+
+const char *kind_name(OptKind k) {
+    switch (k) {
+        case OptKind::sgd: return "SGD";
+        case OptKind::adam: return "Adam";
+        case OptKind::adamw: return "AdamW";
+        default: return "RMSProp";
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+SNN_API snn_status snn_preallocate_grads(const snn_model *model, int64_t max_batch,
+                                         snn_backward_cache **out) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(out, "out");
+        if (max_batch < 1 || max_batch > (int64_t(1) << 31))
+            fail(SNN_ERR_BATCH, "max_batch must be in [1, 2^31], got %lld", (long long)max_batch);
+        ensure_threads_configured();
+        auto cache = std::make_unique<snn_backward_cache>();
+        backward_cache_init(cache->c, model->m, max_batch);
+        *out = cache.release();
+    });
+}
+
+SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache) { delete cache; }
+
+SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targets, size_t count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(targets, "targets");
+        BackwardCache &b = cache->c;
+        const size_t k = size_t(classes_of(b));
+        if (count == 0 || count % k != 0 || count / k > size_t(b.max_batch))
+            fail(SNN_ERR_COUNT, "expected a multiple of %zu floats (outputs) up to %zu (max_batch %lld), got %zu",
+                 k, k * size_t(b.max_batch), (long long)b.max_batch, count);
+        if (check_finite_enabled())
+            for (size_t i = 0; i < count; ++i)
+                if (!std::isfinite(targets[i]))
+                    fail(SNN_ERR_NOT_FINITE, "targets[%zu] is %f", i, double(targets[i]));
+        b.backend->upload(b.stream.get(), b.targets.get(), targets, count * sizeof(float));
+        b.targets_batch = int64_t(count / k);
+    });
+}
+
+SNN_API snn_status snn_set_labels(snn_backward_cache *cache, const int32_t *labels, size_t n) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(labels, "labels");
+        BackwardCache &b = cache->c;
+        check_batch_n(n, b.max_batch);
+        check_labels(labels, nullptr, n, classes_of(b));
+        b.backend->upload(b.stream.get(), b.labels.get(), labels, n * sizeof(int32_t));
+        b.labels_batch = int64_t(n);
+    });
+}
+
+SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_t *labels,
+                                         size_t sample_count, const int64_t *indices, size_t n) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(labels, "labels");
+        need(indices, "indices");
+        BackwardCache &b = cache->c;
+        check_batch_n(n, b.max_batch);
+        for (size_t i = 0; i < n; ++i)
+            if (indices[i] < 0 || uint64_t(indices[i]) >= sample_count)
+                fail(SNN_ERR_INVALID_ARGUMENT, "indices[%zu] = %lld is outside [0, %zu)", i,
+                     (long long)indices[i], sample_count);
+        check_labels(labels, indices, n, classes_of(b));
+        b.backend->gather_upload(b.stream.get(), b.labels.get(), labels, indices, n, sizeof(int32_t));
+        b.labels_batch = int64_t(n);
+    });
+}
+
+SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const snn_dataset *dataset,
+                                               const int64_t *indices, size_t n) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(dataset, "dataset");
+        need(indices, "indices");
+        BackwardCache &b = cache->c;
+        if (dataset->backend != b.backend)
+            fail(SNN_ERR_DEVICE_MISMATCH, "the data set is on %s but the cache on %s",
+                 device_name(dataset->backend->device()).c_str(), device_name(b.backend->device()).c_str());
+        if (dataset->host_labels.empty()) fail(SNN_ERR_STATE, "the data set was created without labels");
+        check_batch_n(n, b.max_batch);
+        for (size_t i = 0; i < n; ++i)
+            if (indices[i] < 0 || uint64_t(indices[i]) >= dataset->count)
+                fail(SNN_ERR_INVALID_ARGUMENT, "indices[%zu] = %lld is outside [0, %zu)", i,
+                     (long long)indices[i], dataset->count);
+        check_labels(dataset->host_labels.data(), indices, n, classes_of(b));
+        b.backend->wait(b.stream.get(), dataset->stream.get());
+        b.backend->gather_device(b.stream.get(), b.labels.get(), dataset->labels.get(), indices, n,
+                                 sizeof(int32_t));
+        b.labels_batch = int64_t(n);
+    });
+}
+
+SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        cache->c.want_input_grad = enabled != 0;
+    });
+}
+
+SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
+                                const snn_model *model, snn_loss loss, float *loss_value) {
+    return guarded(__func__, [&] {
+        check_backprop(bwd, fwd, model);
+        BackwardCache &b = bwd->c;
+        const int64_t n = fwd->c.forward_batch;
+        if (loss == SNN_LOSS_MSE) {
+            if (b.targets_batch != n)
+                fail(SNN_ERR_STATE, "targets are set for batch %lld but the forward batch is %lld (call snn_set_targets)",
+                     (long long)b.targets_batch, (long long)n);
+        } else if (loss == SNN_LOSS_LOGIT_CROSSENTROPY) {
+            if (b.labels_batch != n)
+                fail(SNN_ERR_STATE, "labels are set for batch %lld but the forward batch is %lld (call snn_set_labels)",
+                     (long long)b.labels_batch, (long long)n);
+        } else {
+            fail(SNN_ERR_INVALID_ARGUMENT, "unknown loss %d (expected SNN_LOSS_MSE or SNN_LOSS_LOGIT_CROSSENTROPY)", loss);
+        }
+        float value = 0.0f;
+        backprop_loss(b, fwd->c, model->m, loss, loss_value ? &value : nullptr);
+        if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the loss or a gradient is NaN or Inf");
+        if (loss_value) *loss_value = value;
+    });
+}
+
+SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
+                                                     snn_forward_cache *fwd,
+                                                     const snn_model *model,
+                                                     const float *output_gradient, size_t count) {
+    return guarded(__func__, [&] {
+        check_backprop(bwd, fwd, model);
+        need(output_gradient, "output_gradient");
+        const int64_t n = fwd->c.forward_batch;
+        const size_t k = size_t(model->m.net.output().size());
+        if (count != size_t(n) * k)
+            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", size_t(n) * k,
+                 (long long)n, k, count);
+        if (check_finite_enabled())
+            for (size_t i = 0; i < count; ++i)
+                if (!std::isfinite(output_gradient[i]))
+                    fail(SNN_ERR_NOT_FINITE, "output_gradient[%zu] is %f", i, double(output_gradient[i]));
+        backprop_output_grad(bwd->c, fwd->c, model->m, output_gradient);
+        if (!bwd->c.grads_finite) fail(SNN_ERR_NOT_FINITE, "a gradient is NaN or Inf");
+    });
+}
+
+SNN_API snn_status snn_gradients(const snn_backward_cache *cache, const float **data, size_t *count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(data, "data");
+        need(count, "count");
+        const BackwardCache &b = cache->c;
+        if (b.backend->device() != SNN_DEVICE_CPU)
+            fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on GPU %d; use snn_get_gradients to copy",
+                 b.backend->device());
+        *data = b.grads.f();
+        *count = b.model->net.param_count;
+    });
+}
+
+SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(dst, "dst");
+        const BackwardCache &b = cache->c;
+        const size_t expected = b.model->net.param_count;
+        if (count != expected)
+            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
+        b.backend->download(b.stream.get(), dst, b.grads.get(), count * sizeof(float));
+    });
+}
+
+SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(dst, "dst");
+        const BackwardCache &b = cache->c;
+        if (b.input_grad_batch < 0)
+            fail(SNN_ERR_STATE, "no input gradient: call snn_set_input_gradient(cache, 1) before snn_backprop");
+        const size_t features = size_t(b.model->net.input().size());
+        const size_t expected = size_t(b.input_grad_batch) * features;
+        if (count != expected)
+            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
+                 (long long)b.input_grad_batch, features, count);
+        b.backend->download(b.stream.get(), dst, b.input_grad.get(), count * sizeof(float));
+    });
+}
+
+// ---- optimisers ------------------------------------------------------------------
+
+SNN_API snn_status snn_optimiser_create(const snn_model *model, snn_optimiser_kind kind,
+                                        snn_optimiser **out) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(out, "out");
+        if (kind < SNN_OPTIMISER_SGD || kind > SNN_OPTIMISER_RMSPROP)
+            fail(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind %d (expected SNN_OPTIMISER_SGD, _ADAM, _ADAMW or _RMSPROP)", kind);
+        auto opt = std::make_unique<snn_optimiser>();
+        optimiser_init(opt->o, model->m, static_cast<OptKind>(kind));
+        *out = opt.release();
+    });
+}
+
+SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser) { delete optimiser; }
+
+SNN_API snn_status snn_optimiser_set(snn_optimiser *optimiser, snn_hyperparameter which, double value) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        Optimiser &o = optimiser->o;
+        const bool sgd = o.kind == OptKind::sgd, adam = o.kind == OptKind::adam || o.kind == OptKind::adamw;
+        auto wrong_kind = [&](const char *name) {
+            fail(SNN_ERR_INVALID_ARGUMENT, "%s does not apply to %s", name, kind_name(o.kind));
+        };
+        if (std::isinf(value)) fail(SNN_ERR_INVALID_ARGUMENT, "value must be finite, got %g", value);
+        switch (which) {
+            case SNN_HP_LEARNING_RATE:
+                check_hp_range("learning rate", value, 0.0, false, HUGE_VAL);
+                o.lr = value;
+                break;
+            case SNN_HP_MOMENTUM:
+                if (!sgd) wrong_kind("momentum");
+                check_hp_range("momentum", value, 0.0, false, 1.0);
+                if (value == 0.0 && o.nesterov)
+                    fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (turn Nesterov off first)");
+                o.momentum = value;
+                break;
+            case SNN_HP_NESTEROV:
+                if (!sgd) wrong_kind("nesterov");
+                if (value != 0.0 && value != 1.0)
+                    fail(SNN_ERR_INVALID_ARGUMENT, "nesterov must be 0 or 1, got %g", value);
+                if (value == 1.0 && o.momentum == 0.0)
+                    fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (set SNN_HP_MOMENTUM first)");
+                o.nesterov = value == 1.0;
+                break;
+            case SNN_HP_BETA1:
+                if (!adam) wrong_kind("beta1");
+                check_hp_range("beta1", value, 0.0, false, 1.0);
+                o.beta1 = value;
+                break;
+            case SNN_HP_BETA2:
+                if (!adam) wrong_kind("beta2");
+                check_hp_range("beta2", value, 0.0, false, 1.0);
+                o.beta2 = value;
+                break;
+            case SNN_HP_EPSILON:
+                if (sgd) wrong_kind("epsilon");
+                check_hp_range("epsilon", value, 0.0, true, HUGE_VAL);
+                o.eps = value;
+                break;
+            case SNN_HP_WEIGHT_DECAY:
+                check_hp_range("weight decay", value, 0.0, false, HUGE_VAL);
+                o.weight_decay = value;
+                break;
+            case SNN_HP_ALPHA:
+                if (o.kind != OptKind::rmsprop) wrong_kind("alpha");
+                check_hp_range("alpha", value, 0.0, false, 1.0);
+                o.alpha = value;
+                break;
+            default:
+                fail(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter %d", which);
+        }
+    });
+}
+
+SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperparameter which,
+                                     double *value) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        need(value, "value");
+        const Optimiser &o = optimiser->o;
+        const bool sgd = o.kind == OptKind::sgd, adam = o.kind == OptKind::adam || o.kind == OptKind::adamw;
+        double v = 0;
+        bool ok = true;
+        switch (which) {
+            case SNN_HP_LEARNING_RATE: v = o.lr; break;
+            case SNN_HP_MOMENTUM: ok = sgd; v = o.momentum; break;
+            case SNN_HP_NESTEROV: ok = sgd; v = o.nesterov; break;
+            case SNN_HP_BETA1: ok = adam; v = o.beta1; break;
+            case SNN_HP_BETA2: ok = adam; v = o.beta2; break;
+            case SNN_HP_EPSILON: ok = !sgd; v = o.eps; break;
+            case SNN_HP_WEIGHT_DECAY: v = o.weight_decay; break;
+            case SNN_HP_ALPHA: ok = o.kind == OptKind::rmsprop; v = o.alpha; break;
+            default: fail(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter %d", which);
+        }
+        if (!ok) fail(SNN_ERR_INVALID_ARGUMENT, "hyperparameter %d does not apply to %s", which, kind_name(o.kind));
+        *value = v;
+    });
+}
+
+SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model,
+                                      const snn_backward_cache *grads) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        need(model, "model");
+        need(grads, "grads");
+        check_model(optimiser->o, model->m, "the optimiser");
+        check_model(grads->c, model->m, "the backward cache");
+        if (grads->c.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
+        if (!grads->c.grads_finite)
+            fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
+        optimiser_step(optimiser->o, model->m, grads->c);
+    });
+}
+
+SNN_API snn_status snn_optimiser_reset(snn_optimiser *optimiser) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        optimiser_reset(optimiser->o);
+    });
+}
+
+SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int64_t *steps) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        need(steps, "steps");
+        *steps = optimiser->o.steps;
+    });
+}
+
+}  // extern "C"

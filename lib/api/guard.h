@@ -1,0 +1,75 @@
+// The C boundary's plumbing: handle structs, argument checks and the guard
+// that turns every exception into a status plus a thread-local message.
+#pragma once
+
+#include <new>
+#include <string>
+
+#include "common/error.h"
+#include "engine/network.h"
+#include "snn.h"
+
+struct snn_model {
+    snn::Model m;
+};
+struct snn_forward_cache {
+    snn::ForwardCache c;
+};
+struct snn_backward_cache {
+    snn::BackwardCache c;
+};
+struct snn_optimiser {
+    snn::Optimiser o;
+};
+struct snn_dataset {
+    snn::Backend *backend = nullptr;
+    snn::OwnedStream stream;
+    snn::DeviceBuffer samples, labels;
+    std::vector<int32_t> host_labels;  // for validating gathered labels on the host
+    size_t count = 0, features = 0;
+};
+
+namespace snn {
+
+// Records "<function>: <message>" as this thread's last error, sends it to
+// the log callback, and returns status.
+snn_status record_error(const char *function, snn_status status, const char *message);
+
+void ensure_threads_configured();
+void set_threads(int32_t n);
+
+// Runs body; any exception becomes a status. Nothing allocates on success.
+template <class Body>
+snn_status guarded(const char *function, Body &&body) noexcept {
+    try {
+        body();
+        return SNN_OK;
+    } catch (const Error &e) {
+        return record_error(function, e.status(), e.what());
+    } catch (const std::bad_alloc &) {
+        return record_error(function, SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    } catch (const std::exception &e) {
+        return record_error(function, SNN_ERR_INTERNAL, e.what());
+    } catch (...) {
+        return record_error(function, SNN_ERR_INTERNAL, "unknown internal error");
+    }
+}
+
+inline void need(const void *p, const char *name) {
+    if (p == nullptr) fail(SNN_ERR_NULL_ARGUMENT, "%s is NULL", name);
+}
+
+// The handle was made for this model and its current device.
+template <class Handle>
+void check_model(const Handle &h, const Model &m, const char *what) {
+    if (h.model_id != m.id)
+        fail(SNN_ERR_MODEL_MISMATCH, "%s was made for another model", what);
+    if (h.placement != m.placement)
+        fail(SNN_ERR_DEVICE_MISMATCH,
+             "%s was made before the model moved to %s; make a new one for the model's device",
+             what, m.device() == SNN_DEVICE_CPU ? "the CPU" : format("GPU %d", m.device()).c_str());
+}
+
+std::string device_name(int32_t device);
+
+}  // namespace snn

@@ -1,0 +1,11 @@
+// Process-wide settings and the host's log callback.
+#pragma once
+
+#include <stdint.h>
+
+namespace snn {
+
+// Sends a message to the host's log callback, if one is installed.
+void log_message(int32_t level, const char *message);
+
+}  // namespace snn

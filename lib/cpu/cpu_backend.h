@@ -1,0 +1,81 @@
+// The CPU backend: OpenBLAS sgemm for the matrix work, plain loops for the
+// rest. Loops are single-threaded and written to vectorise; OpenBLAS uses up
+// to snn_get_num_threads() threads and keeps small products on one thread.
+#pragma once
+
+#include "engine/backend.h"
+
+namespace snn {
+
+class CpuBackend final : public Backend {
+public:
+    int32_t device() const override { return -1; }
+    const char *name() const override;
+
+    void *alloc(size_t bytes) override;
+    void release(void *p) noexcept override;
+    Stream *create_stream(size_t staging_bytes, bool allow_tf32) override;
+    void destroy_stream(Stream *s) noexcept override;
+    void wait(Stream *, Stream *) override {}
+    void synchronize(Stream *) override {}
+    void upload(Stream *s, void *dst, const void *src_host, size_t bytes) override;
+    void download(Stream *s, void *dst_host, const void *src, size_t bytes) override;
+    void copy(Stream *s, void *dst, const void *src, size_t bytes) override;
+    void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx, size_t n,
+                       size_t row_bytes) override;
+    void gather_device(Stream *s, void *dst, const void *src, const int64_t *idx_host, size_t n,
+                       size_t row_bytes) override;
+    void fill(Stream *s, float *dst, float value, size_t n) override;
+    bool all_finite(Stream *s, const float *x, size_t n) override;
+
+    void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
+                       const float *b, float *y) override;
+    void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
+                        const float *y, float *dy, float *dw, float *db, float *dx) override;
+
+    void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
+                    size_t *workspace_bytes) override;
+    void conv_plan_release(void *plan) noexcept override;
+    void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                      const float *w, const float *b, float *y, void *workspace) override;
+    void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                       const float *w, const float *y, float *dy, float *dw, float *db, float *dx,
+                       void *workspace) override;
+
+    void *pool_plan(Stream *, const PoolDims &, bool, int64_t) override { return nullptr; }
+    void pool_plan_release(void *) noexcept override {}
+    void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                         float *y, int32_t *argmax) override;
+    void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                          const float *y, const float *dy, const int32_t *argmax,
+                          float *dx) override;
+    void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                         float *y) override;
+    void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *dy,
+                          float *dx) override;
+
+    void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t, float *dy,
+                  float *loss) override;
+    void xent_loss(Stream *s, int64_t n, int64_t k, const float *y, const int32_t *labels,
+                   float *dy, float *loss) override;
+    void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
+                        const float *grads, float *m, float *v) override;
+};
+
+// C = op(A) op(B) (+ C when accumulate), row-major, the three shapes the
+// layers need. Small products run in plain loops on the calling thread;
+// larger ones go to OpenBLAS.
+//   gemm_nt: C[M][N] = A[M][K] B[N][K]^T
+//   gemm_tn: C[M][N] = A[K][M]^T B[K][N]
+//   gemm_nn: C[M][N] = A[M][K] B[K][N]
+void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+             int64_t ldb, float *C, int64_t ldc, bool accumulate);
+void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+             int64_t ldb, float *C, int64_t ldc, bool accumulate);
+void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+             int64_t ldb, float *C, int64_t ldc, bool accumulate);
+
+// Applies the CPU thread bound to OpenBLAS.
+void cpu_set_threads(int32_t n);
+
+}  // namespace snn

@@ -1,0 +1,141 @@
+// The backend seam: everything the engine asks of a device. The CPU backend
+// (lib/cpu) implements it with OpenBLAS and loops; the CUDA plugin (cuda/)
+// with cuBLAS, cuDNN and kernels. The engine never asks which one it has.
+//
+// Conventions for every method:
+//  - pointers named x, y, w, b, dy, dx, dw, db, params, grads, ... are device
+//    pointers of this backend; pointers named *_host are host memory;
+//  - every operation is ordered on the given Stream and may return before it
+//    completes (except download and all_finite, which wait);
+//  - failures throw snn::Error (status + message); nothing allocates memory
+//    after preallocation except alloc/create_stream/*_plan.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/math.h"
+
+namespace snn {
+
+struct DenseDims {
+    int64_t in, out;
+    bool bias;
+    Act act;
+};
+
+struct ConvDims {
+    int64_t cin, hin, win;    // input channels, rows, columns
+    int64_t cout, hout, wout; // output
+    int64_t kh, kw, sh, sw, ph, pw;
+    bool bias;
+    Act act;
+};
+
+struct PoolDims {
+    int64_t c, hin, win, hout, wout, kh, kw, sh, sw;
+};
+
+enum class OptKind : int32_t { sgd = 1, adam = 2, adamw = 3, rmsprop = 4 };
+
+// A per-cache execution context: on CUDA a stream with its cuBLAS/cuDNN
+// handles, an event and a pinned staging buffer; on the CPU nothing.
+class Stream {
+public:
+    virtual ~Stream() = default;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // SNN_DEVICE_CPU or the GPU index.
+    virtual int32_t device() const = 0;
+    // Short description for logs, e.g. "cpu (OpenBLAS SkylakeX)".
+    virtual const char *name() const = 0;
+
+    // ---- memory and ordering -------------------------------------------
+    virtual void *alloc(size_t bytes) = 0;  // zero bytes gives a valid unique pointer or nullptr
+    virtual void release(void *p) noexcept = 0;
+    // staging_bytes: the most a single upload/gather_upload will copy.
+    // allow_tf32: dense and conv math on this stream may use TF32.
+    virtual Stream *create_stream(size_t staging_bytes, bool allow_tf32) = 0;
+    virtual void destroy_stream(Stream *s) noexcept = 0;
+    // Work queued on `waiter` after this call starts only after all work
+    // queued so far on `producer` finished (no host synchronisation).
+    virtual void wait(Stream *waiter, Stream *producer) = 0;
+    virtual void synchronize(Stream *s) = 0;
+    // The host buffer may be reused as soon as upload returns. Uploads larger
+    // than the stream's staging buffer may be synchronous.
+    virtual void upload(Stream *s, void *dst, const void *src_host, size_t bytes) = 0;
+    // Waits for the stream, then copies to the host.
+    virtual void download(Stream *s, void *dst_host, const void *src, size_t bytes) = 0;
+    virtual void copy(Stream *s, void *dst, const void *src, size_t bytes) = 0;
+    // dst row i = src_host row idx[i], rows of row_bytes bytes (indices
+    // already validated by the caller).
+    virtual void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx,
+                               size_t n, size_t row_bytes) = 0;
+    // dst row i = src row idx_host[i], src a device buffer of this backend
+    // (indices validated by the caller; on a GPU they travel through the
+    // stream's staging buffer).
+    virtual void gather_device(Stream *s, void *dst, const void *src, const int64_t *idx_host,
+                               size_t n, size_t row_bytes) = 0;
+    virtual void fill(Stream *s, float *dst, float value, size_t n) = 0;
+    // Waits for the stream; true when every x[i] is finite.
+    virtual bool all_finite(Stream *s, const float *x, size_t n) = 0;
+
+    // ---- dense: y[n][out] = act(x[n][in] W[out][in]^T + b) ---------------
+    virtual void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x,
+                               const float *w, const float *b, float *y) = 0;
+    // In: dy = dL/dy (the backend may overwrite it, e.g. with dL/dz, z the
+    // pre-activation). Out: dw and db (if d.bias) written (not accumulated),
+    // dx written if non-null.
+    virtual void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x,
+                                const float *w, const float *y, float *dy, float *dw, float *db,
+                                float *dx) = 0;
+
+    // ---- convolution (NCHW, weights [cout][cin][kh][kw]) -----------------
+    // A plan holds what a layer needs on this backend (descriptors, chosen
+    // algorithms); *workspace_bytes receives the scratch a call needs for
+    // batches up to max_batch. The engine gives each call a workspace of at
+    // least that size.
+    virtual void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
+                            size_t *workspace_bytes) = 0;
+    virtual void conv_plan_release(void *plan) noexcept = 0;
+    virtual void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                              const float *w, const float *b, float *y, void *workspace) = 0;
+    // As dense_backward.
+    virtual void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                               const float *w, const float *y, float *dy, float *dw, float *db,
+                               float *dx, void *workspace) = 0;
+
+    // ---- pooling ----------------------------------------------------------
+    virtual void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) = 0;
+    virtual void pool_plan_release(void *plan) noexcept = 0;
+    // argmax: n*c*hout*wout int32 (the flat input offset within one channel
+    // map of the maximum); backends may ignore it.
+    virtual void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                 const float *x, float *y, int32_t *argmax) = 0;
+    // Writes every element of dx.
+    virtual void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                  const float *x, const float *y, const float *dy,
+                                  const int32_t *argmax, float *dx) = 0;
+    virtual void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                 const float *x, float *y) = 0;
+    virtual void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                  const float *dy, float *dx) = 0;
+
+    // ---- losses: write dy = dL/dy and *loss (one device float) -----------
+    virtual void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t,
+                          float *dy, float *loss) = 0;
+    // labels validated on upload (0 <= label < k)
+    virtual void xent_loss(Stream *s, int64_t n, int64_t k, const float *y,
+                           const int32_t *labels, float *dy, float *loss) = 0;
+
+    // ---- optimisers: one fused pass over `count` parameters ---------------
+    // m and v are the optimiser state (v unused by SGD; m unused by RMSProp).
+    virtual void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count,
+                                float *params, const float *grads, float *m, float *v) = 0;
+};
+
+}  // namespace snn

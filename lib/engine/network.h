@@ -1,0 +1,172 @@
+// Backend-independent orchestration: a model (network description plus the
+// flat parameter vector on one device), the forward and backward caches, and
+// the passes over the layers. Every buffer is allocated when a model or
+// cache is made; forward, backprop and optimiser steps allocate nothing.
+#pragma once
+
+#include <stdint.h>
+
+#include <vector>
+
+#include "engine/backend.h"
+#include "model/spec.h"
+
+namespace snn {
+
+// One allocation on a backend, freed with it.
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(Backend &be, size_t bytes) : be_(&be), bytes_(bytes), p_(be.alloc(bytes)) {}
+    DeviceBuffer(const DeviceBuffer &) = delete;
+    DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+    DeviceBuffer(DeviceBuffer &&o) noexcept { swap(o); }
+    DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+        DeviceBuffer t(std::move(o));
+        swap(t);
+        return *this;
+    }
+    ~DeviceBuffer() {
+        if (p_) be_->release(p_);
+    }
+    void swap(DeviceBuffer &o) noexcept {
+        std::swap(be_, o.be_);
+        std::swap(bytes_, o.bytes_);
+        std::swap(p_, o.p_);
+    }
+    float *f() const { return static_cast<float *>(p_); }
+    int32_t *i32() const { return static_cast<int32_t *>(p_); }
+    void *get() const { return p_; }
+    size_t bytes() const { return bytes_; }
+
+private:
+    Backend *be_ = nullptr;
+    size_t bytes_ = 0;
+    void *p_ = nullptr;
+};
+
+// A stream owned by one handle.
+class OwnedStream {
+public:
+    OwnedStream() = default;
+    OwnedStream(Backend &be, size_t staging, bool tf32) : be_(&be), s_(be.create_stream(staging, tf32)) {}
+    OwnedStream(const OwnedStream &) = delete;
+    OwnedStream &operator=(const OwnedStream &) = delete;
+    OwnedStream(OwnedStream &&o) noexcept { swap(o); }
+    OwnedStream &operator=(OwnedStream &&o) noexcept {
+        OwnedStream t(std::move(o));
+        swap(t);
+        return *this;
+    }
+    ~OwnedStream() {
+        if (s_) be_->destroy_stream(s_);
+    }
+    void swap(OwnedStream &o) noexcept {
+        std::swap(be_, o.be_);
+        std::swap(s_, o.s_);
+    }
+    Stream *get() const { return s_; }
+
+private:
+    Backend *be_ = nullptr;
+    Stream *s_ = nullptr;
+};
+
+// Per-layer backend plans (conv, pool) of one cache.
+class LayerPlans {
+public:
+    LayerPlans() = default;
+    LayerPlans(const LayerPlans &) = delete;
+    LayerPlans &operator=(const LayerPlans &) = delete;
+    ~LayerPlans();
+    // Makes the plans for every layer; returns the largest workspace needed.
+    size_t make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward);
+    void *operator[](size_t layer) const { return plans_[layer]; }
+
+private:
+    Backend *be_ = nullptr;
+    const Network *net_ = nullptr;
+    std::vector<void *> plans_;
+};
+
+struct Model {
+    Network net;
+    Backend *backend = nullptr;
+    OwnedStream stream;    // parameter writes (init, copies, optimiser steps)
+    DeviceBuffer params;
+    uint64_t id = 0;       // unique per model in the process
+    uint64_t placement = 0;// changes on every device move
+
+    int32_t device() const { return backend->device(); }
+    float *params_ptr() const { return params.f(); }
+};
+
+// Makes a CPU model from a parsed network, parameters initialised from seed.
+void model_init_on_cpu(Model &m, Network net, uint64_t seed);
+// Re-initialises on the model's device.
+void model_reinit(Model &m, uint64_t seed);
+// Moves parameters to `be`; on failure the model is unchanged.
+void model_move(Model &m, Backend &be);
+
+struct ForwardCache {
+    const Model *model = nullptr;
+    uint64_t model_id = 0, placement = 0;
+    Backend *backend = nullptr;
+    OwnedStream stream;
+    int64_t max_batch = 0, batch = 0;
+    int64_t input_batch = -1;    // batch of the inputs set, -1 when none
+    int64_t forward_batch = -1;  // batch of the last forward pass, -1 when none
+    std::vector<DeviceBuffer> storage;
+    std::vector<float *> acts;      // acts[0] inputs, acts[i] output of layer i
+    std::vector<int32_t *> argmax;  // per maxpool layer
+    LayerPlans plans;
+    DeviceBuffer workspace;
+};
+
+void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
+void forward_pass(ForwardCache &c, const Model &m);
+
+struct BackwardCache {
+    const Model *model = nullptr;
+    uint64_t model_id = 0, placement = 0;
+    Backend *backend = nullptr;
+    OwnedStream stream;
+    int64_t max_batch = 0;
+    DeviceBuffer grads, delta0, delta1, targets, labels, loss, input_grad;
+    int64_t targets_batch = -1, labels_batch = -1;
+    bool want_input_grad = false;
+    int64_t input_grad_batch = -1;
+    int64_t grads_batch = -1;    // batch of the last backprop, -1 when none
+    bool grads_finite = true;
+    LayerPlans plans;
+    DeviceBuffer workspace;
+};
+
+void backward_cache_init(BackwardCache &c, const Model &m, int64_t max_batch);
+// Loss and gradients; *loss_host written when non-null.
+void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t loss, float *loss_host);
+// Gradients from a host gradient of the outputs (count = batch * outputs).
+void backprop_output_grad(BackwardCache &b, ForwardCache &f, const Model &m, const float *grad_host);
+
+struct Optimiser {
+    uint64_t model_id = 0, placement = 0;
+    Backend *backend = nullptr;
+    OptKind kind = OptKind::adam;
+    double lr = 1e-3, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
+           alpha = 0.99;
+    int32_t nesterov = 0;
+    int64_t steps = 0;
+    size_t count = 0;
+    OwnedStream stream;  // for reset; steps run on the model's stream
+    DeviceBuffer m, v;
+};
+
+void optimiser_init(Optimiser &o, const Model &model, OptKind kind);
+void optimiser_reset(Optimiser &o);
+void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b);
+
+// Settings shared by the engine (see snn_set_check_finite, snn_set_allow_tf32).
+bool check_finite_enabled();
+bool allow_tf32_enabled();
+
+}  // namespace snn

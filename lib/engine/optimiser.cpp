@@ -1,0 +1,57 @@
+// Optimisers: state on the model's device, one fused update per step.
+#include <cmath>
+
+#include "common/error.h"
+#include "engine/network.h"
+
+namespace snn {
+
+void optimiser_init(Optimiser &o, const Model &model, OptKind kind) {
+    Backend &be = *model.backend;
+    o.model_id = model.id;
+    o.placement = model.placement;
+    o.backend = &be;
+    o.kind = kind;
+    o.count = model.net.param_count;
+    switch (kind) {  // PyTorch's defaults
+        case OptKind::sgd: o.lr = 0.01; break;
+        case OptKind::adam: o.lr = 1e-3; break;
+        case OptKind::adamw: o.lr = 1e-3; o.weight_decay = 0.01; break;
+        case OptKind::rmsprop: o.lr = 0.01; break;
+    }
+    o.stream = OwnedStream(be, 0, false);
+    const size_t bytes = o.count * sizeof(float);
+    if (kind != OptKind::rmsprop) o.m = DeviceBuffer(be, bytes);
+    if (kind != OptKind::sgd) o.v = DeviceBuffer(be, bytes);
+    optimiser_reset(o);
+}
+
+void optimiser_reset(Optimiser &o) {
+    if (o.m.get()) o.backend->fill(o.stream.get(), o.m.f(), 0.0f, o.count);
+    if (o.v.get()) o.backend->fill(o.stream.get(), o.v.f(), 0.0f, o.count);
+    o.backend->synchronize(o.stream.get());
+    o.steps = 0;
+}
+
+void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
+    const int64_t t = o.steps + 1;
+    OptStep s;
+    s.lr = float(o.lr);
+    s.momentum = float(o.momentum);
+    s.beta1 = float(o.beta1);
+    s.beta2 = float(o.beta2);
+    s.eps = float(o.eps);
+    s.weight_decay = float(o.weight_decay);
+    s.alpha = float(o.alpha);
+    // 1 - beta^t in double, then rounded once
+    s.bias_correction1 = float(1.0 - std::pow(o.beta1, double(t)));
+    s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
+    s.nesterov = o.nesterov;
+    s.first_step = o.steps == 0;
+    Stream *st = model.stream.get();
+    o.backend->wait(st, b.stream.get());
+    o.backend->optimiser_step(st, o.kind, s, o.count, model.params_ptr(), b.grads.f(), o.m.f(), o.v.f());
+    o.steps = t;
+}
+
+}  // namespace snn

@@ -1,0 +1,1 @@
+// Model files: see include/snn.h, "Model files and checkpoints".

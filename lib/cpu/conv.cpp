@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/thread_pool.h"
 
 namespace snn {
 namespace {
@@ -14,10 +15,6 @@ namespace {
 // Lowered columns of one chunk kept under this many floats (the im2col
 // buffer stays within a few MiB of cache-friendly memory).
 constexpr int64_t kColBudget = int64_t(1) << 20;
-
-struct ConvPlan {
-    int64_t chunk;  // images lowered per sgemm
-};
 
 // col[(c*kh + i)*kw + j][img*P + oy*wout + ox] = x[img][c][oy*sh - ph + i][ox*sw - pw + j]
 // (zero outside the image).
@@ -72,61 +69,70 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
             }
 }
 
-}  // namespace
+struct ConvPlan {
+    int64_t chunk;    // images lowered per sgemm
+    int32_t workers;  // workspace slots planned
+    size_t slot;      // floats per worker: col[K][chunk*P] then z[cout][chunk*P]
+    size_t params;    // floats of dW + db accumulated per extra worker
+};
 
-void *CpuBackend::conv_plan(Stream *, const ConvDims &d, int64_t max_batch, bool,
-                            size_t *workspace_bytes) {
-    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
-    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
-    chunk = std::min(chunk, max_batch);
-    auto *plan = new (std::nothrow) ConvPlan{chunk};
-    if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    // col[K][chunk*P] and Z[cout][chunk*P]
-    *workspace_bytes = size_t((K + d.cout) * chunk * P) * sizeof(float);
-    return plan;
-}
+struct ConvJob {
+    const ConvPlan *plan;
+    const ConvDims *d;
+    int64_t n;
+    const float *x, *w, *b, *y;
+    float *out, *dy, *dw, *db, *dx;
+    float *workspace;
+};
 
-void CpuBackend::conv_plan_release(void *plan) noexcept { delete static_cast<ConvPlan *>(plan); }
-
-void CpuBackend::conv_forward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
-                              const float *w, const float *b, float *y, void *workspace) {
-    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
-    const int64_t chunk = static_cast<ConvPlan *>(plan)->chunk;
-    float *col = static_cast<float *>(workspace);
+// Chunks are dealt round-robin (worker w takes chunks w, w + workers, ...),
+// so each worker's partial sums are the same for a fixed thread count.
+void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, chunk = j.plan->chunk;
+    float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * chunk * P;
-    for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-        const int64_t nb = std::min(chunk, n - i0), ld = nb * P;
-        im2col(d, nb, x + i0 * d.cin * d.hin * d.win, col);
-        gemm_nn(d.cout, ld, K, w, K, col, ld, z, ld, false);
-        // y[img][co][p] = act(z[co][img*P + p] + b[co])
+    for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
+        const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
+        im2col(d, nb, j.x + i0 * d.cin * d.hin * d.win, col);
+        gemm_nn(d.cout, ld, K, j.w, K, col, ld, z, ld, false);
+        // out[img][co][p] = act(z[co][img*P + p] + b[co])
         for (int64_t img = 0; img < nb; ++img)
             for (int64_t co = 0; co < d.cout; ++co) {
                 const float *src = z + co * ld + img * P;
-                float *dst = y + ((i0 + img) * d.cout + co) * P;
-                const float bias = d.bias ? b[co] : 0.0f;
+                float *dst = j.out + ((i0 + img) * d.cout + co) * P;
+                const float bias = d.bias ? j.b[co] : 0.0f;
                 for (int64_t p = 0; p < P; ++p) dst[p] = activate(d.act, src[p] + bias);
             }
     }
 }
 
 // Per chunk: Z = dy * act'(y) gathered to [cout][nb*P]; db += row sums of Z;
-// dW += Z col^T; dcol = W^T Z (written over col) ; dx = col2im(dcol).
-void CpuBackend::conv_backward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
-                               const float *w, const float *y, float *dy, float *dw, float *db,
-                               float *dx, void *workspace) {
+// dW += Z col^T; dcol = W^T Z (written over col); dx = col2im(dcol).
+// Worker 0 accumulates into dw/db, the others into their own slots.
+void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, in_size = d.cin * d.hin * d.win;
-    const int64_t chunk = static_cast<ConvPlan *>(plan)->chunk;
-    float *col = static_cast<float *>(workspace);
+    const int64_t chunk = j.plan->chunk;
+    float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * chunk * P;
+    float *dw = j.dw, *db = j.db;
+    if (worker > 0) {
+        dw = j.workspace + size_t(j.plan->workers) * j.plan->slot + size_t(worker - 1) * j.plan->params;
+        db = dw + d.cout * K;
+    }
+    for (int64_t i = 0; i < d.cout * K; ++i) dw[i] = 0.0f;
     if (d.bias)
         for (int64_t co = 0; co < d.cout; ++co) db[co] = 0.0f;
-    for (int64_t i0 = 0; i0 < n; i0 += chunk) {
-        const int64_t nb = std::min(chunk, n - i0), ld = nb * P;
+    for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
+        const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         for (int64_t img = 0; img < nb; ++img)
             for (int64_t co = 0; co < d.cout; ++co) {
                 const int64_t off = ((i0 + img) * d.cout + co) * P;
-                float *g = dy + off;
-                const float *out = y + off;
+                const float *g = j.dy + off;
+                const float *out = j.y + off;
                 float *dst = z + co * ld + img * P;
                 if (d.act == Act::identity) {
                     for (int64_t p = 0; p < P; ++p) dst[p] = g[p];
@@ -141,14 +147,64 @@ void CpuBackend::conv_backward(Stream *, void *plan, const ConvDims &d, int64_t 
                 for (int64_t p = 0; p < ld; ++p) s += row[p];
                 db[co] += s;
             }
-        im2col(d, nb, x + i0 * in_size, col);
-        gemm_nt(d.cout, K, ld, z, ld, col, ld, dw, K, i0 > 0);
-        if (dx) {
-            gemm_tn(K, ld, d.cout, w, K, z, ld, col, ld, false);
-            float *dxc = dx + i0 * in_size;
+        im2col(d, nb, j.x + i0 * in_size, col);
+        gemm_nt(d.cout, K, ld, z, ld, col, ld, dw, K, true);
+        if (j.dx) {
+            gemm_tn(K, ld, d.cout, j.w, K, z, ld, col, ld, false);
+            float *dxc = j.dx + i0 * in_size;
             for (int64_t i = 0; i < nb * in_size; ++i) dxc[i] = 0.0f;
             col2im(d, nb, col, dxc);
         }
+    }
+}
+
+}  // namespace
+
+void *CpuBackend::conv_plan(Stream *, const ConvDims &d, int64_t max_batch, bool backward,
+                            size_t *workspace_bytes) {
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
+    const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
+    // Enough chunks for every worker, each within the lowering budget.
+    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
+    chunk = std::min(chunk, (max_batch + workers - 1) / workers);
+    auto *plan = new (std::nothrow) ConvPlan{chunk, workers, size_t((K + d.cout) * chunk * P),
+                                             size_t(d.cout * K + d.cout)};
+    if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    size_t floats = size_t(workers) * plan->slot;
+    if (backward) floats += size_t(workers - 1) * plan->params;
+    *workspace_bytes = floats * sizeof(float);
+    return plan;
+}
+
+void CpuBackend::conv_plan_release(void *plan) noexcept { delete static_cast<ConvPlan *>(plan); }
+
+static int32_t conv_workers(const ConvPlan &plan, int64_t n) {
+    const int64_t chunks = (n + plan.chunk - 1) / plan.chunk;
+    return int32_t(std::max<int64_t>(1, std::min<int64_t>({int64_t(cpu_threads()), int64_t(plan.workers), chunks})));
+}
+
+void CpuBackend::conv_forward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
+                              const float *w, const float *b, float *y, void *workspace) {
+    const ConvPlan &p = *static_cast<ConvPlan *>(plan);
+    ConvJob job{&p, &d, n, x, w, b, nullptr, y, nullptr, nullptr, nullptr, nullptr,
+                static_cast<float *>(workspace)};
+    parallel_run(conv_workers(p, n), conv_forward_worker, &job);
+}
+
+void CpuBackend::conv_backward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
+                               const float *w, const float *y, float *dy, float *dw, float *db,
+                               float *dx, void *workspace) {
+    const ConvPlan &p = *static_cast<ConvPlan *>(plan);
+    ConvJob job{&p, &d, n, x, w, nullptr, y, nullptr, dy, dw, db, dx, static_cast<float *>(workspace)};
+    const int32_t workers = conv_workers(p, n);
+    parallel_run(workers, conv_backward_worker, &job);
+    // Sum the other workers' partial gradients into worker 0's, in order.
+    const size_t params = size_t(d.cout * d.cin * d.kh * d.kw);
+    for (int32_t k = 1; k < workers; ++k) {
+        const float *part = job.workspace + size_t(p.workers) * p.slot + size_t(k - 1) * p.params;
+        for (size_t i = 0; i < params; ++i) dw[i] += part[i];
+        if (d.bias)
+            for (int64_t co = 0; co < d.cout; ++co) db[co] += part[params + size_t(co)];
     }
 }
 

@@ -3,13 +3,16 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <new>
 #include <string>
 
 #include "common/error.h"
+#include "cpu/thread_pool.h"
 #include "device/devices.h"
 
 namespace snn {
@@ -77,19 +80,75 @@ Backend &cpu_backend() {
     return *backend;
 }
 
-void cpu_set_threads(int32_t n) { openblas_set_num_threads(n); }
+namespace {
+std::atomic<int32_t> g_cpu_threads{1};
+}
+
+// OpenBLAS runs single-threaded inside each of our workers.
+void cpu_set_threads(int32_t n) {
+    openblas_set_num_threads(1);
+    thread_pool_reserve(n);
+    g_cpu_threads.store(n, std::memory_order_relaxed);
+}
+
+int32_t cpu_threads() { return g_cpu_threads.load(std::memory_order_relaxed); }
 
 // ---- sgemm -----------------------------------------------------------------
 
 // Products below this many multiply-adds cost less in a plain loop than
-// OpenBLAS's call and threading overhead.
+// OpenBLAS's call overhead; below kParallelGemm one thread does the work.
 constexpr int64_t kSmallGemm = 48 * 1024;
+constexpr int64_t kParallelGemm = 512 * 1024;
+
+namespace {
+
+struct GemmJob {
+    CBLAS_TRANSPOSE ta, tb;
+    int64_t M, N, K;
+    const float *A, *B;
+    int64_t lda, ldb;
+    float *C;
+    int64_t ldc;
+    float beta;
+};
+
+// Each worker computes a block of C: rows when M is the larger side, else
+// columns (kept to multiples of 16 floats).
+void gemm_worker(void *ctx, int32_t w, int32_t workers) {
+    const GemmJob &j = *static_cast<const GemmJob *>(ctx);
+    int64_t b, e;
+    if (j.M >= j.N) {
+        split_range(j.M, workers, w, &b, &e);
+        if (b == e) return;
+        const float *A = j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b;
+        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(e - b), int(j.N), int(j.K), 1.0f, A, int(j.lda),
+                    j.B, int(j.ldb), j.beta, j.C + b * j.ldc, int(j.ldc));
+    } else {
+        int64_t blocks = (j.N + 15) / 16;
+        split_range(blocks, workers, w, &b, &e);
+        b *= 16;
+        e = std::min(e * 16, j.N);
+        if (b >= e) return;
+        const float *B = j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb;
+        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(j.M), int(e - b), int(j.K), 1.0f, j.A, int(j.lda),
+                    B, int(j.ldb), j.beta, j.C + b, int(j.ldc));
+    }
+}
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               bool accumulate) {
+    GemmJob job{ta, tb, M, N, K, A, B, lda, ldb, C, ldc, accumulate ? 1.0f : 0.0f};
+    int32_t workers = M * N * K >= kParallelGemm ? cpu_threads() : 1;
+    parallel_run(workers, gemm_worker, &job);
+}
+
+}  // namespace
 
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K > kSmallGemm) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, A,
-                    int(lda), B, int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));
+        blas_gemm(CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     // Dot products of contiguous rows, eight partial sums so the compiler can
@@ -112,8 +171,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K > kSmallGemm) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A,
-                    int(lda), B, int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));
+        blas_gemm(CblasTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     // C[i][:] += A[k][i] * B[k][:], rows of B streamed contiguously.
@@ -132,8 +190,7 @@ void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K > kSmallGemm) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A,
-                    int(lda), B, int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));
+        blas_gemm(CblasNoTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     for (int64_t i = 0; i < M; ++i) {

@@ -1,0 +1,132 @@
+/* snn's benchmark cases. One line per case:
+ *
+ *   name median_us allocations
+ *
+ * median_us: median over repetitions of one call (a forward pass, or a whole
+ * training step: forward, backprop and optimiser update); allocations: heap
+ * allocations per call in steady state. Threads: SNN_NUM_THREADS (default:
+ * all cores). Usage: snn_bench [case ...] [--reps N]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../tests/core/alloc_counter.h"
+#include "snn.h"
+
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        if ((call) != SNN_OK) {                                                        \
+            fprintf(stderr, "%s failed: %s\n", #call, snn_last_error());               \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+typedef struct {
+    const char *name;
+    const char *spec;
+    int64_t batch;
+    int train; /* 0: forward only */
+    snn_loss loss;
+} bench_case;
+
+static const bench_case cases[] = {
+    {"seed_forward", "input 100; dense 200 relu; dense 1", 128, 0, 0},
+    {"mlp_train_step", "input 784; dense 128 relu; dense 64 relu; dense 10", 64, 1,
+     SNN_LOSS_LOGIT_CROSSENTROPY},
+    {"tiny_train_step", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE},
+    {"tiny_forward", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 0, 0},
+    {"cnn_train_step",
+     "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
+     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY},
+    {"cnn_inference_1000",
+     "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
+     1000, 0, 0},
+    {"default_cnn_train_step",
+     "input 28x28x1; conv 3x3 32 relu pad=1; maxpool 2; conv 3x3 64 relu pad=1; maxpool 2; "
+     "flatten; dense 128 relu; dense 10",
+     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY},
+};
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run(const bench_case *c, int reps) {
+    snn_model *m = NULL;
+    snn_forward_cache *f = NULL;
+    snn_backward_cache *b = NULL;
+    snn_optimiser *o = NULL;
+    size_t in = 0, out = 0;
+    CHECK(snn_model_create(c->spec, &m));
+    CHECK(snn_model_input_size(m, &in));
+    CHECK(snn_model_output_size(m, &out));
+    CHECK(snn_preallocate(m, c->batch, &f));
+    float *x = malloc(sizeof(float) * in * (size_t)c->batch);
+    float *t = malloc(sizeof(float) * out * (size_t)c->batch);
+    int32_t *labels = malloc(sizeof(int32_t) * (size_t)c->batch);
+    for (size_t i = 0; i < in * (size_t)c->batch; ++i) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (size_t i = 0; i < out * (size_t)c->batch; ++i) t[i] = (float)((i * 40503u) % 100) / 100.0f;
+    for (int64_t i = 0; i < c->batch; ++i) labels[i] = (int32_t)(i % (int64_t)out);
+    CHECK(snn_set_inputs(f, x, in * (size_t)c->batch));
+    if (c->train) {
+        CHECK(snn_preallocate_grads(m, c->batch, &b));
+        CHECK(snn_optimiser_create(m, SNN_OPTIMISER_ADAM, &o));
+        if (c->loss == SNN_LOSS_MSE) CHECK(snn_set_targets(b, t, out * (size_t)c->batch));
+        else CHECK(snn_set_labels(b, labels, (size_t)c->batch));
+    }
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    size_t allocations = 0;
+    for (int r = -reps / 10 - 3; r < reps; ++r) { /* the first ones warm up */
+        if (r == 0) alloc_counter_start();
+        double t0 = now_us();
+        CHECK(snn_forward(f, m));
+        if (c->train) {
+            CHECK(snn_backprop(b, f, m, c->loss, NULL));
+            CHECK(snn_optimiser_step(o, m, b));
+        }
+        double t1 = now_us();
+        if (r >= 0) times[r] = t1 - t0;
+    }
+    allocations = alloc_counter_stop();
+    qsort(times, (size_t)reps, sizeof(double), cmp_double);
+    printf("%s %.2f %.2f\n", c->name, times[reps / 2], (double)allocations / reps);
+    fflush(stdout);
+    free(times);
+    free(x);
+    free(t);
+    free(labels);
+    snn_optimiser_destroy(o);
+    snn_backward_cache_destroy(b);
+    snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
+int main(int argc, char **argv) {
+    int reps = 0;
+    const char *only[16];
+    int n_only = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (n_only < 16) only[n_only++] = argv[i];
+    }
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        const bench_case *c = &cases[k];
+        int wanted = n_only == 0;
+        for (int i = 0; i < n_only; ++i) wanted |= strcmp(only[i], c->name) == 0;
+        if (!wanted) continue;
+        int r = reps > 0 ? reps : (c->batch >= 1000 || strstr(c->name, "cnn") ? 50 : 2000);
+        run(c, r);
+    }
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* In steady state, snn_forward, snn_backprop and snn_optimiser_step make no
+ * heap allocation: an MLP and a CNN, each optimiser, both losses, batch
+ * truncation, gathers and input gradients. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc_counter.h"
+#include "snn.h"
+
+static int failures = 0;
+
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        if ((call) != SNN_OK) {                                                        \
+            fprintf(stderr, "%s:%d %s failed: %s\n", __FILE__, __LINE__, #call,        \
+                    snn_last_error());                                                 \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, int input_grad) {
+    snn_model *m = NULL;
+    snn_forward_cache *f = NULL;
+    snn_backward_cache *b = NULL;
+    snn_optimiser *o = NULL;
+    size_t in = 0, out = 0;
+    const int64_t batch = 16;
+    CHECK(snn_model_create(spec, &m));
+    CHECK(snn_model_input_size(m, &in));
+    CHECK(snn_model_output_size(m, &out));
+    CHECK(snn_preallocate(m, batch, &f));
+    CHECK(snn_preallocate_grads(m, batch, &b));
+    CHECK(snn_optimiser_create(m, kind, &o));
+    if (kind == SNN_OPTIMISER_SGD) CHECK(snn_optimiser_set(o, SNN_HP_MOMENTUM, 0.9));
+    CHECK(snn_set_input_gradient(b, input_grad));
+
+    float *x = malloc(sizeof(float) * in * batch * 4);
+    float *t = malloc(sizeof(float) * out * batch);
+    int32_t *labels = malloc(sizeof(int32_t) * batch * 4);
+    int64_t idx[16];
+    for (size_t i = 0; i < in * batch * 4; ++i) x[i] = (float)((i * 7919) % 101) / 101.0f;
+    for (size_t i = 0; i < out * batch; ++i) t[i] = (float)(i % 3) * 0.5f;
+    for (int i = 0; i < batch * 4; ++i) labels[i] = (int32_t)(i % (int)out);
+    for (int i = 0; i < batch; ++i) idx[i] = (i * 5) % (batch * 4);
+
+    /* Warm up: the first calls may let OpenBLAS set up its buffers. */
+    for (int step = 0; step < 3; ++step) {
+        CHECK(snn_set_inputs_gather(f, x, (size_t)batch * 4, idx, (size_t)batch));
+        CHECK(snn_forward(f, m));
+        if (loss == SNN_LOSS_MSE) CHECK(snn_set_targets(b, t, out * (size_t)batch));
+        else CHECK(snn_set_labels_gather(b, labels, (size_t)batch * 4, idx, (size_t)batch));
+        CHECK(snn_backprop(b, f, m, loss, NULL));
+        CHECK(snn_optimiser_step(o, m, b));
+    }
+
+    float value = 0.0f;
+    alloc_counter_start();
+    for (int step = 0; step < 10; ++step) {
+        int64_t n = step % 2 ? batch : batch / 2; /* truncated batches too */
+        CHECK(snn_set_inputs_gather(f, x, (size_t)batch * 4, idx, (size_t)n));
+        CHECK(snn_forward(f, m));
+        if (loss == SNN_LOSS_MSE) CHECK(snn_set_targets(b, t, out * (size_t)n));
+        else CHECK(snn_set_labels_gather(b, labels, (size_t)batch * 4, idx, (size_t)n));
+        CHECK(snn_backprop(b, f, m, loss, &value));
+        CHECK(snn_optimiser_step(o, m, b));
+    }
+    CHECK(snn_cache_set_batch(f, batch));
+    CHECK(snn_set_inputs(f, x, in * (size_t)batch));
+    CHECK(snn_forward(f, m));
+    size_t allocations = alloc_counter_stop();
+
+    printf("%-70s loss %d opt %d: %zu allocations\n", spec, loss, kind, allocations);
+    if (allocations != 0) {
+        fprintf(stderr, "FAIL: %zu heap allocations in the training loop\n", allocations);
+        failures++;
+    }
+    free(x);
+    free(t);
+    free(labels);
+    snn_optimiser_destroy(o);
+    snn_backward_cache_destroy(b);
+    snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
+int main(void) {
+    const char *mlp = "input 20; dense 32 relu; dense 16 tanh; dense 4 sigmoid; dense 3";
+    const char *cnn =
+        "input 12x12x2; conv 3x3 4 relu pad=1; maxpool 2; conv 3 6 leaky_relu stride=2; "
+        "avgpool 1; flatten; dense 5";
+    /* both thread counts: OpenBLAS's threaded path must not allocate either */
+    for (int threads = 1; threads <= 2; ++threads) {
+        CHECK(snn_set_num_threads(threads));
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0);
+        run_case(mlp, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_SGD, 1);
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_RMSPROP, 0);
+        run_case(cnn, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1);
+        run_case(cnn, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0);
+        run_case("input 784; dense 128 relu; dense 64 relu; dense 10", SNN_LOSS_LOGIT_CROSSENTROPY,
+                 SNN_OPTIMISER_ADAM, 0);
+        run_case("input 28x28x1; conv 3x3 32 relu pad=1; maxpool 2; conv 3x3 64 relu pad=1; "
+                 "maxpool 2; flatten; dense 128 relu; dense 10",
+                 SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 0);
+    }
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Writes PyTorch models as snn model files, independently of the library.
+
+The safetensors container is written by hand with the standard library only
+(struct, json), following the published format: an 8-byte little-endian
+header length, a JSON header padded with spaces, then the raw little-endian
+float32 tensors. Each model also gets an input batch and PyTorch's outputs
+for it, as raw little-endian float32 files, which test_files.cpp compares
+with snn's outputs.
+
+Run from the repository root:  python3 tests/files/make_torch_file.py
+(it needs PyTorch; the generated files in tests/files/data/ are committed).
+"""
+import json
+import os
+import struct
+
+import torch
+from torch import nn
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def write_safetensors(path, spec, tensors):
+    """tensors: list of (name, torch.Tensor float32), stored in this order."""
+    header = {"__metadata__": {"format": "snn", "format_version": "1", "spec": spec}}
+    data = b""
+    for name, t in tensors:
+        t = t.detach().contiguous().to(torch.float32)
+        raw = struct.pack("<%df" % t.numel(), *t.flatten().tolist())
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def write_floats(path, t):
+    flat = t.detach().contiguous().flatten().tolist()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<%df" % len(flat), *flat))
+
+
+def export(name, model, spec, layer_of_module, x):
+    """layer_of_module maps a state-dict module index to the spec's layer index."""
+    tensors = []
+    for key, value in model.state_dict().items():
+        module, kind = key.split(".")
+        tensors.append(("layers.%d.%s" % (layer_of_module[int(module)], kind), value))
+    write_safetensors(os.path.join(HERE, name + ".safetensors"), spec, tensors)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, name + "_inputs.f32"), x)
+    write_floats(os.path.join(HERE, name + "_outputs.f32"), y)
+
+
+def main():
+    os.makedirs(HERE, exist_ok=True)
+    torch.manual_seed(1234)
+
+    mlp = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+    export("torch_mlp", mlp, "input 4; dense 8 tanh; dense 8 relu; dense 3",
+           {0: 1, 2: 2, 4: 3}, torch.randn(5, 4))
+
+    cnn = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(4, 3, 2), nn.Sigmoid(), nn.Flatten(), nn.Linear(3 * 2 * 2, 5))
+    export("torch_cnn", cnn,
+           "input 6x6x2; conv 3x3 4 relu pad=1; maxpool 2; conv 2x2 3 sigmoid; flatten; dense 5",
+           {0: 1, 3: 3, 6: 5}, torch.randn(3, 2, 6, 6))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,510 @@
+// Model files and checkpoints: round trips, resumed training, atomic saves,
+// malformed files, and files written by PyTorch without the library.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "snn.h"
+
+namespace {
+
+const char *kMlp = "input 5; dense 7 tanh; dense 6 relu nobias; dense 3";
+const char *kCnn = "input 6x6x2; conv 3x3 4 relu pad=1; maxpool 2; conv 2x2 3; flatten; dense 3";
+
+using Bytes = std::vector<unsigned char>;
+
+snn_model *make_model(const char *spec, uint64_t seed) {
+    snn_model *m = nullptr;
+    EXPECT_EQ(snn_model_create(spec, &m), SNN_OK) << snn_last_error();
+    EXPECT_EQ(snn_model_init(m, seed), SNN_OK);
+    return m;
+}
+
+std::vector<float> params_of(const snn_model *m) {
+    size_t n = 0;
+    snn_parameter_count(m, &n);
+    std::vector<float> p(n);
+    EXPECT_EQ(snn_get_parameters(m, p.data(), n), SNN_OK);
+    return p;
+}
+
+std::string describe(const snn_model *m) {
+    size_t len = 0;
+    snn_model_describe(m, nullptr, 0, &len);
+    std::string s(len + 1, '\0');
+    snn_model_describe(m, &s[0], s.size(), &len);
+    s.resize(len);
+    return s;
+}
+
+bool bit_equal(const std::vector<float> &a, const std::vector<float> &b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+Bytes read_bytes(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string &path, const Bytes &b) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(b.data()), std::streamsize(b.size()));
+}
+
+std::vector<std::string> list_dir(const std::string &dir) {
+    std::vector<std::string> names;
+    if (DIR *d = opendir(dir.c_str())) {
+        while (dirent *e = readdir(d))
+            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
+        closedir(d);
+    }
+    return names;
+}
+
+// A fresh scratch directory per test, removed afterwards.
+class Files : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const char *base = getenv("TMPDIR");
+        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/snn-files-XXXXXX";
+        ASSERT_NE(mkdtemp(&tmpl[0]), nullptr);
+        dir = tmpl;
+    }
+    void TearDown() override {
+        chmod(dir.c_str(), 0755);
+        for (const auto &name : list_dir(dir)) {
+            std::string p = dir + "/" + name;
+            if (rmdir(p.c_str()) != 0) unlink(p.c_str());
+        }
+        rmdir(dir.c_str());
+    }
+    std::string path(const char *name) const { return dir + "/" + name; }
+    std::string dir;
+};
+
+// ---- round trips -----------------------------------------------------------------
+
+TEST_F(Files, SaveThenLoadGivesBitIdenticalParametersAndSpec) {
+    for (const char *spec : {kMlp, kCnn}) {
+        snn_model *m = make_model(spec, 42);
+        ASSERT_EQ(snn_model_save(m, path("model.safetensors").c_str()), SNN_OK) << snn_last_error();
+        snn_model *loaded = nullptr;
+        ASSERT_EQ(snn_model_load(path("model.safetensors").c_str(), &loaded), SNN_OK) << snn_last_error();
+        EXPECT_TRUE(bit_equal(params_of(m), params_of(loaded))) << spec;
+        EXPECT_EQ(describe(m), describe(loaded));
+        int32_t device = 0;
+        snn_model_device(loaded, &device);
+        EXPECT_EQ(device, SNN_DEVICE_CPU);
+        snn_model_destroy(loaded);
+        snn_model_destroy(m);
+    }
+}
+
+TEST_F(Files, BufferRoundTripMatchesTheFileByteForByte) {
+    snn_model *m = make_model(kCnn, 7);
+    size_t size = 0;
+    ASSERT_EQ(snn_model_save_to_buffer(m, nullptr, 0, &size), SNN_OK);
+    Bytes buf(size);
+    size_t written = 0;
+    EXPECT_EQ(snn_model_save_to_buffer(m, buf.data(), size - 1, &written), SNN_ERR_COUNT);
+    EXPECT_EQ(written, 0u);  // a failed call leaves out parameters untouched
+    ASSERT_EQ(snn_model_save_to_buffer(m, buf.data(), buf.size(), &written), SNN_OK);
+    EXPECT_EQ(written, size);
+    ASSERT_EQ(snn_model_save(m, path("m.safetensors").c_str()), SNN_OK);
+    EXPECT_EQ(read_bytes(path("m.safetensors")), buf);
+
+    snn_model *loaded = nullptr;
+    ASSERT_EQ(snn_model_load_from_buffer(buf.data(), buf.size(), &loaded), SNN_OK) << snn_last_error();
+    EXPECT_TRUE(bit_equal(params_of(m), params_of(loaded)));
+    snn_model_destroy(loaded);
+    snn_model_destroy(m);
+}
+
+TEST_F(Files, TheFileIsSafetensorsWithAnEightByteAlignedHeader) {
+    snn_model *m = make_model("input 3; dense 2", 1);
+    size_t size = 0;
+    snn_model_save_to_buffer(m, nullptr, 0, &size);
+    Bytes buf(size);
+    ASSERT_EQ(snn_model_save_to_buffer(m, buf.data(), size, &size), SNN_OK);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | buf[size_t(i)];
+    EXPECT_EQ(n % 8, 0u);
+    EXPECT_EQ(size, 8 + n + (2 * 3 + 2) * 4);  // weight [2, 3] and bias [2], F32
+    std::string json(buf.begin() + 8, buf.begin() + 8 + long(n));
+    EXPECT_NE(json.find("\"format\":\"snn\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"spec\":\"input 3; dense 2\""), std::string::npos) << json;
+    EXPECT_NE(json.find("\"layers.1.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}"),
+              std::string::npos) << json;
+    EXPECT_NE(json.find("\"layers.1.bias\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[24,32]}"),
+              std::string::npos) << json;
+    snn_model_destroy(m);
+}
+
+// ---- checkpoints -----------------------------------------------------------------
+
+// Deterministic training data: inputs in [-1, 1), labels in [0, classes).
+struct Data {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+};
+Data make_data(size_t samples, size_t features, int32_t classes) {
+    Data d;
+    uint32_t s = 12345;
+    auto next = [&] { return s = s * 1664525u + 1013904223u; };
+    for (size_t i = 0; i < samples * features; ++i) d.x.push_back(float(next() >> 8) / float(1 << 23) - 1.0f);
+    for (size_t i = 0; i < samples; ++i) d.y.push_back(int32_t(next() >> 16) % classes);
+    return d;
+}
+
+// Trains `steps` mini-batches of 4 starting at batch `first`.
+void train(snn_model *m, snn_optimiser *opt, const Data &d, int first, int steps) {
+    size_t features = 0;
+    snn_model_input_size(m, &features);
+    snn_forward_cache *f = nullptr;
+    snn_backward_cache *b = nullptr;
+    ASSERT_EQ(snn_preallocate(m, 4, &f), SNN_OK);
+    ASSERT_EQ(snn_preallocate_grads(m, 4, &b), SNN_OK);
+    const size_t samples = d.y.size();
+    for (int step = first; step < first + steps; ++step) {
+        int64_t idx[4];
+        for (int k = 0; k < 4; ++k) idx[k] = int64_t((size_t(step) * 4 + size_t(k)) % samples);
+        ASSERT_EQ(snn_set_inputs_gather(f, d.x.data(), samples, idx, 4), SNN_OK);
+        ASSERT_EQ(snn_set_labels_gather(b, d.y.data(), samples, idx, 4), SNN_OK);
+        ASSERT_EQ(snn_forward(f, m), SNN_OK);
+        ASSERT_EQ(snn_backprop(b, f, m, SNN_LOSS_LOGIT_CROSSENTROPY, nullptr), SNN_OK) << snn_last_error();
+        ASSERT_EQ(snn_optimiser_step(opt, m, b), SNN_OK) << snn_last_error();
+    }
+    snn_backward_cache_destroy(b);
+    snn_forward_cache_destroy(f);
+}
+
+struct ResumeCase {
+    const char *spec;
+    snn_optimiser_kind kind;
+    double momentum;  // SGD only
+};
+
+TEST_F(Files, TrainingResumedFromACheckpointIsBitIdentical) {
+    const ResumeCase cases[] = {{kMlp, SNN_OPTIMISER_ADAM, 0},
+                                {kMlp, SNN_OPTIMISER_SGD, 0.9},
+                                {kCnn, SNN_OPTIMISER_ADAM, 0},
+                                {kCnn, SNN_OPTIMISER_SGD, 0.9},
+                                {kMlp, SNN_OPTIMISER_ADAMW, 0},
+                                {kMlp, SNN_OPTIMISER_RMSPROP, 0}};
+    for (const ResumeCase &c : cases) {
+        SCOPED_TRACE(std::string(c.spec) + " / optimiser " + std::to_string(c.kind));
+        size_t features = 0;
+        snn_model *probe = make_model(c.spec, 0);
+        snn_model_input_size(probe, &features);
+        snn_model_destroy(probe);
+        const Data d = make_data(24, features, 3);
+        auto make_opt = [&](snn_model *m) {
+            snn_optimiser *o = nullptr;
+            EXPECT_EQ(snn_optimiser_create(m, c.kind, &o), SNN_OK);
+            // Hyperparameters that do not print exactly in few digits.
+            EXPECT_EQ(snn_optimiser_set(o, SNN_HP_LEARNING_RATE, 0.01 / 3), SNN_OK);
+            if (c.kind == SNN_OPTIMISER_SGD) {
+                EXPECT_EQ(snn_optimiser_set(o, SNN_HP_MOMENTUM, c.momentum), SNN_OK);
+                EXPECT_EQ(snn_optimiser_set(o, SNN_HP_NESTEROV, 1), SNN_OK);
+            }
+            if (c.kind == SNN_OPTIMISER_ADAM) {
+                EXPECT_EQ(snn_optimiser_set(o, SNN_HP_BETA1, 0.85 + 1e-9), SNN_OK);
+            }
+            return o;
+        };
+
+        snn_model *whole = make_model(c.spec, 9);
+        snn_optimiser *whole_opt = make_opt(whole);
+        train(whole, whole_opt, d, 0, 8);
+
+        snn_model *first = make_model(c.spec, 9);
+        snn_optimiser *first_opt = make_opt(first);
+        train(first, first_opt, d, 0, 3);
+        ASSERT_EQ(snn_checkpoint_save(first, first_opt, path("ckpt.safetensors").c_str()), SNN_OK)
+            << snn_last_error();
+        snn_optimiser_destroy(first_opt);
+        snn_model_destroy(first);
+
+        snn_model *resumed = nullptr;
+        snn_optimiser *resumed_opt = nullptr;
+        ASSERT_EQ(snn_checkpoint_load(path("ckpt.safetensors").c_str(), &resumed, &resumed_opt), SNN_OK)
+            << snn_last_error();
+        int64_t steps = 0;
+        snn_optimiser_step_count(resumed_opt, &steps);
+        EXPECT_EQ(steps, 3);
+        double lr = 0;
+        snn_optimiser_get(resumed_opt, SNN_HP_LEARNING_RATE, &lr);
+        EXPECT_EQ(lr, 0.01 / 3);
+        train(resumed, resumed_opt, d, 3, 5);
+        EXPECT_TRUE(bit_equal(params_of(whole), params_of(resumed)));
+
+        // A checkpoint also loads as a plain model.
+        snn_model *plain = nullptr;
+        EXPECT_EQ(snn_model_load(path("ckpt.safetensors").c_str(), &plain), SNN_OK) << snn_last_error();
+        snn_model_destroy(plain);
+
+        snn_optimiser_destroy(resumed_opt);
+        snn_model_destroy(resumed);
+        snn_optimiser_destroy(whole_opt);
+        snn_model_destroy(whole);
+    }
+}
+
+TEST_F(Files, CheckpointOfAnotherModelsOptimiserIsAMismatch) {
+    snn_model *a = make_model(kMlp, 1), *b = make_model(kMlp, 1);
+    snn_optimiser *o = nullptr;
+    snn_optimiser_create(a, SNN_OPTIMISER_ADAM, &o);
+    EXPECT_EQ(snn_checkpoint_save(b, o, path("c").c_str()), SNN_ERR_MODEL_MISMATCH);
+    EXPECT_TRUE(list_dir(dir).empty());
+    snn_optimiser_destroy(o);
+    snn_model_destroy(b);
+    snn_model_destroy(a);
+}
+
+// ---- atomic saves ------------------------------------------------------------------
+
+TEST_F(Files, SaveIntoAMissingDirectoryIsAnIoErrorNamingThePath) {
+    snn_model *m = make_model(kMlp, 1);
+    const std::string target = path("no-such-dir/model.safetensors");
+    EXPECT_EQ(snn_model_save(m, target.c_str()), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find(target), std::string::npos) << snn_last_error();
+    EXPECT_NE(std::string(snn_last_error()).find("No such file or directory"), std::string::npos);
+    snn_model_destroy(m);
+}
+
+TEST_F(Files, AFailedWriteLeavesTheOldFileAndNoTemporaryFile) {
+    snn_model *old_model = make_model("input 2; dense 1", 3);
+    ASSERT_EQ(snn_model_save(old_model, path("model").c_str()), SNN_OK);
+    const Bytes before = read_bytes(path("model"));
+    snn_model *big = make_model(kCnn, 4);
+
+    // Limit the size of files this process may write: the save's write fails
+    // with EFBIG (even for root, unlike permissions).
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit saved;
+    getrlimit(RLIMIT_FSIZE, &saved);
+    rlimit small = saved;
+    small.rlim_cur = 256;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    const snn_status st = snn_model_save(big, path("model").c_str());
+    setrlimit(RLIMIT_FSIZE, &saved);
+    EXPECT_EQ(st, SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("File too large"), std::string::npos) << snn_last_error();
+
+    EXPECT_EQ(read_bytes(path("model")), before);
+    EXPECT_EQ(list_dir(dir), std::vector<std::string>{"model"});
+    snn_model_destroy(big);
+    snn_model_destroy(old_model);
+}
+
+TEST_F(Files, SavingOverADirectoryFailsAndRemovesTheTemporaryFile) {
+    ASSERT_EQ(mkdir(path("taken").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(path("taken/inside").c_str(), 0755), 0);
+    snn_model *m = make_model(kMlp, 1);
+    EXPECT_EQ(snn_model_save(m, path("taken").c_str()), SNN_ERR_IO);
+    EXPECT_EQ(list_dir(dir), std::vector<std::string>{"taken"});
+    EXPECT_EQ(list_dir(path("taken")), std::vector<std::string>{"inside"});
+    rmdir(path("taken/inside").c_str());
+    snn_model_destroy(m);
+}
+
+TEST_F(Files, SaveIntoAReadOnlyDirectoryFailsAndKeepsTheOldFile) {
+    if (geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+    snn_model *m = make_model(kMlp, 1);
+    ASSERT_EQ(snn_model_save(m, path("model").c_str()), SNN_OK);
+    const Bytes before = read_bytes(path("model"));
+    snn_model_init(m, 2);
+    ASSERT_EQ(chmod(dir.c_str(), 0555), 0);
+    EXPECT_EQ(snn_model_save(m, path("model").c_str()), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("Permission denied"), std::string::npos);
+    chmod(dir.c_str(), 0755);
+    EXPECT_EQ(read_bytes(path("model")), before);
+    EXPECT_EQ(list_dir(dir), std::vector<std::string>{"model"});
+    snn_model_destroy(m);
+}
+
+TEST_F(Files, LoadingAMissingFileIsAnIoError) {
+    snn_model *m = nullptr;
+    EXPECT_EQ(snn_model_load(path("absent").c_str(), &m), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("absent"), std::string::npos);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_EQ(snn_model_load(dir.c_str(), &m), SNN_ERR_IO);  // a directory
+}
+
+// ---- malformed files -----------------------------------------------------------------
+
+// A file from a JSON header (padded here) and data bytes.
+Bytes make_file(const std::string &json, size_t data_bytes, uint64_t header_length = UINT64_MAX) {
+    std::string text = json;
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const uint64_t n = header_length == UINT64_MAX ? text.size() : header_length;
+    Bytes b;
+    for (int i = 0; i < 8; ++i) b.push_back((unsigned char)(n >> (8 * i)));
+    b.insert(b.end(), text.begin(), text.end());
+    b.resize(b.size() + data_bytes, 0);
+    return b;
+}
+
+const std::string kMeta = R"("__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dense 2"})";
+std::string entry(const char *name, const char *dtype, const char *shape, size_t begin, size_t end) {
+    return std::string("\"") + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
+           ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+}
+const std::string kWeight = entry("layers.1.weight", "F32", "[2,3]", 0, 24);
+const std::string kBias = entry("layers.1.bias", "F32", "[2]", 24, 32);
+
+struct Malformed {
+    const char *what;
+    Bytes file;
+    snn_status status;
+    const char *message;  // part of snn_last_error()
+};
+
+TEST(MalformedFiles, EachProblemIsReportedWithItsCause) {
+    const Malformed cases[] = {
+        {"valid", make_file("{" + kMeta + "," + kWeight + "," + kBias + "}", 32), SNN_OK, ""},
+        {"shorter than 8 bytes", Bytes(5, 0), SNN_ERR_FILE_FORMAT, "truncated: 5 bytes"},
+        {"huge header length", make_file("{}", 0, uint64_t(1) << 40), SNN_ERR_FILE_FORMAT, "above the limit"},
+        {"header past the end", make_file("{}", 0, 64), SNN_ERR_FILE_FORMAT, "truncated: header length 64"},
+        {"bad JSON", make_file("{\"a\":", 0), SNN_ERR_FILE_FORMAT, "JSON header is malformed"},
+        {"JSON array", make_file("[1,2]", 0), SNN_ERR_FILE_FORMAT, "not an object"},
+        {"deep JSON", make_file("{\"a\":[[[[1]]]]}", 0), SNN_ERR_FILE_FORMAT, "nests deeper"},
+        {"no metadata", make_file("{" + kWeight + "," + kBias + "}", 32), SNN_ERR_FILE_FORMAT, "no __metadata__"},
+        {"metadata not string",
+         make_file(R"({"__metadata__":{"format":1},)" + kWeight + "," + kBias + "}", 32), SNN_ERR_FILE_FORMAT,
+         "'format' is not a string"},
+        {"other format",
+         make_file(R"({"__metadata__":{"format":"pt","format_version":"1","spec":"input 3; dense 2"},)" + kWeight +
+                       "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "\"format\" is \"pt\""},
+        {"future version",
+         make_file(R"({"__metadata__":{"format":"snn","format_version":"2","spec":"input 3; dense 2"},)" + kWeight +
+                       "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "format_version \"2\" is not supported"},
+        {"no spec", make_file(R"({"__metadata__":{"format":"snn","format_version":"1"},)" + kWeight + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "no \"spec\""},
+        {"bad spec", make_file(R"({"__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dens 2"}})", 0),
+         SNN_ERR_SPEC, "the file's spec"},
+        {"missing tensor", make_file("{" + kMeta + "," + kWeight + "}", 24), SNN_ERR_FILE_FORMAT,
+         "tensor 'layers.1.bias' is missing"},
+        {"wrong dtype",
+         make_file("{" + kMeta + "," + entry("layers.1.weight", "F64", "[2,3]", 0, 48) + "," +
+                       entry("layers.1.bias", "F32", "[2]", 48, 56) + "}", 56),
+         SNN_ERR_FILE_FORMAT, "'layers.1.weight' has dtype F64, expected F32"},
+        {"unknown dtype", make_file("{" + kMeta + "," + entry("layers.1.weight", "F33", "[2,3]", 0, 24) + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "unknown dtype 'F33'"},
+        {"wrong shape", make_file("{" + kMeta + "," + entry("layers.1.weight", "F32", "[3,2]", 0, 24) + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "'layers.1.weight' has shape [3, 2], the spec implies [2, 3]"},
+        {"negative shape", make_file("{" + kMeta + "," + entry("layers.1.weight", "F32", "[-2,3]", 0, 24) + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "not a non-negative integer"},
+        {"overlap",
+         make_file("{" + kMeta + "," + kWeight + "," + entry("layers.1.bias", "F32", "[2]", 16, 24) + "}", 24),
+         SNN_ERR_FILE_FORMAT, "overlap"},
+        {"out of range", make_file("{" + kMeta + "," + kWeight + "," + kBias + "}", 28), SNN_ERR_FILE_FORMAT,
+         "'layers.1.bias': data_offsets [24, 32) is out of range"},
+        {"begin after end", make_file("{" + kMeta + "," + kWeight + "," + entry("layers.1.bias", "F32", "[2]", 32, 24) + "}", 32),
+         SNN_ERR_FILE_FORMAT, "begin 32 is after end 24"},
+        {"span differs from shape",
+         make_file("{" + kMeta + "," + kWeight + "," + entry("layers.1.bias", "F32", "[2]", 24, 36) + "}", 36),
+         SNN_ERR_FILE_FORMAT, "span 12 bytes but shape [2] of F32 needs 8"},
+        {"gap",
+         make_file("{" + kMeta + "," + kWeight + "," + entry("layers.1.bias", "F32", "[2]", 28, 36) + "}", 36),
+         SNN_ERR_FILE_FORMAT, "bytes [24, 28) of the data belong to no tensor"},
+        {"trailing bytes", make_file("{" + kMeta + "," + kWeight + "," + kBias + "}", 40), SNN_ERR_FILE_FORMAT,
+         "8 trailing bytes"},
+        {"extra tensor",
+         make_file("{" + kMeta + "," + kWeight + "," + kBias + "," + entry("extra", "F32", "[1]", 32, 36) + "}", 36),
+         SNN_ERR_FILE_FORMAT, "unexpected tensor 'extra'"},
+        {"offsets not integers",
+         make_file("{" + kMeta + "," + kWeight + R"(,"layers.1.bias":{"dtype":"F32","shape":[2],"data_offsets":[24.0,32]}})", 32),
+         SNN_ERR_FILE_FORMAT, "data_offsets begin is not a non-negative integer"},
+        {"entry without shape",
+         make_file("{" + kMeta + "," + kWeight + R"(,"layers.1.bias":{"dtype":"F32","data_offsets":[24,32]}})", 32),
+         SNN_ERR_FILE_FORMAT, "'layers.1.bias' has no shape"},
+    };
+    for (const Malformed &c : cases) {
+        snn_model *m = nullptr;
+        EXPECT_EQ(snn_model_load_from_buffer(c.file.data(), c.file.size(), &m), c.status) << c.what;
+        EXPECT_NE(std::string(snn_last_error()).find(c.message), std::string::npos)
+            << c.what << ": " << snn_last_error();
+        EXPECT_EQ(m == nullptr, c.status != SNN_OK) << c.what;
+        snn_model_destroy(m);
+    }
+}
+
+TEST_F(Files, ACheckpointNeedsOptimiserStateAndValidHyperparameters) {
+    snn_model *m = make_model("input 3; dense 2", 1);
+    ASSERT_EQ(snn_model_save(m, path("model").c_str()), SNN_OK);
+    snn_model *mo = nullptr;
+    snn_optimiser *oo = nullptr;
+    EXPECT_EQ(snn_checkpoint_load(path("model").c_str(), &mo, &oo), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("not a checkpoint"), std::string::npos) << snn_last_error();
+
+    // A beta1 of 1.5 (out of [0, 1)) written by someone else.
+    const std::string meta =
+        R"("__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dense 2","optimiser":"adam",)"
+        R"("optimiser.steps":"2","optimiser.learning_rate":"0.001","optimiser.beta1":"1.5",)"
+        R"("optimiser.beta2":"0.999","optimiser.epsilon":"1e-08","optimiser.weight_decay":"0"})";
+    write_bytes(path("ckpt"), make_file("{" + meta + "," + kWeight + "," + kBias + "," +
+                                            entry("optimiser.m", "F32", "[8]", 32, 64) + "," +
+                                            entry("optimiser.v", "F32", "[8]", 64, 96) + "}", 96));
+    EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &mo, &oo), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("\"optimiser.beta1\" = \"1.5\""), std::string::npos)
+        << snn_last_error();
+    EXPECT_EQ(mo, nullptr);
+    EXPECT_EQ(oo, nullptr);
+    snn_model_destroy(m);
+}
+
+// ---- files written by PyTorch ------------------------------------------------------------
+
+std::vector<float> read_floats(const std::string &path) {
+    Bytes b = read_bytes(path);
+    std::vector<float> f(b.size() / 4);
+    for (size_t i = 0; i < f.size(); ++i) {
+        uint32_t u = uint32_t(b[4 * i]) | uint32_t(b[4 * i + 1]) << 8 | uint32_t(b[4 * i + 2]) << 16 |
+                     uint32_t(b[4 * i + 3]) << 24;
+        std::memcpy(&f[i], &u, 4);
+    }
+    return f;
+}
+
+TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    for (const char *name : {"torch_mlp", "torch_cnn"}) {
+        SCOPED_TRACE(name);
+        const std::string base = std::string(data_dir) + "/" + name;
+        snn_model *m = nullptr;
+        ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+        const std::vector<float> x = read_floats(base + "_inputs.f32");
+        const std::vector<float> expected = read_floats(base + "_outputs.f32");
+        size_t features = 0, outputs = 0;
+        snn_model_input_size(m, &features);
+        snn_model_output_size(m, &outputs);
+        const int64_t batch = int64_t(x.size() / features);
+        ASSERT_EQ(expected.size(), size_t(batch) * outputs);
+        snn_forward_cache *f = nullptr;
+        ASSERT_EQ(snn_preallocate(m, batch, &f), SNN_OK);
+        ASSERT_EQ(snn_set_inputs(f, x.data(), x.size()), SNN_OK);
+        ASSERT_EQ(snn_forward(f, m), SNN_OK);
+        std::vector<float> y(expected.size());
+        ASSERT_EQ(snn_get_outputs(f, y.data(), y.size()), SNN_OK);
+        for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << "output " << i;
+        snn_forward_cache_destroy(f);
+        snn_model_destroy(m);
+    }
+}
+
+}  // namespace

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages snn builds and tests with (idempotent).
+# Run as root (or with sudo); does nothing for packages already present.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config meson ninja-build python3
+  libopenblas-dev zlib1g-dev nlohmann-json3-dev libgtest-dev
+  dataset-fashion-mnist
+  valgrind clang libclang-rt-14-dev
+  mono-mcs nunit-console libnunit-cil-dev
+  nodejs
+)
+if [ "${1:-}" = "--minimal" ]; then
+  packages=(build-essential pkg-config meson ninja-build libopenblas-dev zlib1g-dev
+            nlohmann-json3-dev dataset-fashion-mnist)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "snn needs these Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null

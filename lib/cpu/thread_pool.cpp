@@ -20,9 +20,14 @@ class Pool {
 public:
     void reserve(int32_t threads) {
         std::lock_guard<std::mutex> job(job_mutex_);
+        // A new thread waits for jobs after the current generation, read here
+        // (under the job mutex) rather than when the thread first runs: a job
+        // published between the two would otherwise be missed and its caller
+        // would wait forever.
+        const uint64_t current = generation_.load(std::memory_order_acquire);
         while (int32_t(threads_.size()) < threads) {
             int32_t index = int32_t(threads_.size()) + 1;
-            threads_.emplace_back([this, index] { worker_loop(index); });
+            threads_.emplace_back([this, index, current] { worker_loop(index, current); });
             threads_.back().detach();  // lives for the process, never joined at exit
         }
     }
@@ -58,9 +63,8 @@ public:
     }
 
 private:
-    void worker_loop(int32_t index) {
+    void worker_loop(int32_t index, uint64_t seen) {
         t_in_job = true;
-        uint64_t seen = generation_.load(std::memory_order_acquire);
         for (;;) {
             // Spin a little before sleeping: back-to-back layers dispatch
             // jobs microseconds apart.

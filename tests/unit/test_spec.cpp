@@ -1,0 +1,187 @@
+// The textual model spec: canonical round trip, precise errors, layer shapes
+// and the layout of the flat parameter vector.
+#include <string>
+
+#include "helpers.h"
+
+using namespace snn_test;
+
+namespace {
+
+// snn_model_create's status for a spec, and its message.
+snn_status create_status(const char *spec, std::string *message) {
+    snn_model *m = nullptr;
+    const snn_status status = snn_model_create(spec, &m);
+    *message = snn_last_error();
+    snn_model_destroy(m);
+    return status;
+}
+
+TEST(Spec, DescribeParsesBackToTheSameDescription) {
+    const char *specs[] = {
+        "input 100; dense 200 relu; dense 1",
+        "input 4; dense 32 tanh; dense 16 sigmoid; dense 4 leaky_relu; dense 3",
+        "input 10; dense 8 relu nobias; dense 5 identity",
+        "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
+        "input 12x12x2; conv 3x3 4 relu pad=1; maxpool 2; conv 3x3 6 tanh stride=2; avgpool 2; flatten; dense 5",
+        "input 6x5x2; conv 3x2 3 tanh stride=2x1 pad=1x0",
+        "input 7x7x1; maxpool 3; flatten; dense 2",
+        "input 5x6x2; avgpool 2x3 stride=1; flatten; dense 2 sigmoid",
+        "input 8x8x3; conv 1 4 nobias init=he_normal; flatten; dense 3 init=zeros",
+        "input 3\ndense 4 init=lecun_normal\ndense 2 init=glorot_normal",
+        "  input   16 ;dense 8   leaky_relu init=he_uniform;;dense 2  ",
+        "input 9x9x1; conv 3 2 stride=3 pad=0; flatten; dense 1",
+    };
+    for (const char *spec : specs) {
+        Model a = make_model(spec);
+        ASSERT_TRUE(a) << spec;
+        const std::string described = describe(a.get());
+        Model b = make_model(described);
+        ASSERT_TRUE(b) << described;
+        EXPECT_EQ(describe(b.get()), described) << spec;
+        EXPECT_EQ(param_count(b.get()), param_count(a.get())) << spec;
+    }
+}
+
+TEST(Spec, CanonicalFormDropsDefaultsAndNormalisesSpacing) {
+    Model m = make_model("input 6x6x1 ;conv 3x3 4 identity stride=1 pad=0x0;maxpool 2x2 stride=2; flatten\n dense 3 init=glorot_uniform");
+    EXPECT_EQ(describe(m.get()), "input 6x6x1; conv 3 4; maxpool 2; flatten; dense 3");
+}
+
+TEST(Spec, DescribeReportsTheLengthAndRefusesASmallBuffer) {
+    Model m = make_model("input 4; dense 2");
+    size_t length = 0;
+    ASSERT_EQ(snn_model_describe(m.get(), nullptr, 0, &length), SNN_OK);
+    EXPECT_EQ(length, std::string("input 4; dense 2").size());
+    char small[8] = "xxxxxxx";
+    EXPECT_EQ(snn_model_describe(m.get(), small, sizeof small, &length), SNN_ERR_COUNT);
+    EXPECT_EQ(std::string(small), "xxxxxxx");  // nothing written
+}
+
+TEST(SpecErrors, UnknownActivationNamesThePositionAndTheWord) {
+    std::string msg;
+    // "relux" starts at character 19 (1-based).
+    EXPECT_EQ(create_status("input 4; dense 10 relux", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("snn_model_create"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("position 19"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("relux"), std::string::npos) << msg;
+}
+
+TEST(SpecErrors, UnknownLayerAndBadNumbersAreSpecErrors) {
+    std::string msg;
+    EXPECT_EQ(create_status("input 4; dens 10", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("position 10"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown layer"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 4; dense 0", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("position 16"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 4; dense -3", &msg), SNN_ERR_SPEC);
+    EXPECT_EQ(create_status("input 4x4; dense 2", &msg), SNN_ERR_SPEC);
+    EXPECT_EQ(create_status("input 4x4x1; conv 3x3 2 stride=0", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("stride"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 4; dense 2 init=uniform", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("initialiser"), std::string::npos) << msg;
+}
+
+TEST(SpecErrors, StructureMustStartWithInputAndHaveLayers) {
+    std::string msg;
+    EXPECT_EQ(create_status("", &msg), SNN_ERR_SPEC);
+    EXPECT_EQ(create_status("dense 3; input 4", &msg), SNN_ERR_SPEC);
+    EXPECT_EQ(create_status("input 4", &msg), SNN_ERR_SPEC);
+    EXPECT_EQ(create_status("input 4; dense 3; input 2", &msg), SNN_ERR_SPEC);
+    snn_model *m = nullptr;
+    EXPECT_EQ(snn_model_create(nullptr, &m), SNN_ERR_NULL_ARGUMENT);
+    EXPECT_EQ(m, nullptr);
+}
+
+TEST(SpecErrors, KernelLargerThanInputIsAShapeErrorNamingLayerAndShapes) {
+    std::string msg;
+    EXPECT_EQ(create_status("input 3x3x8; conv 5x5 16", &msg), SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("layer 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("conv 5x5 16"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("3x3x8"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("5x5"), std::string::npos) << msg;
+}
+
+TEST(SpecErrors, LayerKindsMustFitTheirInput) {
+    std::string msg;
+    EXPECT_EQ(create_status("input 4x4x1; dense 3", &msg), SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("flatten"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 16; conv 3 2", &msg), SNN_ERR_SHAPE);
+    EXPECT_EQ(create_status("input 16; maxpool 2", &msg), SNN_ERR_SHAPE);
+    EXPECT_EQ(create_status("input 4x4x1; flatten; dense 2; avgpool 2", &msg), SNN_ERR_SHAPE);
+    EXPECT_EQ(create_status("input 4x4x1; maxpool 5", &msg), SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("layer 1"), std::string::npos) << msg;
+}
+
+TEST(Layout, LayerShapesUseFloorDivision) {
+    Model m = make_model("input 7x7x3; conv 3x3 5 stride=2 pad=1; maxpool 3; flatten; dense 2");
+    int64_t count = 0, c = 0, h = 0, w = 0;
+    ASSERT_EQ(snn_model_layer_count(m.get(), &count), SNN_OK);
+    EXPECT_EQ(count, 5);
+    const int64_t expected[5][3] = {{3, 7, 7}, {5, 4, 4}, {5, 1, 1}, {5, 1, 1}, {2, 1, 1}};
+    for (int64_t l = 0; l < count; ++l) {
+        ASSERT_EQ(snn_model_layer_shape(m.get(), l, &c, &h, &w), SNN_OK);
+        EXPECT_EQ(c, expected[l][0]) << "layer " << l;
+        EXPECT_EQ(h, expected[l][1]) << "layer " << l;
+        EXPECT_EQ(w, expected[l][2]) << "layer " << l;
+    }
+    EXPECT_EQ(snn_model_layer_shape(m.get(), 5, &c, &h, &w), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(input_size(m.get()), 147u);
+    EXPECT_EQ(output_size(m.get()), 2u);
+}
+
+// Per layer: weights [out][in] or [out][in][kh][kw], then the bias; layers
+// without parameters take no room.
+TEST(Layout, ParameterOffsetsFollowTheSpecOrder) {
+    Model m = make_model("input 6x6x2; conv 3x3 4; maxpool 2; flatten; dense 5 nobias; dense 3");
+    struct Expected {
+        size_t weight_offset, weight_count, bias_count;
+    };
+    // conv: 4*2*3*3 = 72 weights then 4 biases; dense over 4*2*2 = 16
+    // features: 80 weights, no bias; dense 3: 15 weights then 3 biases.
+    const Expected expected[] = {{0, 0, 0}, {0, 72, 4}, {76, 0, 0}, {76, 0, 0}, {76, 80, 0}, {156, 15, 3}};
+    for (int64_t l = 0; l < 6; ++l) {
+        size_t wo = 99, wc = 99, bo = 99, bc = 99;
+        ASSERT_EQ(snn_model_layer_params(m.get(), l, &wo, &wc, &bo, &bc), SNN_OK);
+        EXPECT_EQ(wc, expected[l].weight_count) << "layer " << l;
+        EXPECT_EQ(bc, expected[l].bias_count) << "layer " << l;
+        if (wc) {
+            EXPECT_EQ(wo, expected[l].weight_offset) << "layer " << l;
+        }
+        if (bc) {
+            EXPECT_EQ(bo, wo + wc) << "layer " << l;
+        }
+    }
+    EXPECT_EQ(param_count(m.get()), 174u);
+}
+
+// The dense layout is [out][in]: a weight set at row o, column i moves
+// output o by exactly input i.
+TEST(Layout, DenseWeightsAreOutByIn) {
+    Model m = make_model("input 3; dense 2");
+    std::vector<float> p(8, 0.0f);
+    p[1 * 3 + 2] = 1.0f;  // W[1][2]
+    p[6] = 0.5f;          // b[0]
+    ASSERT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+    Forward f = make_forward(m.get(), 1);
+    const std::vector<float> y = run(f.get(), m.get(), {10.0f, 20.0f, 30.0f});
+    EXPECT_EQ(y, (std::vector<float>{0.5f, 30.0f}));
+}
+
+// Convolution weights are [out][in][kh][kw] and images [c][h][w]: a single
+// weight at (out 1, in 1, row 0, column 1) copies input channel 1 shifted
+// by one column into output channel 1.
+TEST(Layout, ConvWeightsAndImagesAreChannelsFirst) {
+    Model m = make_model("input 2x3x2; conv 1x2 2 nobias");
+    std::vector<float> p(2 * 2 * 1 * 2, 0.0f);
+    p[((1 * 2 + 1) * 1 + 0) * 2 + 1] = 1.0f;
+    ASSERT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+    std::vector<float> x(12);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);  // [c][h][w]
+    Forward f = make_forward(m.get(), 1);
+    const std::vector<float> y = run(f.get(), m.get(), x);
+    // Output 2x2x2: channel 0 all zero; channel 1 = x[1][r][c+1].
+    EXPECT_EQ(y, (std::vector<float>{0, 0, 0, 0, 7, 8, 10, 11}));
+}
+
+}  // namespace

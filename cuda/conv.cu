@@ -1,0 +1,280 @@
+// Convolutions with cuDNN: NCHW float tensors, weights [cout][cin][kh][kw],
+// cross-correlation (what PyTorch and the CPU backend compute).
+//
+// conv_plan makes every descriptor and picks the three algorithms once; the
+// workspace it reports covers them at max_batch. A call with another batch
+// re-sets the two tensor descriptors (no allocation) and re-picks the
+// algorithms among those that fit the planned workspace, so a call never
+// needs more scratch than was planned. The pick is a pure function of the
+// batch, so results do not depend on the order of batch sizes.
+#include <climits>
+#include <new>
+
+#include "cuda_backend.h"
+#include "elementwise.h"
+
+namespace snn {
+namespace cu {
+namespace {
+
+// Largest workspace conv_plan accepts for one algorithm; algorithms that
+// want more (large FFT variants) are skipped for the next best.
+constexpr size_t kWorkspaceCap = size_t(256) << 20;
+
+struct ConvPlan {
+    int32_t device = 0;
+    bool backward = false;
+    bool tf32 = false;
+    ConvDims dims{};
+    int64_t max_batch = 0;
+    int64_t batch = 0;           // the batch descriptors and algorithms are set for
+    size_t workspace_bytes = 0;  // planned: no call needs more
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;  // y also describes dy
+    cudnnFilterDescriptor_t w = nullptr;
+    // One convolution descriptor per direction, each carrying the math type
+    // of the algorithm chosen for it.
+    cudnnConvolutionDescriptor_t fwd = nullptr, bwd_data = nullptr, bwd_filter = nullptr;
+    cudnnConvolutionFwdAlgo_t fwd_algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    cudnnConvolutionBwdDataAlgo_t data_algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    cudnnConvolutionBwdFilterAlgo_t filter_algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
+};
+
+int to_int(int64_t v, const char *what) {
+    if (v < 0 || v > INT_MAX)
+        raise(SNN_ERR_UNSUPPORTED,
+              strf("convolution: %s %lld does not fit cuDNN's int", what, (long long)v));
+    return static_cast<int>(v);
+}
+
+void free_plan(ConvPlan *p) noexcept {
+    if (p->x != nullptr) cudnnDestroyTensorDescriptor(p->x);
+    if (p->y != nullptr) cudnnDestroyTensorDescriptor(p->y);
+    if (p->w != nullptr) cudnnDestroyFilterDescriptor(p->w);
+    if (p->fwd != nullptr) cudnnDestroyConvolutionDescriptor(p->fwd);
+    if (p->bwd_data != nullptr) cudnnDestroyConvolutionDescriptor(p->bwd_data);
+    if (p->bwd_filter != nullptr) cudnnDestroyConvolutionDescriptor(p->bwd_filter);
+    delete p;
+}
+
+// Math types a plan accepts. Without TF32 only CUDNN_FMA_MATH: plain fp32
+// products. With TF32, cuDNN's default math (which permits TF32 tensor
+// cores for float data) and tensor-op math, but never
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which may convert float data to
+// half precision.
+bool math_allowed(cudnnMathType_t math, bool tf32) {
+    if (!tf32) return math == CUDNN_FMA_MATH;
+    return math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// Walks cuDNN's heuristic ranking (best first) and takes the first algorithm
+// that succeeded, is deterministic, uses an allowed math type and whose exact
+// workspace for the current descriptors fits `limit`; `fallback` (a
+// deterministic FMA algorithm every shape supports) comes last.
+// `workspace_of(algo)` sets nothing and asks cuDNN for the workspace size.
+template <typename Perf, typename Algo, typename WorkspaceFn>
+void choose(const Perf *perf, int count, Algo fallback, bool tf32, size_t limit,
+            cudnnConvolutionDescriptor_t conv, WorkspaceFn workspace_of, const char *direction,
+            Algo *algo_out, size_t *bytes_out) {
+    for (int i = 0; i <= count; ++i) {
+        Algo algo = i < count ? perf[i].algo : fallback;
+        cudnnMathType_t math = i < count ? perf[i].mathType : CUDNN_FMA_MATH;
+        if (i < count && (perf[i].status != CUDNN_STATUS_SUCCESS ||
+                          perf[i].determinism != CUDNN_DETERMINISTIC || !math_allowed(math, tf32)))
+            continue;
+        check(cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType");
+        size_t bytes = 0;
+        cudnnStatus_t status = workspace_of(algo, &bytes);
+        if (status != CUDNN_STATUS_SUCCESS) {
+            if (i == count) check(status, direction);
+            continue;
+        }
+        if (bytes > limit) {
+            if (i == count)
+                raise(SNN_ERR_INTERNAL,
+                      strf("%s: the fallback algorithm needs %zu bytes of workspace, "
+                           "more than the %zu planned",
+                           direction, bytes, limit));
+            continue;
+        }
+        *algo_out = algo;
+        *bytes_out = bytes;
+        return;
+    }
+}
+
+// Sets the tensor descriptors for batch n and picks the algorithms of every
+// direction the plan serves, each within `limit` bytes of workspace.
+void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
+    const ConvDims &d = p.dims;
+    check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
+                                     to_int(d.cin, "channels"), to_int(d.hin, "height"),
+                                     to_int(d.win, "width")),
+          "cudnnSetTensor4dDescriptor (conv input)");
+    check(cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
+                                     to_int(d.cout, "channels"), to_int(d.hout, "height"),
+                                     to_int(d.wout, "width")),
+          "cudnnSetTensor4dDescriptor (conv output)");
+    // The heuristics are asked under the plan's base math type.
+    const cudnnMathType_t base = p.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    int got = 0;
+
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    check(cudnnSetConvolutionMathType(p.fwd, base), "cudnnSetConvolutionMathType");
+    check(cudnnGetConvolutionForwardAlgorithm_v7(dnn, p.x, p.w, p.fwd, p.y,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd),
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+    choose(
+        fwd, got, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, p.tf32, limit, p.fwd,
+        [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(dnn, p.x, p.w, p.fwd, p.y, algo, bytes);
+        },
+        "cudnnGetConvolutionForwardWorkspaceSize", &p.fwd_algo, &p.fwd_bytes);
+
+    if (p.backward) {
+        cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        check(cudnnSetConvolutionMathType(p.bwd_data, base), "cudnnSetConvolutionMathType");
+        check(
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                dnn, p.w, p.y, p.bwd_data, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, data),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        choose(
+            data, got, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, p.tf32, limit, p.bwd_data,
+            [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+                return cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, p.w, p.y, p.bwd_data, p.x,
+                                                                    algo, bytes);
+            },
+            "cudnnGetConvolutionBackwardDataWorkspaceSize", &p.data_algo, &p.data_bytes);
+
+        cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        check(cudnnSetConvolutionMathType(p.bwd_filter, base), "cudnnSetConvolutionMathType");
+        check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, p.x, p.y, p.bwd_filter, p.w,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                            &got, filter),
+              "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        choose(
+            filter, got, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, p.tf32, limit, p.bwd_filter,
+            [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+                return cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn, p.x, p.y, p.bwd_filter,
+                                                                      p.w, algo, bytes);
+            },
+            "cudnnGetConvolutionBackwardFilterWorkspaceSize", &p.filter_algo, &p.filter_bytes);
+    }
+    p.batch = n;
+}
+
+}  // namespace
+
+void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
+                             size_t *workspace_bytes) {
+    CudaStream &cs = use(s);
+    if (max_batch < 1) raise(SNN_ERR_INTERNAL, "conv_plan: max_batch < 1");
+    ConvPlan *p = new (std::nothrow) ConvPlan();
+    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "conv_plan: out of host memory");
+    p->device = device_;
+    p->backward = backward;
+    p->tf32 = cs.tf32;
+    p->dims = d;
+    p->max_batch = max_batch;
+    try {
+        check(cudnnCreateTensorDescriptor(&p->x), "cudnnCreateTensorDescriptor");
+        check(cudnnCreateTensorDescriptor(&p->y), "cudnnCreateTensorDescriptor");
+        check(cudnnCreateFilterDescriptor(&p->w), "cudnnCreateFilterDescriptor");
+        check(cudnnSetFilter4dDescriptor(
+                  p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(d.cout, "output channels"),
+                  to_int(d.cin, "input channels"), to_int(d.kh, "kernel height"),
+                  to_int(d.kw, "kernel width")),
+              "cudnnSetFilter4dDescriptor");
+        for (cudnnConvolutionDescriptor_t *conv : {&p->fwd, &p->bwd_data, &p->bwd_filter}) {
+            check(cudnnCreateConvolutionDescriptor(conv), "cudnnCreateConvolutionDescriptor");
+            check(cudnnSetConvolution2dDescriptor(*conv, to_int(d.ph, "padding"),
+                                                  to_int(d.pw, "padding"), to_int(d.sh, "stride"),
+                                                  to_int(d.sw, "stride"), 1, 1,
+                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                  "cudnnSetConvolution2dDescriptor");
+        }
+        set_batch(*p, cs.dnn, max_batch, kWorkspaceCap);
+
+        // cuDNN must agree with the engine's shape inference.
+        int n = 0, c = 0, h = 0, w = 0;
+        check(cudnnGetConvolution2dForwardOutputDim(p->fwd, p->x, p->w, &n, &c, &h, &w),
+              "cudnnGetConvolution2dForwardOutputDim");
+        if (c != d.cout || h != d.hout || w != d.wout)
+            raise(SNN_ERR_INTERNAL,
+                  strf("conv_plan: cuDNN computes an output of %dx%dx%d, the "
+                       "engine %lldx%lldx%lld",
+                       c, h, w, (long long)d.cout, (long long)d.hout, (long long)d.wout));
+
+        size_t bytes = p->fwd_bytes;
+        if (backward) {
+            if (p->data_bytes > bytes) bytes = p->data_bytes;
+            if (p->filter_bytes > bytes) bytes = p->filter_bytes;
+        }
+        p->workspace_bytes = bytes;
+    } catch (...) {
+        free_plan(p);
+        throw;
+    }
+    *workspace_bytes = p->workspace_bytes;
+    return p;
+}
+
+void CudaBackend::conv_plan_release(void *plan) noexcept {
+    if (plan != nullptr) free_plan(static_cast<ConvPlan *>(plan));
+}
+
+// The plan, checked against the call, with descriptors set for batch n.
+static ConvPlan &prepare(void *plan, int32_t device, const ConvDims &d, int64_t n,
+                         cudnnHandle_t dnn, const void *workspace) {
+    if (plan == nullptr) raise(SNN_ERR_INTERNAL, "convolution called without a plan");
+    ConvPlan &p = *static_cast<ConvPlan *>(plan);
+    if (p.device != device || p.dims.cin != d.cin || p.dims.cout != d.cout || p.dims.hin != d.hin ||
+        p.dims.win != d.win)
+        raise(SNN_ERR_INTERNAL, "convolution called with a plan made for another layer or GPU");
+    if (n < 1 || n > p.max_batch)
+        raise(SNN_ERR_INTERNAL, strf("convolution: batch %lld outside the planned 1..%lld",
+                                     (long long)n, (long long)p.max_batch));
+    if (n != p.batch) set_batch(p, dnn, n, p.workspace_bytes);
+    if (workspace == nullptr && p.workspace_bytes > 0)
+        raise(SNN_ERR_INTERNAL, "convolution called without its workspace");
+    return p;
+}
+
+// y = act(conv(x, W) + b)
+void CudaBackend::conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                               const float *w, const float *b, float *y, void *workspace) {
+    CudaStream &cs = use(s);
+    ConvPlan &p = prepare(plan, device_, d, n, cs.dnn, workspace);
+    const float one = 1.0f, zero = 0.0f;
+    check(cudnnConvolutionForward(cs.dnn, &one, p.x, x, p.w, w, p.fwd, p.fwd_algo, workspace,
+                                  p.fwd_bytes, &zero, p.y, y),
+          "cudnnConvolutionForward");
+    const int64_t hw = d.hout * d.wout;
+    bias_activation(cs.stream, y, d.bias ? b : nullptr, static_cast<size_t>(n * d.cout * hw),
+                    d.cout, hw, d.act);
+}
+
+// dz = dy * act'(y) (in place), db[c] = sum of dz over n, h, w,
+// dW = correlation of x with dz, dx = transposed convolution of dz with W.
+void CudaBackend::conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                                const float *w, const float *y, float *dy, float *dw, float *db,
+                                float *dx, void *workspace) {
+    CudaStream &cs = use(s);
+    ConvPlan &p = prepare(plan, device_, d, n, cs.dnn, workspace);
+    if (!p.backward) raise(SNN_ERR_INTERNAL, "conv_backward with a plan made for inference");
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t hw = d.hout * d.wout;
+    activation_grad(cs.stream, dy, y, static_cast<size_t>(n * d.cout * hw), d.act);
+    const float *dz = dy;
+    if (d.bias) channel_sums(cs.stream, db, dz, n, d.cout, hw);
+    check(cudnnConvolutionBackwardFilter(cs.dnn, &one, p.x, x, p.y, dz, p.bwd_filter, p.filter_algo,
+                                         workspace, p.filter_bytes, &zero, p.w, dw),
+          "cudnnConvolutionBackwardFilter");
+    if (dx != nullptr)
+        check(cudnnConvolutionBackwardData(cs.dnn, &one, p.w, w, p.y, dz, p.bwd_data, p.data_algo,
+                                           workspace, p.data_bytes, &zero, p.x, dx),
+              "cudnnConvolutionBackwardData");
+}
+
+}  // namespace cu
+}  // namespace snn

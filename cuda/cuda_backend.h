@@ -1,0 +1,128 @@
+// The CUDA backend: one CudaBackend per device, one CudaStream per cache.
+// Everything a forward, backward or optimiser step needs (handles, staging,
+// scratch, descriptors, algorithms, workspaces) is made in create_stream,
+// conv_plan or pool_plan; the per-call paths only queue work on the stream.
+#pragma once
+
+#include <string>
+
+#include "check.h"
+#include "engine/backend.h"
+
+namespace snn {
+namespace cu {
+
+// Upper bound of the blocks of a deterministic two-pass reduction (losses):
+// the first pass writes one partial sum per block into CudaStream::partials,
+// the second sums those partials in a fixed order.
+constexpr int kReduceBlocks = 256;
+
+// Indices gathered per chunk by gather_device (the device index buffer).
+constexpr size_t kIndexChunk = 8192;
+
+// Smallest pinned staging buffer, whatever the engine asks for, so that
+// gather_device's index chunks always fit.
+constexpr size_t kMinStagingBytes = size_t(1) << 20;
+static_assert(kMinStagingBytes >= kIndexChunk * sizeof(int64_t),
+              "index chunks must fit the staging buffer");
+
+struct CudaStream final : Stream {
+    int32_t device = 0;
+    bool tf32 = false;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    cudnnHandle_t dnn = nullptr;
+    // Recorded on this stream by Backend::wait when it is the producer.
+    cudaEvent_t order = nullptr;
+    // cuBLAS's workspace, given explicitly so cuBLAS never allocates later.
+    void *blas_workspace = nullptr;
+    // Pinned host buffer for uploads and host gathers. `staging_done` is
+    // recorded after the last copy out of it; staging_busy says one is queued.
+    unsigned char *staging = nullptr;
+    size_t staging_bytes = 0;
+    cudaEvent_t staging_done = nullptr;
+    bool staging_busy = false;
+    int64_t *indices = nullptr;    // device, kIndexChunk entries
+    float *partials = nullptr;     // device, kReduceBlocks floats
+    int32_t *flag = nullptr;       // device, all_finite's answer
+    int32_t *flag_host = nullptr;  // pinned, its copy on the host
+};
+
+class CudaBackend final : public Backend {
+public:
+    // Selects the device, reads its properties and checks that this build
+    // has code for it.
+    explicit CudaBackend(int32_t device);
+
+    int32_t device() const override { return device_; }
+    const char *name() const override { return name_.c_str(); }
+
+    void *alloc(size_t bytes) override;
+    void release(void *p) noexcept override;
+    Stream *create_stream(size_t staging_bytes, bool allow_tf32) override;
+    void destroy_stream(Stream *s) noexcept override;
+    void wait(Stream *waiter, Stream *producer) override;
+    void synchronize(Stream *s) override;
+    void upload(Stream *s, void *dst, const void *src_host, size_t bytes) override;
+    void download(Stream *s, void *dst_host, const void *src, size_t bytes) override;
+    void copy(Stream *s, void *dst, const void *src, size_t bytes) override;
+    void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx, size_t n,
+                       size_t row_bytes) override;
+    void gather_device(Stream *s, void *dst, const void *src, const int64_t *idx_host, size_t n,
+                       size_t row_bytes) override;
+    void fill(Stream *s, float *dst, float value, size_t n) override;
+    bool all_finite(Stream *s, const float *x, size_t n) override;
+
+    void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
+                       const float *b, float *y) override;
+    void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
+                        const float *y, float *dy, float *dw, float *db, float *dx) override;
+
+    void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
+                    size_t *workspace_bytes) override;
+    void conv_plan_release(void *plan) noexcept override;
+    void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                      const float *w, const float *b, float *y, void *workspace) override;
+    void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
+                       const float *w, const float *y, float *dy, float *dw, float *db, float *dx,
+                       void *workspace) override;
+
+    void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) override;
+    void pool_plan_release(void *plan) noexcept override;
+    void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                         float *y, int32_t *argmax) override;
+    void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                          const float *y, const float *dy, const int32_t *argmax,
+                          float *dx) override;
+    void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
+                         float *y) override;
+    void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *dy,
+                          float *dx) override;
+
+    void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t, float *dy,
+                  float *loss) override;
+    void xent_loss(Stream *s, int64_t n, int64_t k, const float *y, const int32_t *labels,
+                   float *dy, float *loss) override;
+
+    void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
+                        const float *grads, float *m, float *v) override;
+
+private:
+    // Makes this backend's device current for the calling thread (the host
+    // may drive several GPUs from one thread).
+    void select() const;
+    // The CUDA stream behind `s`, checked to belong to this device; selects
+    // the device too.
+    CudaStream &use(Stream *s) const;
+    // Blocks until the staging buffer's last copy finished, then returns it.
+    unsigned char *acquire_staging(CudaStream &cs) const;
+    // Marks the staging buffer busy until the copies queued so far finish.
+    void release_staging(CudaStream &cs) const;
+
+    int32_t device_;
+    std::string name_;
+    size_t blas_workspace_bytes_;
+};
+
+}  // namespace cu
+}  // namespace snn

@@ -1,0 +1,44 @@
+// Elementwise and small reduction kernels shared by the layers. Each
+// launcher queues one kernel on `stream` and checks the launch.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "engine/math.h"
+
+namespace snn {
+namespace cu {
+
+// y[e] = act(y[e] + b[c]) with c = (e / inner) % channels: dense layers have
+// inner = 1 (y is [n][out]), convolutions inner = h*w (y is [n][c][h][w]).
+// b may be null (no bias).
+void bias_activation(cudaStream_t stream, float *y, const float *b, size_t total, int64_t channels,
+                     int64_t inner, Act act);
+
+// dy[e] *= act'(y[e]): turns dL/dy into dL/dz in place (nothing for identity).
+void activation_grad(cudaStream_t stream, float *dy, const float *y, size_t total, Act act);
+
+// db[c] = sum over i < outer, r < inner of dz[(i * channels + c) * inner + r],
+// summed in a fixed order (bit-reproducible, no atomics).
+void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer, int64_t channels,
+                  int64_t inner);
+
+// dst[i] = value for i < n.
+void fill_floats(cudaStream_t stream, float *dst, float value, size_t n);
+
+// dst row i = src row idx[i] for i < n, rows of row_bytes bytes; idx is a
+// device array.
+void gather_rows(cudaStream_t stream, void *dst, const void *src, const int64_t *idx, size_t n,
+                 size_t row_bytes);
+
+// *flag = 1 if some x[i] is NaN or infinite (flag must be zeroed before).
+void flag_nonfinite(cudaStream_t stream, const float *x, size_t n, int32_t *flag);
+
+// cudaSuccess when this build holds code (SASS or PTX) the current device
+// can run; the error of looking up a kernel otherwise.
+cudaError_t probe_kernel_image();
+
+}  // namespace cu
+}  // namespace snn

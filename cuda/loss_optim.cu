@@ -1,0 +1,164 @@
+// Losses and optimiser steps. The per-element math comes from
+// engine/math.h, the same functions the CPU backend calls.
+//
+// A loss is a sum written to one device float. To be reproducible bit for
+// bit it is reduced in two fixed-order passes instead of with float atomics:
+// each of B blocks (B a function of the size only) sums a fixed subset into
+// CudaStream::partials[block], then one block adds the B partials.
+#include "cuda_backend.h"
+
+namespace snn {
+namespace cu {
+namespace {
+
+// Sum of v over the block, as a fixed binary tree; the result is valid in
+// thread 0. Needs blockDim.x == kThreads.
+__device__ float block_sum(float v) {
+    __shared__ float partial[kThreads];
+    partial[threadIdx.x] = v;
+    __syncthreads();
+    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+        if ((int)threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+        __syncthreads();
+    }
+    return partial[0];
+}
+
+// Blocks of the first pass for `items` work items.
+unsigned int reduce_blocks(size_t items) {
+    size_t blocks = (items + kThreads - 1) / kThreads;
+    if (blocks < 1) blocks = 1;
+    return static_cast<unsigned int>(blocks < (size_t)kReduceBlocks ? blocks : kReduceBlocks);
+}
+
+// *loss = scale * (sum of partials[0..blocks)), blocks <= kThreads.
+__global__ void finish_sum_kernel(const float *partials, unsigned int blocks, float scale,
+                                  float *loss) {
+    float total = block_sum(threadIdx.x < blocks ? partials[threadIdx.x] : 0.0f);
+    if (threadIdx.x == 0) *loss = total * scale;
+}
+
+// MSE over all count = n*k elements:
+//   loss = sum (y - t)^2 / count ;  dy = 2 (y - t) / count
+__global__ void mse_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
+                           float *partials) {
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        acc += mse_term(y[i], t[i]);
+        dy[i] = mse_grad(y[i], t[i], inv_count);
+    }
+    float total = block_sum(acc);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// Cross-entropy of logits, one thread per row i:
+//   lse_i = log sum_j exp(y_ij)          (max subtracted, math.h)
+//   loss  = sum_i (lse_i - y_i,label_i) / n
+//   dy_ij = (softmax(y_i)_j - [j == label_i]) / n
+__global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, int64_t n, int64_t k,
+                            float inv_batch, float *partials) {
+    float acc = 0.0f;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float *row = y + i * k;
+        float *grad = dy + i * k;
+        const int32_t label = labels[i];
+        float max_logit;
+        const float lse = logsumexp_row(row, k, &max_logit);
+        acc += lse - row[label];
+        for (int64_t j = 0; j < k; ++j) grad[j] = xent_grad(row[j], lse, j == label, inv_batch);
+    }
+    float total = block_sum(acc);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// One fused pass over the parameters; the state m, v is read and written
+// only where the rule uses it.
+__global__ void optimiser_kernel(OptKind kind, OptStep step, size_t count, float *params,
+                                 const float *grads, float *m, float *v) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float p = params[i];
+        const float g = grads[i];
+        switch (kind) {
+            case OptKind::sgd: {
+                float b = m != nullptr ? m[i] : 0.0f;
+                sgd_update(step, &p, g, &b);
+                if (m != nullptr) m[i] = b;
+                break;
+            }
+            case OptKind::adam:
+            case OptKind::adamw: {
+                float mi = m[i], vi = v[i];
+                adam_update(step, kind == OptKind::adamw, &p, g, &mi, &vi);
+                m[i] = mi;
+                v[i] = vi;
+                break;
+            }
+            case OptKind::rmsprop: {
+                float vi = v[i];
+                rmsprop_update(step, &p, g, &vi);
+                v[i] = vi;
+                break;
+            }
+        }
+        params[i] = p;
+    }
+}
+
+}  // namespace
+
+void CudaBackend::mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t,
+                           float *dy, float *loss) {
+    CudaStream &cs = use(s);
+    const size_t count = static_cast<size_t>(n * k);
+    if (count == 0) raise(SNN_ERR_INTERNAL, "mse_loss of an empty batch");
+    const unsigned int blocks = reduce_blocks(count);
+    mse_kernel<<<blocks, kThreads, 0, cs.stream>>>(y, t, dy, count, 1.0f / (float)count,
+                                                   cs.partials);
+    check_launch("mse_loss kernel");
+    finish_sum_kernel<<<1, kThreads, 0, cs.stream>>>(cs.partials, blocks, 1.0f / (float)count,
+                                                     loss);
+    check_launch("mse_loss sum kernel");
+}
+
+void CudaBackend::xent_loss(Stream *s, int64_t n, int64_t k, const float *y, const int32_t *labels,
+                            float *dy, float *loss) {
+    CudaStream &cs = use(s);
+    if (n <= 0 || k <= 0) raise(SNN_ERR_INTERNAL, "xent_loss of an empty batch");
+    const unsigned int blocks = reduce_blocks(static_cast<size_t>(n));
+    xent_kernel<<<blocks, kThreads, 0, cs.stream>>>(y, labels, dy, n, k, 1.0f / (float)n,
+                                                    cs.partials);
+    check_launch("xent_loss kernel");
+    finish_sum_kernel<<<1, kThreads, 0, cs.stream>>>(cs.partials, blocks, 1.0f / (float)n, loss);
+    check_launch("xent_loss sum kernel");
+}
+
+void CudaBackend::optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count,
+                                 float *params, const float *grads, float *m, float *v) {
+    CudaStream &cs = use(s);
+    switch (kind) {
+        case OptKind::sgd:
+            if (step.momentum != 0.0f && m == nullptr)
+                raise(SNN_ERR_INTERNAL, "SGD with momentum needs its momentum buffer");
+            break;
+        case OptKind::adam:
+        case OptKind::adamw:
+            if (m == nullptr || v == nullptr)
+                raise(SNN_ERR_INTERNAL, "Adam needs both moment buffers");
+            break;
+        case OptKind::rmsprop:
+            if (v == nullptr) raise(SNN_ERR_INTERNAL, "RMSProp needs its square-average buffer");
+            break;
+        default:
+            raise(SNN_ERR_INTERNAL, strf("unknown optimiser kind %d", static_cast<int>(kind)));
+    }
+    if (count == 0) return;
+    optimiser_kernel<<<blocks_for(count), kThreads, 0, cs.stream>>>(kind, step, count, params,
+                                                                    grads, m, v);
+    check_launch("optimiser kernel");
+}
+
+}  // namespace cu
+}  // namespace snn

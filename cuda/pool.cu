@@ -1,0 +1,197 @@
+// Max and average pooling (no padding), as plain kernels: one thread per
+// output element forward, one thread per input element backward. The
+// backward pass gathers from the windows covering each input element rather
+// than scattering into it, so no atomics are needed and every element of dx
+// is written, in a fixed order.
+//
+// Semantics match PyTorch: max picks the first maximum of a window in
+// row-major order, and the first NaN wins over numbers; average divides by
+// kh*kw. (The same rules as the CPU backend.)
+#include <new>
+
+#include "cuda_backend.h"
+
+namespace snn {
+namespace cu {
+namespace {
+
+struct PoolPlan {
+    int32_t device;
+    bool max;
+    PoolDims dims;
+    int64_t max_batch;
+};
+
+// Dimensions as the kernels read them.
+struct Geometry {
+    int hin, win, hout, wout, kh, kw, sh, sw;
+};
+
+// Offset within one channel map of the maximum of window (oh, ow).
+__device__ __forceinline__ int window_argmax(const float *xc, const Geometry &g, int oh, int ow) {
+    const int h0 = oh * g.sh, w0 = ow * g.sw;
+    int best_at = h0 * g.win + w0;
+    float best = -INFINITY;
+    for (int a = 0; a < g.kh; ++a)
+        for (int b = 0; b < g.kw; ++b) {
+            const int at = (h0 + a) * g.win + (w0 + b);
+            const float v = xc[at];
+            if (v > best || (isnan(v) && !isnan(best))) {
+                best = v;
+                best_at = at;
+            }
+        }
+    return best_at;
+}
+
+// The output rows (or columns) whose windows cover input row h:
+// oh * s <= h < oh * s + k, clipped to [0, out).
+__device__ __forceinline__ void covering(int h, int k, int s, int out, int *lo, int *hi) {
+    *lo = h < k ? 0 : (h - k) / s + 1;
+    *hi = h / s < out - 1 ? h / s : out - 1;
+}
+
+__global__ void maxpool_forward_kernel(const float *x, float *y, int32_t *argmax, size_t total,
+                                       Geometry g) {
+    for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+         o += (size_t)gridDim.x * blockDim.x) {
+        const int ow = (int)(o % g.wout), oh = (int)(o / g.wout % g.hout);
+        const size_t map = o / ((size_t)g.hout * g.wout);  // (sample, channel)
+        const float *xc = x + map * g.hin * g.win;
+        const int at = window_argmax(xc, g, oh, ow);
+        y[o] = xc[at];
+        if (argmax != nullptr) argmax[o] = at;
+    }
+}
+
+// dx[h][w] = sum of dy over the windows whose maximum is (h, w).
+__global__ void maxpool_backward_kernel(const float *x, const float *dy, float *dx, size_t total,
+                                        Geometry g) {
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int w = (int)(e % g.win), h = (int)(e / g.win % g.hin);
+        const size_t map = e / ((size_t)g.hin * g.win);
+        const float *xc = x + map * g.hin * g.win;
+        const float *dyc = dy + map * g.hout * g.wout;
+        int oh_lo, oh_hi, ow_lo, ow_hi;
+        covering(h, g.kh, g.sh, g.hout, &oh_lo, &oh_hi);
+        covering(w, g.kw, g.sw, g.wout, &ow_lo, &ow_hi);
+        float acc = 0.0f;
+        for (int oh = oh_lo; oh <= oh_hi; ++oh)
+            for (int ow = ow_lo; ow <= ow_hi; ++ow)
+                if (window_argmax(xc, g, oh, ow) == h * g.win + w) acc += dyc[oh * g.wout + ow];
+        dx[e] = acc;
+    }
+}
+
+// y = (sum of the window) / (kh kw)
+__global__ void avgpool_forward_kernel(const float *x, float *y, size_t total, Geometry g) {
+    const float inv = 1.0f / (float)(g.kh * g.kw);
+    for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+         o += (size_t)gridDim.x * blockDim.x) {
+        const int ow = (int)(o % g.wout), oh = (int)(o / g.wout % g.hout);
+        const size_t map = o / ((size_t)g.hout * g.wout);
+        const float *xc = x + map * g.hin * g.win + (size_t)(oh * g.sh) * g.win + ow * g.sw;
+        float sum = 0.0f;
+        for (int a = 0; a < g.kh; ++a)
+            for (int b = 0; b < g.kw; ++b) sum += xc[a * g.win + b];
+        y[o] = sum * inv;
+    }
+}
+
+// dx[h][w] = sum over the windows covering (h, w) of dy / (kh kw)
+__global__ void avgpool_backward_kernel(const float *dy, float *dx, size_t total, Geometry g) {
+    const float inv = 1.0f / (float)(g.kh * g.kw);
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
+         e += (size_t)gridDim.x * blockDim.x) {
+        const int w = (int)(e % g.win), h = (int)(e / g.win % g.hin);
+        const size_t map = e / ((size_t)g.hin * g.win);
+        const float *dyc = dy + map * g.hout * g.wout;
+        int oh_lo, oh_hi, ow_lo, ow_hi;
+        covering(h, g.kh, g.sh, g.hout, &oh_lo, &oh_hi);
+        covering(w, g.kw, g.sw, g.wout, &ow_lo, &ow_hi);
+        float acc = 0.0f;
+        for (int oh = oh_lo; oh <= oh_hi; ++oh)
+            for (int ow = ow_lo; ow <= ow_hi; ++ow) acc += dyc[oh * g.wout + ow] * inv;
+        dx[e] = acc;
+    }
+}
+
+// The plan, checked against the call; returns the kernels' geometry.
+Geometry prepare(void *plan, int32_t device, bool max, const PoolDims &d, int64_t n) {
+    if (plan == nullptr) raise(SNN_ERR_INTERNAL, "pooling called without a plan");
+    const PoolPlan &p = *static_cast<const PoolPlan *>(plan);
+    if (p.device != device || p.max != max || p.dims.c != d.c || p.dims.hin != d.hin ||
+        p.dims.win != d.win || p.dims.hout != d.hout || p.dims.wout != d.wout)
+        raise(SNN_ERR_INTERNAL, "pooling called with a plan made for another layer or GPU");
+    if (n < 1 || n > p.max_batch)
+        raise(SNN_ERR_INTERNAL, strf("pooling: batch %lld outside the planned 1..%lld",
+                                     (long long)n, (long long)p.max_batch));
+    return Geometry{(int)d.hin, (int)d.win, (int)d.hout, (int)d.wout,
+                    (int)d.kh,  (int)d.kw,  (int)d.sh,   (int)d.sw};
+}
+
+}  // namespace
+
+// Pooling needs no descriptors; the plan records the layer so that calls
+// can be checked against it.
+void *CudaBackend::pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) {
+    use(s);
+    const int64_t limit = 0x7fffffff;
+    if (d.hin * d.win > limit || d.kh < 1 || d.kw < 1 || d.sh < 1 || d.sw < 1 || d.hout < 1 ||
+        d.wout < 1 || (d.hout - 1) * d.sh + d.kh > d.hin || (d.wout - 1) * d.sw + d.kw > d.win)
+        raise(SNN_ERR_INTERNAL,
+              strf("pool_plan: inconsistent pooling %lldx%lld -> %lldx%lld (window %lldx%lld, "
+                   "stride %lldx%lld)",
+                   (long long)d.hin, (long long)d.win, (long long)d.hout, (long long)d.wout,
+                   (long long)d.kh, (long long)d.kw, (long long)d.sh, (long long)d.sw));
+    PoolPlan *p = new (std::nothrow) PoolPlan{device_, max, d, max_batch};
+    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "pool_plan: out of host memory");
+    return p;
+}
+
+void CudaBackend::pool_plan_release(void *plan) noexcept {
+    delete static_cast<PoolPlan *>(plan);
+}
+
+void CudaBackend::maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                  const float *x, float *y, int32_t *argmax) {
+    CudaStream &cs = use(s);
+    Geometry g = prepare(plan, device_, true, d, n);
+    size_t total = static_cast<size_t>(n * d.c * d.hout * d.wout);
+    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, argmax, total, g);
+    check_launch("maxpool_forward kernel");
+}
+
+// The maximum of each window is found again from x (the same function as
+// forward), so the argmax buffer is not needed.
+void CudaBackend::maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                   const float *x, const float * /*y*/, const float *dy,
+                                   const int32_t * /*argmax*/, float *dx) {
+    CudaStream &cs = use(s);
+    Geometry g = prepare(plan, device_, true, d, n);
+    size_t total = static_cast<size_t>(n * d.c * d.hin * d.win);
+    maxpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, dy, dx, total, g);
+    check_launch("maxpool_backward kernel");
+}
+
+void CudaBackend::avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                  const float *x, float *y) {
+    CudaStream &cs = use(s);
+    Geometry g = prepare(plan, device_, false, d, n);
+    size_t total = static_cast<size_t>(n * d.c * d.hout * d.wout);
+    avgpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, total, g);
+    check_launch("avgpool_forward kernel");
+}
+
+void CudaBackend::avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
+                                   const float *dy, float *dx) {
+    CudaStream &cs = use(s);
+    Geometry g = prepare(plan, device_, false, d, n);
+    size_t total = static_cast<size_t>(n * d.c * d.hin * d.win);
+    avgpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(dy, dx, total, g);
+    check_launch("avgpool_backward kernel");
+}
+
+}  // namespace cu
+}  // namespace snn

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "common/error.h"
+#include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
 
@@ -102,8 +103,7 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
             for (int64_t co = 0; co < d.cout; ++co) {
                 const float *src = z + co * ld + img * P;
                 float *dst = j.out + ((i0 + img) * d.cout + co) * P;
-                const float bias = d.bias ? j.b[co] : 0.0f;
-                for (int64_t p = 0; p < P; ++p) dst[p] = activate(d.act, src[p] + bias);
+                activate_span(d.act, src, d.bias ? j.b[co] : 0.0f, dst, P);
             }
     }
 }
@@ -134,11 +134,7 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
                 const float *g = j.dy + off;
                 const float *out = j.y + off;
                 float *dst = z + co * ld + img * P;
-                if (d.act == Act::identity) {
-                    for (int64_t p = 0; p < P; ++p) dst[p] = g[p];
-                } else {
-                    for (int64_t p = 0; p < P; ++p) dst[p] = g[p] * activation_derivative(d.act, out[p]);
-                }
+                derivative_span(d.act, g, out, dst, P);
             }
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) {

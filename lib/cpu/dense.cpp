@@ -1,4 +1,5 @@
 // Dense layer on the CPU: y = act(x W^T + b).
+#include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
 
 namespace snn {
@@ -7,22 +8,14 @@ namespace snn {
 void CpuBackend::dense_forward(Stream *, const DenseDims &d, int64_t n, const float *x,
                                const float *w, const float *b, float *y) {
     gemm_nt(n, d.out, d.in, x, d.in, w, d.in, y, d.out, false);
-    for (int64_t i = 0; i < n; ++i) {
-        float *row = y + i * d.out;
-        if (d.bias)
-            for (int64_t o = 0; o < d.out; ++o) row[o] += b[o];
-        if (d.act != Act::identity)
-            for (int64_t o = 0; o < d.out; ++o) row[o] = activate(d.act, row[o]);
-    }
+    for (int64_t i = 0; i < n; ++i) activate_row(d.act, y + i * d.out, d.bias ? b : nullptr, d.out);
 }
 
 // dz = dy * act'(y) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W
 void CpuBackend::dense_backward(Stream *, const DenseDims &d, int64_t n, const float *x,
                                 const float *w, const float *y, float *dy, float *dw, float *db,
                                 float *dx) {
-    const int64_t count = n * d.out;
-    if (d.act != Act::identity)
-        for (int64_t i = 0; i < count; ++i) dy[i] *= activation_derivative(d.act, y[i]);
+    derivative_span(d.act, dy, y, dy, n * d.out);
     gemm_tn(d.out, d.in, n, dy, d.out, x, d.in, dw, d.in, false);
     if (d.bias) {
         for (int64_t o = 0; o < d.out; ++o) db[o] = 0.0f;

@@ -31,8 +31,12 @@ void CpuBackend::xent_loss(Stream *, int64_t n, int64_t k, const float *y, const
     *loss = float(sum / double(n));
 }
 
-void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &s, size_t count,
-                                float *p, const float *g, float *m, float *v) {
+// __restrict: parameters, gradient and moments never overlap, so the loops
+// vectorise.
+void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &step, size_t count,
+                                float *__restrict p, const float *__restrict g,
+                                float *__restrict m, float *__restrict v) {
+    const OptStep s = step;
     switch (kind) {
         case OptKind::sgd:
             for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i);

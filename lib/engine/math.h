@@ -19,13 +19,62 @@ enum class Act : int32_t { identity = 0, relu = 1, leaky_relu = 2, tanh = 3, sig
 
 constexpr float kLeakySlope = 0.01f;
 
+// 2^n for an integer n in [-126, 127], built from the exponent bits.
+SNN_HD float pow2i(int n) {
+    int bits = (n + 127) << 23;
+#if defined(__CUDA_ARCH__)
+    return __int_as_float(bits);
+#else
+    float f;
+    __builtin_memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
+// e^x to within 2 ulp, branch-free so loops over it vectorise (Cephes'
+// method): e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln(2)/2, and e^r
+// by a degree-6 polynomial.
+SNN_HD float exp_approx(float x) {
+    x = x > 88.3762626647949f ? 88.3762626647949f : x;
+    x = x < -87.3365447505531f ? -87.3365447505531f : x;
+    float t = x * 1.44269504088896341f;
+    int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));
+    float fn = float(n);
+    float r = x - fn * 0.693359375f;  // ln 2 split in two for exact reduction
+    r = r - fn * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    // n can reach 128 at the top of the range: split the scaling in two.
+    int half = n / 2;
+    return p * pow2i(half) * pow2i(n - half);
+}
+
+// tanh: an odd polynomial near zero (keeps relative accuracy), else
+// 1 - 2 / (e^{2|x|} + 1) with the sign restored.
+SNN_HD float tanh_approx(float x) {
+    float ax = x < 0.0f ? -x : x;
+    float z = x * x;
+    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float large = 1.0f - 2.0f / (exp_approx(2.0f * ax) + 1.0f);
+    large = x < 0.0f ? -large : large;
+    return ax < 0.625f ? small : large;
+}
+
+SNN_HD float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+
 // y = act(z)
 SNN_HD float activate(Act a, float z) {
     switch (a) {
         case Act::relu: return z > 0.0f ? z : 0.0f;
         case Act::leaky_relu: return z > 0.0f ? z : kLeakySlope * z;
-        case Act::tanh: return tanhf(z);
-        case Act::sigmoid: return 1.0f / (1.0f + expf(-z));
+        case Act::tanh: return tanh_approx(z);
+        case Act::sigmoid: return sigmoid_approx(z);
         default: return z;
     }
 }

@@ -102,9 +102,9 @@ Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
         std::vector<int64_t> shape = {l.units, l.in.size()};
         if (l.kind == LayerKind::conv) shape = {l.units, l.in.c, l.kh, l.kw};
         const std::string prefix = "layers." + std::to_string(i);
-        p.tensors.push_back({prefix + ".weight", shape, params + l.weight_offset, l.weight_count});
-        if (l.bias_count)
-            p.tensors.push_back({prefix + ".bias", {l.units}, params + l.bias_offset, l.bias_count});
+        auto at = [params](size_t offset) { return params ? params + offset : nullptr; };
+        p.tensors.push_back({prefix + ".weight", shape, at(l.weight_offset), l.weight_count});
+        if (l.bias_count) p.tensors.push_back({prefix + ".bias", {l.units}, at(l.bias_offset), l.bias_count});
     }
     if (o) {
         p.metadata.emplace_back("optimiser", kind_key(o->kind));

@@ -21,7 +21,7 @@ constexpr int32_t kGpuPluginApiVersion = 1;
 struct HostServices {
     int32_t api_version;
     // Throws snn::Error(status, message); never returns.
-    [[noreturn]] void (*raise)(snn_status status, const char *message);
+    void (*raise)(snn_status status, const char *message);
     // Routes a diagnostic to the host's log callback (SNN_LOG_* levels).
     void (*log)(int32_t level, const char *message);
 };

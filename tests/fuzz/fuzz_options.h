@@ -1,0 +1,8 @@
+// Sanitizer settings for the fuzz targets. A spec may ask for billions of
+// parameters: above 256 MiB an allocation fails (snn returns
+// SNN_ERR_OUT_OF_MEMORY) instead of ending the run as an out-of-memory crash.
+#pragma once
+
+extern "C" const char *__asan_default_options() {
+    return "allocator_may_return_null=1:max_allocation_size_mb=256";
+}

@@ -1,0 +1,628 @@
+/* Fashion-MNIST: train a convolutional network to tell ten kinds of clothing
+ * apart, then report its accuracy per class and save it.
+ *
+ *   build/examples/fashion_mnist/fashion_mnist                      (the default CNN)
+ *   build/examples/fashion_mnist/fashion_mnist --model simplenns    (SimpleNNs.jl's 1906-parameter net)
+ *   build/examples/fashion_mnist/fashion_mnist --spec "input 28x28x1; flatten; dense 128 relu; dense 10"
+ *   build/examples/fashion_mnist/fashion_mnist --load fashion_mnist.safetensors   (evaluate only)
+ *   build/examples/fashion_mnist/fashion_mnist --help
+ *
+ * The data are Debian's dataset-fashion-mnist package (four IDX files, read
+ * by idx.c). The training loop is the usual one: each epoch shuffles the
+ * indices of the 60 000 training images, and every mini-batch is gathered by
+ * index straight from the full data set into the forward cache
+ * (snn_set_inputs_gather), so no batch is ever copied by this program. The
+ * loop allocates nothing: every buffer was preallocated before it.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "idx.h"
+#include "snn.h"
+
+#define IMAGE_SIDE 28
+#define PIXELS (IMAGE_SIDE * IMAGE_SIDE)
+#define CLASSES 10
+#define EVAL_BATCH 1000        /* test images per forward pass */
+#define LOSS_WINDOW 50         /* batches averaged into one row of the loss CSV */
+#define LOG_EVERY 100          /* batches between progress lines when not on a terminal */
+#define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
+#define PARAMS_MAGIC "snn-params 1"
+
+static const char *const class_names[CLASSES] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                                 "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                                 "Bag",         "Ankle boot"};
+
+/* SimpleNNs.jl's MNIST network: 1906 parameters. */
+static const char *const simplenns_spec =
+    "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10";
+/* A stronger CNN, the classic two-block design. */
+static const char *const default_spec =
+    "input 28x28x1; conv 3x3 32 relu pad=1 init=he_uniform; maxpool 2; "
+    "conv 3x3 64 relu pad=1 init=he_uniform; maxpool 2; flatten; "
+    "dense 128 relu init=he_uniform; dense 10";
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *model;   /* "default" or "simplenns" */
+    const char *spec;    /* overrides model */
+    long epochs;         /* 0: the model's default */
+    long batch;
+    double lr;
+    unsigned long long seed;
+    const char *data_dir;
+    long threads;        /* 0: the library's default */
+    const char *out_dir;
+    long limit;          /* 0: the whole data set */
+    const char *load;    /* evaluate this saved model instead of training */
+    int quiet;
+} options;
+
+static void usage(FILE *to) {
+    fprintf(to,
+            "usage: fashion_mnist [options]\n"
+            "\n"
+            "Trains a CNN on Fashion-MNIST (cross-entropy, Adam, shuffled mini-batches),\n"
+            "prints the test accuracy after each epoch, a per-class table and a confusion\n"
+            "matrix, and writes the loss curve and the trained parameters to --out.\n"
+            "\n"
+            "  --model NAME   default (two conv blocks + dense 128, 4 epochs) or\n"
+            "                 simplenns (SimpleNNs.jl's 1906-parameter CNN, 3 epochs)\n"
+            "  --spec SPEC    any network taking 28x28x1 images to 10 outputs (4 epochs), e.g.\n"
+            "                 \"input 28x28x1; flatten; dense 128 relu; dense 10\"\n"
+            "  --epochs N     passes over the training set (default: per model)\n"
+            "  --batch N      mini-batch size (default 64)\n"
+            "  --lr X         Adam's learning rate (default 0.001)\n"
+            "  --seed N       seed of the initial parameters and of the shuffling (default 1)\n"
+            "  --data DIR     directory of the four IDX files, .gz or not\n"
+            "                 (default " DEFAULT_DATA_DIR ")\n"
+            "  --threads N    CPU threads (default: SNN_NUM_THREADS, else all cores)\n"
+            "  --out DIR      where the loss curve (fashion_mnist_loss.csv), the per-epoch\n"
+            "                 results (fashion_mnist_epochs.csv) and the trained model\n"
+            "                 (fashion_mnist.params and fashion_mnist.safetensors) go\n"
+            "                 (default: the current directory)\n"
+            "  --limit N      train on the first N images, test on the first N/5\n"
+            "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model\n"
+            "                 on the test set, without training\n"
+            "  --quiet        no progress, no tables: one line per epoch\n"
+            "  --help         this text\n"
+            "\n"
+            "Exit status: 0 success, 1 failure (missing data, I/O), 2 bad options.\n");
+}
+
+static void bad_option(const char *message, const char *name, const char *value) {
+    fprintf(stderr, "fashion_mnist: %s %s", name, message);
+    if (value) fprintf(stderr, ", got '%s'", value);
+    fprintf(stderr, "\n(see fashion_mnist --help)\n");
+    exit(2);
+}
+
+static long parse_long(const char *name, const char *value, long min, long max) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < min || v > max) {
+        char message[96];
+        snprintf(message, sizeof message, "expects an integer in [%ld, %ld]", min, max);
+        bad_option(message, name, value);
+    }
+    return v;
+}
+
+static options parse_options(int argc, char **argv) {
+    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0};
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(arg, "--quiet")) {
+            o.quiet = 1;
+            continue;
+        }
+        /* Every other option takes a value: "--name value" or "--name=value". */
+        char name[32];
+        const char *value = NULL;
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) != 0) bad_option("is not an option", arg, NULL);
+        if (eq) {
+            size_t len = (size_t)(eq - arg);
+            if (len >= sizeof name) bad_option("is not an option", arg, NULL);
+            memcpy(name, arg, len);
+            name[len] = '\0';
+            value = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+            if (i + 1 >= argc) bad_option("needs a value", arg, NULL);
+            value = argv[++i];
+        }
+        if (!strcmp(name, "--model")) {
+            if (strcmp(value, "default") && strcmp(value, "simplenns"))
+                bad_option("expects default or simplenns", name, value);
+            o.model = value;
+        } else if (!strcmp(name, "--spec")) {
+            o.spec = value;
+        } else if (!strcmp(name, "--epochs")) {
+            o.epochs = parse_long(name, value, 1, 1000);
+        } else if (!strcmp(name, "--batch")) {
+            o.batch = parse_long(name, value, 1, 60000);
+        } else if (!strcmp(name, "--lr")) {
+            char *end = NULL;
+            o.lr = strtod(value, &end);
+            if (end == value || *end || !(o.lr > 0.0 && o.lr < 10.0))
+                bad_option("expects a number in (0, 10)", name, value);
+        } else if (!strcmp(name, "--seed")) {
+            o.seed = (unsigned long long)parse_long(name, value, 0, 2147483647L);
+        } else if (!strcmp(name, "--data")) {
+            o.data_dir = value;
+        } else if (!strcmp(name, "--threads")) {
+            o.threads = parse_long(name, value, 1, 1024);
+        } else if (!strcmp(name, "--out")) {
+            o.out_dir = value;
+        } else if (!strcmp(name, "--limit")) {
+            o.limit = parse_long(name, value, 5, 60000);
+        } else if (!strcmp(name, "--load")) {
+            o.load = value;
+        } else {
+            bad_option("is not an option", name, NULL);
+        }
+    }
+    if (o.epochs == 0) o.epochs = (!o.spec && !strcmp(o.model, "simplenns")) ? 3 : 4;
+    return o;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        snn_status status_ = (call);                                                   \
+        if (status_ != SNN_OK) {                                                       \
+            fprintf(stderr, "\nfashion_mnist: %s\n", snn_last_error());                \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *checked_malloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "fashion_mnist: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+static void join_path(char *dst, size_t size, const char *dir, const char *name) {
+    if (snprintf(dst, size, "%s/%s", dir, name) >= (int)size) {
+        fprintf(stderr, "fashion_mnist: path too long: %s/%s\n", dir, name);
+        exit(1);
+    }
+}
+
+/* dir/name.gz if it exists, else dir/name if that exists, else dir/name.gz
+ * (whose reading then reports the missing file). */
+static void data_file(char *dst, size_t size, const char *dir, const char *name) {
+    char plain[4096];
+    join_path(plain, sizeof plain, dir, name);
+    if (snprintf(dst, size, "%s.gz", plain) >= (int)size) join_path(dst, size, dir, name);
+    if (access(dst, R_OK) != 0 && access(plain, R_OK) == 0) snprintf(dst, size, "%s", plain);
+}
+
+static void load_split(const options *o, const char *prefix, idx_dataset *out) {
+    char images[4096], labels[4096], name[64], error[512];
+    snprintf(name, sizeof name, "%s-images-idx3-ubyte", prefix);
+    data_file(images, sizeof images, o->data_dir, name);
+    snprintf(name, sizeof name, "%s-labels-idx1-ubyte", prefix);
+    data_file(labels, sizeof labels, o->data_dir, name);
+    idx_status status = idx_load_dataset(images, labels, IMAGE_SIDE, IMAGE_SIDE, CLASSES, out,
+                                         error, sizeof error);
+    if (status == IDX_OK) return;
+    fprintf(stderr, "fashion_mnist: %s\n", error);
+    if (status == IDX_ERR_OPEN)
+        fprintf(stderr,
+                "\nThe Fashion-MNIST data were not found in %s. Get them with\n"
+                "    sudo apt-get install dataset-fashion-mnist\n"
+                "or download train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,\n"
+                "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz from\n"
+                "https://github.com/zalandoresearch/fashion-mnist into a directory DIR\n"
+                "and run with --data DIR.\n",
+                o->data_dir);
+    exit(1);
+}
+
+/* splitmix64: a small, good, seedable generator for the shuffling. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, bound), without modulo bias. */
+static uint64_t random_below(uint64_t *state, uint64_t bound) {
+    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    uint64_t r;
+    do r = next_random(state);
+    while (r >= limit);
+    return r % bound;
+}
+
+/* Fisher–Yates: every permutation equally likely. */
+static void shuffle(int64_t *indices, size_t n, uint64_t *state) {
+    for (size_t i = n - 1; i > 0; --i) {
+        size_t j = (size_t)random_below(state, (uint64_t)i + 1);
+        int64_t t = indices[i];
+        indices[i] = indices[j];
+        indices[j] = t;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evaluation                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Runs the model over the first n test images in batches of the cache's
+ * maximum; confusion[true][predicted] counts the answers. Returns the
+ * accuracy in [0, 1]. */
+static double evaluate(const snn_model *model, snn_forward_cache *cache, const idx_dataset *test,
+                       size_t n, long confusion[CLASSES][CLASSES]) {
+    int64_t batch = 0, max_batch = 0;
+    CHECK(snn_cache_batch(cache, &batch, &max_batch));
+    memset(confusion, 0, sizeof(long) * CLASSES * CLASSES);
+    long correct = 0;
+    for (size_t start = 0; start < n; start += (size_t)max_batch) {
+        size_t nb = n - start < (size_t)max_batch ? n - start : (size_t)max_batch;
+        CHECK(snn_cache_set_batch(cache, (int64_t)nb));
+        CHECK(snn_set_inputs(cache, test->images + start * PIXELS, nb * PIXELS));
+        CHECK(snn_forward(cache, model));
+        const float *logits = NULL;
+        size_t count = 0;
+        CHECK(snn_outputs(cache, &logits, &count));
+        for (size_t i = 0; i < nb; ++i) {
+            const float *y = logits + i * CLASSES;
+            int best = 0;
+            for (int c = 1; c < CLASSES; ++c)
+                if (y[c] > y[best]) best = c;
+            int truth = test->labels[start + i];
+            confusion[truth][best] += 1;
+            correct += best == truth;
+        }
+    }
+    return (double)correct / (double)n;
+}
+
+static void print_report(long confusion[CLASSES][CLASSES]) {
+    printf("\n%-14s %8s %14s\n", "class", "accuracy", "correct/total");
+    for (int c = 0; c < CLASSES; ++c) {
+        long total = 0;
+        for (int p = 0; p < CLASSES; ++p) total += confusion[c][p];
+        printf("%d %-12s %7.1f%% %8ld/%-5ld\n", c, class_names[c],
+               total ? 100.0 * (double)confusion[c][c] / (double)total : 0.0, confusion[c][c],
+               total);
+    }
+    printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%14s", "");
+    for (int p = 0; p < CLASSES; ++p) printf("%6d", p);
+    printf("\n");
+    for (int c = 0; c < CLASSES; ++c) {
+        printf("%d %-12s", c, class_names[c]);
+        for (int p = 0; p < CLASSES; ++p) printf("%6ld", confusion[c][p]);
+        printf("\n");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Saving and loading parameters                                            */
+/* ------------------------------------------------------------------------ */
+
+/* fashion_mnist.params: one text line "snn-params 1 <count> <spec>", then
+ * <count> little-endian float32 parameters in snn's flat layout. */
+static void save_params(snn_model *model, const char *path) {
+    size_t length = 0, count = 0;
+    CHECK(snn_model_describe(model, NULL, 0, &length));
+    char *spec = checked_malloc(length + 1);
+    CHECK(snn_model_describe(model, spec, length + 1, &length));
+    float *params = NULL;
+    CHECK(snn_parameters(model, &params, &count));
+
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        fprintf(stderr, "fashion_mnist: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    fprintf(f, "%s %zu %s\n", PARAMS_MAGIC, count, spec);
+    for (size_t i = 0; i < count; ++i) {
+        uint32_t bits;
+        memcpy(&bits, &params[i], 4);
+        unsigned char le[4] = {(unsigned char)bits, (unsigned char)(bits >> 8),
+                               (unsigned char)(bits >> 16), (unsigned char)(bits >> 24)};
+        fwrite(le, 1, 4, f);
+    }
+    if (ferror(f) | fclose(f)) {
+        fprintf(stderr, "fashion_mnist: cannot write %s\n", path);
+        exit(1);
+    }
+    free(spec);
+}
+
+/* Loads a model saved by this program: a fashion_mnist.params file, or a
+ * model file (safetensors) written by snn_model_save. */
+static snn_model *load_model(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "fashion_mnist: cannot open %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    char line[8192];
+    size_t count = 0;
+    int spec_at = 0;
+    if (!fgets(line, sizeof line, f) || strncmp(line, PARAMS_MAGIC " ", strlen(PARAMS_MAGIC) + 1)) {
+        fclose(f);
+        snn_model *model = NULL;
+        CHECK(snn_model_load(path, &model));
+        return model;
+    }
+    if (!strchr(line, '\n') || sscanf(line, PARAMS_MAGIC " %zu %n", &count, &spec_at) != 1 ||
+        spec_at == 0) {
+        fprintf(stderr, "fashion_mnist: %s: bad first line, expected \"" PARAMS_MAGIC
+                        " COUNT SPEC\"\n",
+                path);
+        exit(1);
+    }
+    *strchr(line, '\n') = '\0';
+    snn_model *model = NULL;
+    CHECK(snn_model_create(line + spec_at, &model));
+    size_t expected = 0;
+    CHECK(snn_parameter_count(model, &expected));
+    if (expected != count) {
+        fprintf(stderr, "fashion_mnist: %s: the header says %zu parameters, its spec has %zu\n",
+                path, count, expected);
+        exit(1);
+    }
+    float *params = NULL;
+    CHECK(snn_parameters(model, &params, &count));
+    for (size_t i = 0; i < count; ++i) {
+        unsigned char le[4];
+        if (fread(le, 1, 4, f) != 4) {
+            fprintf(stderr, "fashion_mnist: %s is truncated after %zu of %zu parameters\n",
+                    path, i, count);
+            exit(1);
+        }
+        uint32_t bits = (uint32_t)le[0] | (uint32_t)le[1] << 8 | (uint32_t)le[2] << 16 |
+                        (uint32_t)le[3] << 24;
+        memcpy(&params[i], &bits, 4);
+    }
+    fclose(f);
+    return model;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Progress                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int terminal; /* stdout is a terminal: redraw one line */
+    int quiet;
+    double last_draw;
+} progress;
+
+/* Called after every batch; draws at most ten times a second on a terminal,
+ * one line every LOG_EVERY batches otherwise. */
+static void show_progress(progress *p, long epoch, long epochs, size_t batch, size_t batches,
+                          double mean_loss, size_t images, double elapsed) {
+    if (p->quiet) return;
+    int last = batch == batches;
+    double rate = elapsed > 0 ? (double)images / elapsed : 0.0;
+    if (p->terminal) {
+        double t = now_seconds();
+        if (!last && t - p->last_draw < 0.1) return;
+        p->last_draw = t;
+        enum { WIDTH = 24 };
+        char bar[WIDTH + 1];
+        size_t filled = batch * WIDTH / batches;
+        for (size_t i = 0; i < WIDTH; ++i) bar[i] = i < filled ? '=' : ' ';
+        bar[WIDTH] = '\0';
+        long eta = (long)(elapsed / (double)batch * (double)(batches - batch) + 0.5);
+        printf("\repoch %ld/%ld [%s] %zu/%zu  loss %.4f  %.0f images/s  ETA %ld:%02ld\033[K",
+               epoch, epochs, bar, batch, batches, mean_loss, rate, eta / 60, eta % 60);
+        if (last) printf("\r\033[K");
+        fflush(stdout);
+    } else if (batch % LOG_EVERY == 0) {
+        printf("epoch %ld/%ld  batch %zu/%zu  loss %.4f  %.0f images/s\n", epoch, epochs, batch,
+               batches, mean_loss, rate);
+        fflush(stdout);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Main                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static FILE *open_output(const char *dir, const char *name, char *path, size_t size) {
+    join_path(path, size, dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "fashion_mnist: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    return f;
+}
+
+/* The model must read one 28x28 grey image and give ten class scores. */
+static void check_model_shape(const snn_model *model) {
+    size_t inputs = 0, outputs = 0;
+    CHECK(snn_model_input_size(model, &inputs));
+    CHECK(snn_model_output_size(model, &outputs));
+    if (inputs != PIXELS || outputs != CLASSES) {
+        fprintf(stderr,
+                "fashion_mnist: the network takes %zu inputs and gives %zu outputs; "
+                "Fashion-MNIST needs %d (28x28x1) and %d\n",
+                inputs, outputs, PIXELS, CLASSES);
+        exit(2);
+    }
+}
+
+static int evaluate_saved(const options *o) {
+    snn_model *model = load_model(o->load);
+    check_model_shape(model);
+    idx_dataset test = {0};
+    load_split(o, "t10k", &test);
+    size_t n = o->limit ? (size_t)o->limit / 5 : test.count;
+    if (n > test.count) n = test.count;
+    snn_forward_cache *eval = NULL;
+    CHECK(snn_preallocate(model, n < EVAL_BATCH ? (int64_t)n : EVAL_BATCH, &eval));
+    long confusion[CLASSES][CLASSES];
+    double t0 = now_seconds();
+    double accuracy = evaluate(model, eval, &test, n, confusion);
+    double seconds = now_seconds() - t0;
+    if (!o->quiet) print_report(confusion);
+    printf("test accuracy %.2f%% on %zu images (%.1f s, %.0f images/s)\n", 100.0 * accuracy, n,
+           seconds, (double)n / seconds);
+    snn_forward_cache_destroy(eval);
+    snn_model_destroy(model);
+    idx_dataset_free(&test);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o = parse_options(argc, argv);
+    if (o.threads) CHECK(snn_set_num_threads((int32_t)o.threads));
+    if (o.load) return evaluate_saved(&o);
+
+    const char *spec = o.spec ? o.spec : !strcmp(o.model, "simplenns") ? simplenns_spec
+                                                                      : default_spec;
+    snn_model *model = NULL;
+    if (snn_model_create(spec, &model) != SNN_OK) {
+        fprintf(stderr, "fashion_mnist: bad --spec: %s\n", snn_last_error());
+        return 2;
+    }
+    check_model_shape(model);
+    CHECK(snn_model_init(model, o.seed));
+    size_t parameter_count = 0;
+    CHECK(snn_parameter_count(model, &parameter_count));
+
+    /* Open the outputs first, so that a bad --out fails before training. */
+    char loss_path[4096], epochs_path[4096], params_path[4096], model_path[4096];
+    FILE *loss_csv = open_output(o.out_dir, "fashion_mnist_loss.csv", loss_path, sizeof loss_path);
+    FILE *epochs_csv =
+        open_output(o.out_dir, "fashion_mnist_epochs.csv", epochs_path, sizeof epochs_path);
+    join_path(params_path, sizeof params_path, o.out_dir, "fashion_mnist.params");
+    join_path(model_path, sizeof model_path, o.out_dir, "fashion_mnist.safetensors");
+    fprintf(loss_csv, "epoch,batch,loss\n");
+    fprintf(epochs_csv, "epoch,train_loss,test_accuracy,train_seconds,images_per_second\n");
+
+    idx_dataset train = {0}, test = {0};
+    load_split(&o, "train", &train);
+    load_split(&o, "t10k", &test);
+    size_t n_train = train.count, n_test = test.count;
+    if (o.limit) {
+        if ((size_t)o.limit < n_train) n_train = (size_t)o.limit;
+        if ((size_t)o.limit / 5 < n_test) n_test = (size_t)o.limit / 5;
+    }
+
+    printf("network     %s\nparameters  %zu\ndata        %zu training and %zu test images "
+           "from %s\ntraining    %ld epoch%s, batch %ld, Adam lr %g, seed %llu, %d thread%s\n\n",
+           spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
+           o.batch, o.lr, o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s");
+
+    /* Everything the loop needs is allocated here, once. */
+    snn_forward_cache *fwd = NULL, *eval = NULL;
+    snn_backward_cache *bwd = NULL;
+    snn_optimiser *adam = NULL;
+    CHECK(snn_preallocate(model, o.batch, &fwd));
+    CHECK(snn_preallocate_grads(model, o.batch, &bwd));
+    CHECK(snn_preallocate(model, n_test < EVAL_BATCH ? (int64_t)n_test : EVAL_BATCH, &eval));
+    CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
+    CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
+    int64_t *order = checked_malloc(n_train * sizeof *order);
+    for (size_t i = 0; i < n_train; ++i) order[i] = (int64_t)i;
+    uint64_t rng = o.seed;
+
+    progress bar = {isatty(STDOUT_FILENO), o.quiet, 0.0};
+    size_t batches = (n_train + (size_t)o.batch - 1) / (size_t)o.batch;
+    long confusion[CLASSES][CLASSES];
+    double accuracy = 0.0, total_train_seconds = 0.0;
+    for (long epoch = 1; epoch <= o.epochs; ++epoch) {
+        shuffle(order, n_train, &rng);
+        double epoch_loss = 0.0, window_loss = 0.0;
+        size_t window = 0, seen = 0;
+        double t0 = now_seconds();
+        for (size_t b = 0; b < batches; ++b) {
+            size_t start = b * (size_t)o.batch;
+            size_t n = n_train - start < (size_t)o.batch ? n_train - start : (size_t)o.batch;
+            /* The batch is gathered by index from the full data set. */
+            CHECK(snn_set_inputs_gather(fwd, train.images, train.count, order + start, n));
+            CHECK(snn_set_labels_gather(bwd, train.labels, train.count, order + start, n));
+            float loss = 0.0f;
+            CHECK(snn_forward(fwd, model));
+            CHECK(snn_backprop(bwd, fwd, model, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
+            CHECK(snn_optimiser_step(adam, model, bwd));
+
+            seen += n;
+            epoch_loss += loss;
+            window_loss += loss;
+            if (++window == LOSS_WINDOW || b + 1 == batches) {
+                fprintf(loss_csv, "%ld,%zu,%.6f\n", epoch, b + 1, window_loss / (double)window);
+                window_loss = 0.0;
+                window = 0;
+            }
+            show_progress(&bar, epoch, o.epochs, b + 1, batches, epoch_loss / (double)(b + 1),
+                          seen, now_seconds() - t0);
+        }
+        double train_seconds = now_seconds() - t0;
+        total_train_seconds += train_seconds;
+
+        double t1 = now_seconds();
+        accuracy = evaluate(model, eval, &test, n_test, confusion);
+        double eval_seconds = now_seconds() - t1;
+        printf("epoch %ld/%ld  loss %.4f  test accuracy %.2f%%  train %.1f s (%.0f images/s)  "
+               "test %.1f s\n",
+               epoch, o.epochs, epoch_loss / (double)batches, 100.0 * accuracy, train_seconds,
+               (double)seen / train_seconds, eval_seconds);
+        fflush(stdout);
+        fprintf(epochs_csv, "%ld,%.6f,%.6f,%.3f,%.1f\n", epoch, epoch_loss / (double)batches,
+                accuracy, train_seconds, (double)seen / train_seconds);
+        fflush(loss_csv);
+        fflush(epochs_csv);
+    }
+
+    if (!o.quiet) print_report(confusion);
+    save_params(model, params_path);
+    CHECK(snn_model_save(model, model_path));
+    if (ferror(loss_csv) | fclose(loss_csv) | ferror(epochs_csv) | fclose(epochs_csv)) {
+        fprintf(stderr, "fashion_mnist: cannot write %s or %s\n", loss_path, epochs_path);
+        return 1;
+    }
+    printf("\nfinal test accuracy %.2f%% after %ld epoch%s, %.1f s of training\n"
+           "wrote %s,\n      %s,\n      %s\n  and %s\n",
+           100.0 * accuracy, o.epochs, o.epochs == 1 ? "" : "s", total_train_seconds, loss_path,
+           epochs_path,
+           params_path, model_path);
+
+    free(order);
+    snn_optimiser_destroy(adam);
+    snn_forward_cache_destroy(eval);
+    snn_backward_cache_destroy(bwd);
+    snn_forward_cache_destroy(fwd);
+    snn_model_destroy(model);
+    idx_dataset_free(&train);
+    idx_dataset_free(&test);
+    return 0;
+}

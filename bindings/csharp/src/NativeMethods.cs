@@ -1,0 +1,208 @@
+// Raw declarations of every function of include/snn.h, one to one.
+//
+// tools/abi_check.py --csharp compares these with the header (names, argument
+// counts and types). A function deliberately left out would be listed here in a
+// line "abi-omitted: <name> <reason>"; none is.
+//
+// Arrays pass as float[] / int[] / long[] / byte[]: blittable arrays are pinned
+// for the duration of the call, not copied. Handles pass as SafeHandles, so a
+// handle cannot be released while a call that uses it runs.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Snn
+{
+    /// <summary>An owned snn handle; ReleaseHandle calls its destroy function.</summary>
+    internal abstract class SnnHandle : SafeHandle
+    {
+        protected SnnHandle() : base(IntPtr.Zero, true) { }
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+    }
+
+    internal sealed class ModelHandle : SnnHandle
+    {
+        protected override bool ReleaseHandle() { NativeMethods.snn_model_destroy(handle); return true; }
+    }
+
+    internal sealed class ForwardCacheHandle : SnnHandle
+    {
+        protected override bool ReleaseHandle() { NativeMethods.snn_forward_cache_destroy(handle); return true; }
+    }
+
+    internal sealed class BackwardCacheHandle : SnnHandle
+    {
+        protected override bool ReleaseHandle() { NativeMethods.snn_backward_cache_destroy(handle); return true; }
+    }
+
+    internal sealed class OptimiserHandle : SnnHandle
+    {
+        protected override bool ReleaseHandle() { NativeMethods.snn_optimiser_destroy(handle); return true; }
+    }
+
+    internal sealed class DatasetHandle : SnnHandle
+    {
+        protected override bool ReleaseHandle() { NativeMethods.snn_dataset_destroy(handle); return true; }
+    }
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate void LogCallback(IntPtr userData, int level, IntPtr message);
+
+    internal static class NativeMethods
+    {
+        internal const string Lib = "snn";
+
+        // Version
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_version_number();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr snn_version_string();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr snn_build_features();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_has_feature(string feature);
+
+        // Status and errors
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr snn_status_string(int status);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr snn_last_error();
+
+        // Settings
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_num_threads(int n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_num_threads();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_log_callback(LogCallback callback, IntPtr userData);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_check_finite(int on);
+
+        // Models
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_create(string spec, out ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void snn_model_destroy(IntPtr model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_describe(ModelHandle model, [Out] byte[] buf, UIntPtr capacity, out UIntPtr length);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_layer_count(ModelHandle model, out long count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_layer_shape(ModelHandle model, long layer, out long channels, out long height, out long width);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_layer_params(ModelHandle model, long layer, out UIntPtr weightOffset, out UIntPtr weightCount, out UIntPtr biasOffset, out UIntPtr biasCount);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_input_size(ModelHandle model, out UIntPtr features);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_output_size(ModelHandle model, out UIntPtr outputs);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_parameter_count(ModelHandle model, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_init(ModelHandle model, ulong seed);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_parameters(ModelHandle model, out IntPtr data, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_parameters(ModelHandle model, [Out] float[] dst, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_parameters(ModelHandle model, [In] float[] src, UIntPtr count);
+
+        // Forward pass
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_preallocate(ModelHandle model, long maxBatch, out ForwardCacheHandle cache);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void snn_forward_cache_destroy(IntPtr cache);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_batch(ForwardCacheHandle cache, long batch);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_inputs(ForwardCacheHandle cache, [In] float[] inputs, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_inputs_gather(ForwardCacheHandle cache, [In] float[] data, UIntPtr sampleCount, [In] long[] indices, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_forward(ForwardCacheHandle cache, ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_outputs(ForwardCacheHandle cache, out IntPtr data, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_outputs(ForwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+
+        // Losses and backpropagation
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_preallocate_grads(ModelHandle model, long maxBatch, out BackwardCacheHandle cache);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void snn_backward_cache_destroy(IntPtr cache);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_targets(BackwardCacheHandle cache, [In] float[] targets, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_labels(BackwardCacheHandle cache, [In] int[] labels, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_labels_gather(BackwardCacheHandle cache, [In] int[] labels, UIntPtr sampleCount, [In] long[] indices, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_input_gradient(BackwardCacheHandle cache, int enabled);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_backprop(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, int loss, out float lossValue);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_backprop_with_output_gradient(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, [In] float[] outputGradient, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_gradients(BackwardCacheHandle cache, out IntPtr data, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_input_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+
+        // Optimisers
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_create(ModelHandle model, int kind, out OptimiserHandle optimiser);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void snn_optimiser_destroy(IntPtr optimiser);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_set(OptimiserHandle optimiser, int which, double value);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_get(OptimiserHandle optimiser, int which, out double value);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_step(OptimiserHandle optimiser, ModelHandle model, BackwardCacheHandle grads);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_reset(OptimiserHandle optimiser);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_step_count(OptimiserHandle optimiser, out long steps);
+
+        // Model files and checkpoints
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_save(ModelHandle model, string path);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_load(string path, out ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_save_to_buffer(ModelHandle model, [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_load_from_buffer([In] byte[] data, UIntPtr size, out ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, string path);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_checkpoint_load(string path, out ModelHandle model, out OptimiserHandle optimiser);
+
+        // Devices
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_gpu_count();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_gpu_status(int device);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_to_gpu(ModelHandle model, int device);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_to_cpu(ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_to_best_device(ModelHandle model, out int device);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_device(ModelHandle model, out int device);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_allow_tf32(int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_inputs_device(ForwardCacheHandle cache, IntPtr deviceInputs, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_dataset_create(int device, [In] float[] samples, UIntPtr sampleCount, UIntPtr features, [In] int[] labels, out DatasetHandle dataset);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void snn_dataset_destroy(IntPtr dataset);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_inputs_from_dataset(ForwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_labels_from_dataset(BackwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
+    }
+}

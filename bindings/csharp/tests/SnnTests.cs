@@ -1,0 +1,275 @@
+// NUnit tests of the C# binding: the getting-started sine example trains, a
+// CNN runs forwards and backwards, failures become SnnExceptions, and
+// disposing frees the native memory.
+using System;
+using System.Diagnostics;
+using System.IO;
+using NUnit.Framework;
+using Snn;
+
+namespace Snn.Tests
+{
+    [TestFixture]
+    public class SineExample
+    {
+        [Test]
+        public void AdamFitsASine()
+        {
+            const int N = 512;
+            var x = new float[N];
+            var y = new float[N];
+            for (int i = 0; i < N; i++)
+            {
+                x[i] = (float)(2.0 * Math.PI * i / (N - 1));
+                y[i] = (float)Math.Sin(x[i]);
+            }
+            using (var model = new Model("input 1; dense 10 tanh; dense 10 sigmoid; dense 1"))
+            using (var fwd = model.Preallocate(N))
+            using (var bwd = model.PreallocateGrads(N))
+            using (var adam = model.CreateOptimiser(OptimiserKind.Adam))
+            {
+                model.Init(42);
+                adam.Set(Hyperparameter.LearningRate, 0.01);
+                fwd.SetInputs(x);
+                bwd.SetTargets(y);
+                float first = 0;
+                for (int epoch = 0; epoch < 3000; epoch++)
+                {
+                    fwd.Forward();
+                    float loss = bwd.Backprop(fwd, Loss.Mse);
+                    if (epoch == 0) first = loss;
+                    adam.Step(model, bwd);
+                }
+                Assert.AreEqual(3000, adam.StepCount);
+                fwd.Forward();
+                float[] output = fwd.GetOutputs();
+                Assert.AreEqual(N, output.Length);
+                double mse = 0;
+                for (int i = 0; i < N; i++) mse += (output[i] - y[i]) * (output[i] - y[i]);
+                mse /= N;
+                Assert.Less(mse, 1e-3, "final MSE");
+                Assert.Less(mse, first / 100.0);
+            }
+        }
+    }
+
+    [TestFixture]
+    public class Cnn
+    {
+        const string Spec = "input 8x8x1; conv 3x3 4 relu; maxpool 2; flatten; dense 3";
+
+        static float[] Images(int batch)
+        {
+            var x = new float[batch * 64];
+            for (int i = 0; i < x.Length; i++) x[i] = (i * 37 % 101) / 101f - 0.5f;
+            return x;
+        }
+
+        [Test]
+        public void ShapesFollowTheSpec()
+        {
+            using (var model = new Model(Spec))
+            {
+                Assert.AreEqual(5, model.LayerCount);
+                Assert.AreEqual(new long[] { 4, 6, 6 }, model.LayerShape(1));
+                Assert.AreEqual(new long[] { 4, 3, 3 }, model.LayerShape(2));
+                Assert.AreEqual(64, model.InputSize);
+                Assert.AreEqual(3, model.OutputSize);
+                Assert.AreEqual(4 * 9 + 4 + 36 * 3 + 3, model.ParameterCount);
+                var dense = model.LayerParams(4);
+                Assert.AreEqual(40, dense.WeightOffset);
+                Assert.AreEqual(108, dense.WeightCount);
+                Assert.AreEqual(148, dense.BiasOffset);
+                using (var again = new Model(model.Describe()))
+                    Assert.AreEqual(model.Describe(), again.Describe());
+            }
+        }
+
+        [Test]
+        public void SgdLowersTheCrossEntropy()
+        {
+            using (var model = new Model(Spec))
+            using (var fwd = model.Preallocate(4))
+            using (var bwd = model.PreallocateGrads(4))
+            using (var sgd = model.CreateOptimiser(OptimiserKind.Sgd))
+            {
+                model.Init(3);
+                sgd.Set(Hyperparameter.LearningRate, 0.1);
+                fwd.SetInputs(Images(4));
+                bwd.SetLabels(new[] { 0, 1, 2, 1 });
+                var losses = new float[20];
+                for (int i = 0; i < 20; i++)
+                {
+                    fwd.Forward();
+                    losses[i] = bwd.Backprop(fwd, Loss.LogitCrossEntropy);
+                    sgd.Step(model, bwd);
+                }
+                for (int i = 1; i < 20; i++) Assert.Less(losses[i], losses[i - 1]);
+                Assert.Less(losses[19], 0.7f * losses[0]);
+                Assert.AreEqual(model.ParameterCount, bwd.GetGradients().Length);
+            }
+        }
+
+        [Test]
+        public void ViewsAndCopiesAgree()
+        {
+            using (var model = new Model(Spec))
+            using (var fwd = model.Preallocate(2))
+            {
+                fwd.SetInputsGather(Images(5), new long[] { 4, 1 });
+                Assert.AreEqual(2, fwd.Batch);
+                Assert.AreEqual(2, fwd.MaxBatch);
+                fwd.Forward();
+                long count;
+                IntPtr view = fwd.OutputsPointer(out count);
+                var fromView = new float[count];
+                System.Runtime.InteropServices.Marshal.Copy(view, fromView, 0, (int)count);
+                Assert.AreEqual(fwd.GetOutputs(), fromView);
+
+                long n;
+                IntPtr p = model.ParametersPointer(out n);
+                Assert.AreEqual(model.ParameterCount, n);
+                var parameters = model.GetParameters();
+                parameters[0] = 0.25f;
+                model.SetParameters(parameters);
+                Assert.AreEqual(0.25f, System.Runtime.InteropServices.Marshal.PtrToStructure(p, typeof(float)));
+            }
+        }
+    }
+
+    [TestFixture]
+    public class Errors
+    {
+        [Test]
+        public void ABadSpecThrowsWithTheLibrarysMessage()
+        {
+            var e = Assert.Throws<SnnException>(() => new Model("input 4; dense banana"));
+            Assert.AreEqual(Status.Spec, e.Status);
+            StringAssert.Contains("snn_model_create", e.Message);
+        }
+
+        [Test]
+        public void WrongCountsOrderAndLabels()
+        {
+            using (var model = new Model("input 3; dense 2"))
+            using (var fwd = model.Preallocate(2))
+            using (var bwd = model.PreallocateGrads(2))
+            {
+                Assert.AreEqual(Status.Count, Assert.Throws<SnnException>(() => fwd.SetInputs(new float[5])).Status);
+                Assert.AreEqual(Status.State, Assert.Throws<SnnException>(() => fwd.Forward()).Status);
+                Assert.AreEqual(Status.Batch, Assert.Throws<SnnException>(() => fwd.Batch = 3).Status);
+                Assert.AreEqual(Status.Label, Assert.Throws<SnnException>(() => bwd.SetLabels(new[] { 0, 2 })).Status);
+            }
+        }
+
+        [Test]
+        public void AnotherModelsCacheIsRefused()
+        {
+            using (var a = new Model("input 3; dense 2"))
+            using (var b = new Model("input 3; dense 2"))
+            using (var fwd = a.Preallocate(1))
+            using (var bwd = b.PreallocateGrads(1))
+            {
+                fwd.SetInputs(new float[] { 1, 2, 3 });
+                fwd.Forward();
+                bwd.SetTargets(new float[] { 0, 0 });
+                var e = Assert.Throws<SnnException>(() => bwd.Backprop(fwd, Loss.Mse));
+                Assert.AreEqual(Status.ModelMismatch, e.Status);
+            }
+        }
+
+        [Test]
+        public void WithoutAGpuRequestsFailCleanly()
+        {
+            using (var model = new Model("input 2; dense 1"))
+            {
+                if (Library.GpuCount == 0)
+                {
+                    var e = Assert.Throws<SnnException>(() => model.ToGpu(0));
+                    Assert.AreEqual(Library.GpuStatus(0), e.Status);
+                    Assert.AreEqual(Library.CpuDevice, model.ToBestDevice());
+                }
+                model.ToCpu();
+                Assert.AreEqual(Library.CpuDevice, model.Device);
+            }
+        }
+
+        [Test]
+        public void AMissingFileIsAnIoError()
+        {
+            var e = Assert.Throws<SnnException>(() => Model.Load("/nonexistent/dir/model.safetensors"));
+            Assert.AreEqual(Status.Io, e.Status);
+        }
+
+        [Test]
+        public void FailuresReachTheLogCallback()
+        {
+            string seen = null;
+            Library.SetLogCallback((level, message) => { if (level == LogLevel.Error) seen = message; });
+            try
+            {
+                Assert.Throws<SnnException>(() => Library.NumThreads = 0);
+                StringAssert.Contains("snn_set_num_threads", seen);
+            }
+            finally
+            {
+                Library.SetLogCallback(null);
+            }
+        }
+
+        [Test]
+        public void VersionAndFeatures()
+        {
+            Assert.AreEqual(0, Library.VersionNumber / 1000000);
+            StringAssert.StartsWith("0.", Library.VersionString);
+            Assert.IsTrue(Library.HasFeature("cpu"));
+            Assert.AreEqual("unknown status", Library.StatusString((Status)99));
+        }
+    }
+
+    [TestFixture]
+    public class Disposal
+    {
+        static long ResidentBytes()
+        {
+            foreach (var line in File.ReadAllLines("/proc/self/status"))
+                if (line.StartsWith("VmRSS:"))
+                    return long.Parse(line.Split(new[] { ' ', '\t' }, StringSplitOptions.RemoveEmptyEntries)[1]) * 1024;
+            throw new InvalidOperationException("no VmRSS in /proc/self/status");
+        }
+
+        static void Cycles(int n)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                using (var model = new Model("input 64; dense 256 relu; dense 10"))
+                using (var fwd = model.Preallocate(16))
+                using (var bwd = model.PreallocateGrads(16))
+                using (var opt = model.CreateOptimiser(OptimiserKind.Adam))
+                {
+                }
+            }
+        }
+
+        [Test]
+        public void TenThousandCreateDisposeCyclesDoNotGrowTheProcess()
+        {
+            // Each cycle allocates about 0.4 MB natively (model, caches, Adam moments);
+            // leaking them would grow the process by gigabytes.
+            Cycles(500);
+            long before = ResidentBytes();
+            Cycles(10000);
+            long growth = ResidentBytes() - before;
+            Assert.Less(growth, 32L << 20, "RSS grew by " + growth + " bytes");
+        }
+
+        [Test]
+        public void DisposedHandlesAreClosedAndDoubleDisposeIsHarmless()
+        {
+            var model = new Model("input 2; dense 1");
+            model.Dispose();
+            model.Dispose();
+            Assert.Throws<ObjectDisposedException>(() => model.Init(1));
+        }
+    }
+}

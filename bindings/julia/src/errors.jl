@@ -1,0 +1,49 @@
+"""
+    SNNError(status, message)
+
+A failed snn call: `status` is the `snn_status` code, `message` the library's
+text (`snn_last_error()`), e.g. "snn_set_inputs: expected 12800 floats ...".
+"""
+struct SNNError <: Exception
+    status::Int32
+    message::String
+end
+
+function Base.showerror(io::IO, e::SNNError)
+    print(io, "SNNError ", e.status, " (", unsafe_string(snn_status_string(e.status)), "): ", e.message)
+end
+
+# Turns a status into an exception. The message is read by the very next ccall,
+# before anything that could yield or run another snn call on this thread.
+@inline function check(status::Integer)
+    status == 0 && return nothing
+    message = snn_last_error()
+    throw(SNNError(Int32(status), unsafe_string(message)))
+end
+
+const LOG_RECEIVER = Ref{Any}(nothing)
+
+function log_trampoline(user_data::Ptr{Cvoid}, level::Int32, message::Cstring)::Cvoid
+    receiver = LOG_RECEIVER[]
+    receiver === nothing || receiver(Int(level), unsafe_string(message))
+    nothing
+end
+
+"""
+    set_log_callback(f)
+
+Calls `f(level, message)` for every failed call (level 0) and the library's
+notes; `nothing` removes it. It runs on the thread of the call and must not call
+into snn.
+"""
+function set_log_callback(f)
+    if f === nothing
+        check(snn_set_log_callback(C_NULL, C_NULL))
+        LOG_RECEIVER[] = nothing
+    else
+        LOG_RECEIVER[] = f
+        fptr = @cfunction(log_trampoline, Cvoid, (Ptr{Cvoid}, Int32, Cstring))
+        check(snn_set_log_callback(fptr, C_NULL))
+    end
+    nothing
+end

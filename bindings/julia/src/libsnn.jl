@@ -1,0 +1,147 @@
+# Raw declarations of every function of include/snn.h, one ccall each.
+# bindings/julia/tools/check_ccalls.js compares them with the header: names,
+# argument counts, argument and return types. Handles are Ptr{Cvoid}.
+
+# Version
+snn_version_number() = ccall((:snn_version_number, libsnn), Int32, ())
+snn_version_string() = ccall((:snn_version_string, libsnn), Cstring, ())
+snn_build_features() = ccall((:snn_build_features, libsnn), Cstring, ())
+snn_has_feature(feature) = ccall((:snn_has_feature, libsnn), Int32, (Cstring,), feature)
+
+# Status and errors
+snn_status_string(status) = ccall((:snn_status_string, libsnn), Cstring, (Cint,), status)
+snn_last_error() = ccall((:snn_last_error, libsnn), Cstring, ())
+
+# Settings
+snn_set_num_threads(n) = ccall((:snn_set_num_threads, libsnn), Cint, (Int32,), n)
+snn_get_num_threads() = ccall((:snn_get_num_threads, libsnn), Int32, ())
+snn_set_log_callback(callback, user_data) =
+    ccall((:snn_set_log_callback, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}), callback, user_data)
+snn_set_check_finite(on) = ccall((:snn_set_check_finite, libsnn), Cint, (Int32,), on)
+
+# Models
+snn_model_create(spec, out) =
+    ccall((:snn_model_create, libsnn), Cint, (Cstring, Ptr{Ptr{Cvoid}}), spec, out)
+snn_model_destroy(model) = ccall((:snn_model_destroy, libsnn), Cvoid, (Ptr{Cvoid},), model)
+snn_model_describe(model, buf, capacity, length) =
+    ccall((:snn_model_describe, libsnn), Cint, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t, Ptr{Csize_t}),
+          model, buf, capacity, length)
+snn_model_layer_count(model, count) =
+    ccall((:snn_model_layer_count, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}), model, count)
+snn_model_layer_shape(model, layer, channels, height, width) =
+    ccall((:snn_model_layer_shape, libsnn), Cint,
+          (Ptr{Cvoid}, Int64, Ptr{Int64}, Ptr{Int64}, Ptr{Int64}), model, layer, channels, height, width)
+snn_model_layer_params(model, layer, weight_offset, weight_count, bias_offset, bias_count) =
+    ccall((:snn_model_layer_params, libsnn), Cint,
+          (Ptr{Cvoid}, Int64, Ptr{Csize_t}, Ptr{Csize_t}, Ptr{Csize_t}, Ptr{Csize_t}),
+          model, layer, weight_offset, weight_count, bias_offset, bias_count)
+snn_model_input_size(model, features) =
+    ccall((:snn_model_input_size, libsnn), Cint, (Ptr{Cvoid}, Ptr{Csize_t}), model, features)
+snn_model_output_size(model, outputs) =
+    ccall((:snn_model_output_size, libsnn), Cint, (Ptr{Cvoid}, Ptr{Csize_t}), model, outputs)
+snn_parameter_count(model, count) =
+    ccall((:snn_parameter_count, libsnn), Cint, (Ptr{Cvoid}, Ptr{Csize_t}), model, count)
+snn_model_init(model, seed) = ccall((:snn_model_init, libsnn), Cint, (Ptr{Cvoid}, UInt64), model, seed)
+snn_parameters(model, data, count) =
+    ccall((:snn_parameters, libsnn), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cfloat}}, Ptr{Csize_t}), model, data, count)
+snn_get_parameters(model, dst, count) =
+    ccall((:snn_get_parameters, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, dst, count)
+snn_set_parameters(model, src, count) =
+    ccall((:snn_set_parameters, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, src, count)
+
+# Forward pass
+snn_preallocate(model, max_batch, out) =
+    ccall((:snn_preallocate, libsnn), Cint, (Ptr{Cvoid}, Int64, Ptr{Ptr{Cvoid}}), model, max_batch, out)
+snn_forward_cache_destroy(cache) = ccall((:snn_forward_cache_destroy, libsnn), Cvoid, (Ptr{Cvoid},), cache)
+snn_cache_set_batch(cache, batch) =
+    ccall((:snn_cache_set_batch, libsnn), Cint, (Ptr{Cvoid}, Int64), cache, batch)
+snn_cache_batch(cache, batch, max_batch) =
+    ccall((:snn_cache_batch, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}), cache, batch, max_batch)
+snn_set_inputs(cache, inputs, count) =
+    ccall((:snn_set_inputs, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, inputs, count)
+snn_set_inputs_gather(cache, data, sample_count, indices, n) =
+    ccall((:snn_set_inputs_gather, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t, Ptr{Int64}, Csize_t),
+          cache, data, sample_count, indices, n)
+snn_forward(cache, model) = ccall((:snn_forward, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}), cache, model)
+snn_outputs(cache, data, count) =
+    ccall((:snn_outputs, libsnn), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cfloat}}, Ptr{Csize_t}), cache, data, count)
+snn_get_outputs(cache, dst, count) =
+    ccall((:snn_get_outputs, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
+
+# Losses and backpropagation
+snn_preallocate_grads(model, max_batch, out) =
+    ccall((:snn_preallocate_grads, libsnn), Cint, (Ptr{Cvoid}, Int64, Ptr{Ptr{Cvoid}}), model, max_batch, out)
+snn_backward_cache_destroy(cache) = ccall((:snn_backward_cache_destroy, libsnn), Cvoid, (Ptr{Cvoid},), cache)
+snn_set_targets(cache, targets, count) =
+    ccall((:snn_set_targets, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, targets, count)
+snn_set_labels(cache, labels, n) =
+    ccall((:snn_set_labels, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t), cache, labels, n)
+snn_set_labels_gather(cache, labels, sample_count, indices, n) =
+    ccall((:snn_set_labels_gather, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t, Ptr{Int64}, Csize_t),
+          cache, labels, sample_count, indices, n)
+snn_set_input_gradient(cache, enabled) =
+    ccall((:snn_set_input_gradient, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, enabled)
+snn_backprop(bwd, fwd, model, loss, loss_value) =
+    ccall((:snn_backprop, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Int32, Ptr{Cfloat}),
+          bwd, fwd, model, loss, loss_value)
+snn_backprop_with_output_gradient(bwd, fwd, model, output_gradient, count) =
+    ccall((:snn_backprop_with_output_gradient, libsnn), Cint,
+          (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), bwd, fwd, model, output_gradient, count)
+snn_gradients(cache, data, count) =
+    ccall((:snn_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cfloat}}, Ptr{Csize_t}), cache, data, count)
+snn_get_gradients(cache, dst, count) =
+    ccall((:snn_get_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
+snn_get_input_gradients(cache, dst, count) =
+    ccall((:snn_get_input_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
+
+# Optimisers
+snn_optimiser_create(model, kind, out) =
+    ccall((:snn_optimiser_create, libsnn), Cint, (Ptr{Cvoid}, Int32, Ptr{Ptr{Cvoid}}), model, kind, out)
+snn_optimiser_destroy(optimiser) = ccall((:snn_optimiser_destroy, libsnn), Cvoid, (Ptr{Cvoid},), optimiser)
+snn_optimiser_set(optimiser, which, value) =
+    ccall((:snn_optimiser_set, libsnn), Cint, (Ptr{Cvoid}, Int32, Cdouble), optimiser, which, value)
+snn_optimiser_get(optimiser, which, value) =
+    ccall((:snn_optimiser_get, libsnn), Cint, (Ptr{Cvoid}, Int32, Ptr{Cdouble}), optimiser, which, value)
+snn_optimiser_step(optimiser, model, grads) =
+    ccall((:snn_optimiser_step, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), optimiser, model, grads)
+snn_optimiser_reset(optimiser) = ccall((:snn_optimiser_reset, libsnn), Cint, (Ptr{Cvoid},), optimiser)
+snn_optimiser_step_count(optimiser, steps) =
+    ccall((:snn_optimiser_step_count, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}), optimiser, steps)
+
+# Model files and checkpoints
+snn_model_save(model, path) = ccall((:snn_model_save, libsnn), Cint, (Ptr{Cvoid}, Cstring), model, path)
+snn_model_load(path, out) = ccall((:snn_model_load, libsnn), Cint, (Cstring, Ptr{Ptr{Cvoid}}), path, out)
+snn_model_save_to_buffer(model, buf, capacity, size) =
+    ccall((:snn_model_save_to_buffer, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Csize_t, Ptr{Csize_t}),
+          model, buf, capacity, size)
+snn_model_load_from_buffer(data, size, out) =
+    ccall((:snn_model_load_from_buffer, libsnn), Cint, (Ptr{Cvoid}, Csize_t, Ptr{Ptr{Cvoid}}), data, size, out)
+snn_checkpoint_save(model, optimiser, path) =
+    ccall((:snn_checkpoint_save, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Cstring), model, optimiser, path)
+snn_checkpoint_load(path, model_out, optimiser_out) =
+    ccall((:snn_checkpoint_load, libsnn), Cint, (Cstring, Ptr{Ptr{Cvoid}}, Ptr{Ptr{Cvoid}}),
+          path, model_out, optimiser_out)
+
+# Devices
+snn_gpu_count() = ccall((:snn_gpu_count, libsnn), Int32, ())
+snn_gpu_status(device) = ccall((:snn_gpu_status, libsnn), Cint, (Int32,), device)
+snn_to_gpu(model, device) = ccall((:snn_to_gpu, libsnn), Cint, (Ptr{Cvoid}, Int32), model, device)
+snn_to_cpu(model) = ccall((:snn_to_cpu, libsnn), Cint, (Ptr{Cvoid},), model)
+snn_to_best_device(model, device) =
+    ccall((:snn_to_best_device, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), model, device)
+snn_model_device(model, device) =
+    ccall((:snn_model_device, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), model, device)
+snn_set_allow_tf32(on) = ccall((:snn_set_allow_tf32, libsnn), Cint, (Int32,), on)
+snn_set_inputs_device(cache, device_inputs, count) =
+    ccall((:snn_set_inputs_device, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, device_inputs, count)
+snn_dataset_create(device, samples, sample_count, features, labels, out) =
+    ccall((:snn_dataset_create, libsnn), Cint,
+          (Int32, Ptr{Cfloat}, Csize_t, Csize_t, Ptr{Int32}, Ptr{Ptr{Cvoid}}),
+          device, samples, sample_count, features, labels, out)
+snn_dataset_destroy(dataset) = ccall((:snn_dataset_destroy, libsnn), Cvoid, (Ptr{Cvoid},), dataset)
+snn_set_inputs_from_dataset(cache, dataset, indices, n) =
+    ccall((:snn_set_inputs_from_dataset, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
+          cache, dataset, indices, n)
+snn_set_labels_from_dataset(cache, dataset, indices, n) =
+    ccall((:snn_set_labels_from_dataset, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
+          cache, dataset, indices, n)

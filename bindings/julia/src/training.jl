@@ -1,0 +1,127 @@
+# Losses, backpropagation and optimisers, named as in SimpleNNs.jl.
+
+const LOSS_MSE = Int32(1)
+const LOSS_LOGIT_CROSSENTROPY = Int32(2)
+
+"    MSELoss(targets)  — mean squared error against (outputs, batch) Float32 targets."
+struct MSELoss{A<:DenseArray{Float32}}
+    targets::A
+end
+MSELoss(targets::AbstractArray) = MSELoss(convert(Array{Float32}, targets))
+
+"""
+    LogitCrossEntropyLoss(labels, num_classes)
+
+Softmax cross-entropy against 1-based class labels, as in SimpleNNs.jl
+(converted to snn's 0-based Int32 here).
+"""
+struct LogitCrossEntropyLoss
+    labels::Vector{Int32}
+    num_classes::Int
+    function LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer)
+        all(l -> 1 <= l <= num_classes, labels) ||
+            throw(ArgumentError("labels must lie in 1:$num_classes"))
+        new(Int32[l - 1 for l in labels], Int(num_classes))
+    end
+end
+
+"    LogitCrossEntropyLoss(dataset, indices)  — labels gathered from a Dataset (1-based indices)."
+struct DatasetLabelsLoss
+    dataset::Dataset
+    indices::Vector{Int64}
+end
+LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer}) = DatasetLabelsLoss(d, Int64[i - 1 for i in indices])
+
+"""
+    LogitCrossEntropyLoss(labels, num_classes, indices)
+
+Cross-entropy against `labels[indices]` (both 1-based), gathered by the library
+without an intermediate copy.
+"""
+struct GatheredLabelsLoss
+    labels::Vector{Int32}
+    indices::Vector{Int64}
+end
+LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer, indices::AbstractVector{<:Integer}) =
+    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, Int64[i - 1 for i in indices])
+
+function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
+    GC.@preserve l check(snn_set_labels_gather(b, pointer(l.labels), length(l.labels), pointer(l.indices),
+                                               length(l.indices)))
+    LOSS_LOGIT_CROSSENTROPY
+end
+
+set_loss_data!(b::BackwardCache, l::MSELoss) =
+    (GC.@preserve l check(snn_set_targets(b, pointer(l.targets), length(l.targets))); LOSS_MSE)
+set_loss_data!(b::BackwardCache, l::LogitCrossEntropyLoss) =
+    (GC.@preserve l check(snn_set_labels(b, pointer(l.labels), length(l.labels))); LOSS_LOGIT_CROSSENTROPY)
+function set_loss_data!(b::BackwardCache, l::DatasetLabelsLoss)
+    GC.@preserve l check(snn_set_labels_from_dataset(b, l.dataset, pointer(l.indices), length(l.indices)))
+    LOSS_LOGIT_CROSSENTROPY
+end
+
+"""
+    backprop!(backward_cache, forward_cache, model, loss) -> Float32
+
+The loss of the last forward pass and its gradient with respect to every
+parameter (see `gradients`).
+"""
+function backprop!(b::BackwardCache, f::ForwardCache, m::Model, loss)
+    kind = set_loss_data!(b, loss)
+    value = Ref{Cfloat}(0)
+    check(snn_backprop(b, f, m, kind, value))
+    value[]
+end
+
+"    backprop!(backward_cache, forward_cache, model, output_gradient::Matrix{Float32})  — a custom loss's gradient."
+function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient::DenseArray{Float32})
+    GC.@preserve output_gradient check(snn_backprop_with_output_gradient(b, f, m, pointer(output_gradient),
+                                                                       length(output_gradient)))
+    nothing
+end
+
+const HP = (lr=Int32(1), momentum=Int32(2), nesterov=Int32(3), beta1=Int32(4), beta2=Int32(5),
+            eps=Int32(6), weight_decay=Int32(7), alpha=Int32(8))
+
+function optimiser(m::Model, kind::Integer; settings...)
+    o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)))
+    for (name, value) in settings
+        value === nothing || set_hyperparameter!(o, name, value)
+    end
+    o
+end
+
+"    set_hyperparameter!(opt, :lr, 0.01)  — also :momentum, :nesterov, :beta1, :beta2, :eps, :weight_decay, :alpha."
+set_hyperparameter!(o::Optimiser, name::Symbol, value::Real) =
+    (check(snn_optimiser_set(o, HP[name], Float64(value))); o)
+
+function hyperparameter(o::Optimiser, name::Symbol)
+    v = Ref{Cdouble}(0)
+    check(snn_optimiser_get(o, HP[name], v))
+    v[]
+end
+
+"    AdamOptimiser(model; lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0)"
+AdamOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, eps=nothing, weight_decay=nothing) =
+    optimiser(m, 2; lr, beta1, beta2, eps, weight_decay)
+"    AdamWOptimiser(model; lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)"
+AdamWOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, eps=nothing, weight_decay=nothing) =
+    optimiser(m, 3; lr, beta1, beta2, eps, weight_decay)
+"    SGDOptimiser(model; lr=0.01, momentum=0, nesterov=false, weight_decay=0)"
+SGDOptimiser(m::Model; lr=nothing, momentum=nothing, nesterov=nothing, weight_decay=nothing) =
+    optimiser(m, 1; lr, momentum, nesterov, weight_decay)
+"    RMSPropOptimiser(model; lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0)"
+RMSPropOptimiser(m::Model; lr=nothing, alpha=nothing, eps=nothing, weight_decay=nothing) =
+    optimiser(m, 4; lr, alpha, eps, weight_decay)
+
+"    update!(model, backward_cache, opt)  — one optimiser step from the last gradient."
+update!(m::Model, b::BackwardCache, o::Optimiser) = (check(snn_optimiser_step(o, m, b)); m)
+
+"    reset!(opt)  — zeroes the moments and the step count."
+reset!(o::Optimiser) = (check(snn_optimiser_reset(o)); o)
+
+function step_count(o::Optimiser)
+    n = Ref{Int64}(0)
+    check(snn_optimiser_step_count(o, n))
+    Int(n[])
+end

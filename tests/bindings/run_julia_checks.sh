@@ -1,0 +1,20 @@
+#!/bin/bash
+# Static checks of bindings/julia with tree-sitter-julia (no Julia needed).
+#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|bad-syntax|bad-ccalls
+set -eu
+src=$1
+tools=$src/bindings/julia/tools
+command -v node >/dev/null || { echo "node not found: skipped"; exit 77; }
+if [ ! -d "$tools/node_modules/web-tree-sitter" ]; then
+    (cd "$tools" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null 2>&1) ||
+        { echo "npm ci failed in bindings/julia/tools: skipped"; exit 77; }
+fi
+jl=$src/bindings/julia
+fixtures=$src/tests/bindings/fixtures
+case $2 in
+    syntax) exec node "$tools/check_syntax.js" "$jl"/src/*.jl "$jl"/test/*.jl ;;
+    ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete "$jl"/src/*.jl ;;
+    bad-syntax) exec node "$tools/check_syntax.js" "$fixtures/bad_syntax.jl" ;;
+    bad-ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" "$fixtures/bad_ccall.jl" ;;
+esac
+echo "unknown check $2"; exit 2

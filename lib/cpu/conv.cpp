@@ -17,29 +17,46 @@ namespace {
 // buffer stays within a few MiB of cache-friendly memory).
 constexpr int64_t kColBudget = int64_t(1) << 20;
 
+// The output columns ox whose input column ox*sw - pw + j lies inside
+// [0, win): ox in [*lo, *hi).
+inline void valid_columns(const ConvDims &d, int64_t j, int64_t *lo, int64_t *hi) {
+    const int64_t off = j - d.pw;  // input column = ox*sw + off
+    int64_t first = off >= 0 ? 0 : (-off + d.sw - 1) / d.sw;
+    int64_t last = d.win - off <= 0 ? 0 : (d.win - off + d.sw - 1) / d.sw;  // first invalid
+    *lo = std::min(first, d.wout);
+    *hi = std::max(*lo, std::min(last, d.wout));
+}
+
 // col[(c*kh + i)*kw + j][img*P + oy*wout + ox] = x[img][c][oy*sh - ph + i][ox*sw - pw + j]
-// (zero outside the image).
+// (zero outside the image). Each output row is a zero prefix, a strided (or
+// contiguous) copy, and a zero suffix.
 void im2col(const ConvDims &d, int64_t nb, const float *x, float *col) {
     const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
     for (int64_t c = 0; c < d.cin; ++c)
         for (int64_t i = 0; i < d.kh; ++i)
             for (int64_t j = 0; j < d.kw; ++j) {
                 float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
+                int64_t lo, hi;
+                valid_columns(d, j, &lo, &hi);
+                const int64_t off = j - d.pw;
                 for (int64_t img = 0; img < nb; ++img) {
                     const float *map = x + (img * d.cin + c) * in_map;
                     float *out = row + img * P;
                     for (int64_t oy = 0; oy < d.hout; ++oy) {
-                        int64_t iy = oy * d.sh - d.ph + i;
+                        const int64_t iy = oy * d.sh - d.ph + i;
                         float *o = out + oy * d.wout;
                         if (iy < 0 || iy >= d.hin) {
                             for (int64_t ox = 0; ox < d.wout; ++ox) o[ox] = 0.0f;
                             continue;
                         }
-                        const float *src = map + iy * d.win;
-                        for (int64_t ox = 0; ox < d.wout; ++ox) {
-                            int64_t ix = ox * d.sw - d.pw + j;
-                            o[ox] = (ix >= 0 && ix < d.win) ? src[ix] : 0.0f;
+                        const float *src = map + iy * d.win + off;
+                        for (int64_t ox = 0; ox < lo; ++ox) o[ox] = 0.0f;
+                        if (d.sw == 1) {
+                            for (int64_t ox = lo; ox < hi; ++ox) o[ox] = src[ox];
+                        } else {
+                            for (int64_t ox = lo; ox < hi; ++ox) o[ox] = src[ox * d.sw];
                         }
+                        for (int64_t ox = hi; ox < d.wout; ++ox) o[ox] = 0.0f;
                     }
                 }
             }
@@ -53,17 +70,21 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
         for (int64_t i = 0; i < d.kh; ++i)
             for (int64_t j = 0; j < d.kw; ++j) {
                 const float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
+                int64_t lo, hi;
+                valid_columns(d, j, &lo, &hi);
+                const int64_t off = j - d.pw;
                 for (int64_t img = 0; img < nb; ++img) {
                     float *map = dx + (img * d.cin + c) * in_map;
                     const float *in = row + img * P;
                     for (int64_t oy = 0; oy < d.hout; ++oy) {
-                        int64_t iy = oy * d.sh - d.ph + i;
+                        const int64_t iy = oy * d.sh - d.ph + i;
                         if (iy < 0 || iy >= d.hin) continue;
-                        float *dst = map + iy * d.win;
+                        float *dst = map + iy * d.win + off;
                         const float *o = in + oy * d.wout;
-                        for (int64_t ox = 0; ox < d.wout; ++ox) {
-                            int64_t ix = ox * d.sw - d.pw + j;
-                            if (ix >= 0 && ix < d.win) dst[ix] += o[ox];
+                        if (d.sw == 1) {
+                            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += o[ox];
+                        } else {
+                            for (int64_t ox = lo; ox < hi; ++ox) dst[ox * d.sw] += o[ox];
                         }
                     }
                 }

@@ -1,6 +1,11 @@
-// A small fork-join pool: persistent threads that wait on a generation
-// counter. One job at a time (a mutex serialises callers from different
-// host threads).
+// A small fork-join pool: persistent threads that wait for a job generation
+// counter to change. One job at a time: callers on different host threads
+// queue on job_mutex_.
+//
+// A job is "open" from its publication until its caller has seen every
+// participant finish. A worker takes a job only while it is open, reading the
+// job and its generation together under mutex_, so no job runs twice and a
+// thread that starts late never runs a finished job.
 #include "cpu/thread_pool.h"
 
 #include <atomic>
@@ -19,15 +24,10 @@ thread_local bool t_in_job = false;
 class Pool {
 public:
     void reserve(int32_t threads) {
-        std::lock_guard<std::mutex> job(job_mutex_);
-        // A new thread waits for jobs after the current generation, read here
-        // (under the job mutex) rather than when the thread first runs: a job
-        // published between the two would otherwise be missed and its caller
-        // would wait forever.
-        const uint64_t current = generation_.load(std::memory_order_acquire);
+        std::lock_guard<std::mutex> lock(threads_mutex_);
         while (int32_t(threads_.size()) < threads) {
             int32_t index = int32_t(threads_.size()) + 1;
-            threads_.emplace_back([this, index, current] { worker_loop(index, current); });
+            threads_.emplace_back([this, index] { worker_loop(index); });
             threads_.back().detach();  // lives for the process, never joined at exit
         }
     }
@@ -44,6 +44,7 @@ public:
             fn_ = fn;
             ctx_ = ctx;
             workers_ = workers;
+            open_ = true;
             pending_.store(workers - 1, std::memory_order_relaxed);
             generation_.fetch_add(1, std::memory_order_release);
         }
@@ -60,45 +61,42 @@ public:
             }
             std::this_thread::yield();
         }
+        std::lock_guard<std::mutex> lock(mutex_);
+        open_ = false;
     }
 
 private:
-    void worker_loop(int32_t index, uint64_t seen) {
+    void worker_loop(int32_t index) {
         t_in_job = true;
+        uint64_t seen = 0;
         for (;;) {
-            // Spin a little before sleeping: back-to-back layers dispatch
-            // jobs microseconds apart.
-            uint64_t g = seen;
-            for (int spin = 0; spin < 4000 && (g = generation_.load(std::memory_order_acquire)) == seen; ++spin)
+            // Spin a little before sleeping: back-to-back layers publish jobs
+            // microseconds apart.
+            for (int spin = 0; spin < 4000 && generation_.load(std::memory_order_acquire) == seen; ++spin)
                 std::this_thread::yield();
-            if (g == seen) {
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return (g = generation_.load(std::memory_order_acquire)) != seen; });
-            }
             WorkerFn fn;
             void *ctx;
             int32_t workers;
             {
-                // Job fields and generation are published together under the
-                // mutex: read them together, so a job is never run twice.
-                std::lock_guard<std::mutex> lock(mutex_);
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
                 seen = generation_.load(std::memory_order_acquire);
+                if (!open_ || index >= workers_) continue;
                 fn = fn_;
                 ctx = ctx_;
                 workers = workers_;
             }
-            if (index < workers) {
-                fn(ctx, index, workers);
-                if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    done_.notify_one();
-                }
+            fn(ctx, index, workers);
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                done_.notify_one();
             }
         }
     }
 
-    std::mutex job_mutex_;  // one job at a time
-    std::mutex mutex_;
+    std::mutex threads_mutex_;  // guards threads_
+    std::mutex job_mutex_;      // one job at a time
+    std::mutex mutex_;          // guards the job fields below
     std::condition_variable wake_, done_;
     std::vector<std::thread> threads_;
     std::atomic<uint64_t> generation_{0};
@@ -106,6 +104,7 @@ private:
     WorkerFn fn_ = nullptr;
     void *ctx_ = nullptr;
     int32_t workers_ = 0;
+    bool open_ = false;
 };
 
 Pool &pool() {

@@ -384,6 +384,13 @@ SNN_API snn_status snn_gradients(const snn_backward_cache *cache, const float **
 /* Copies the gradient into dst, on any device; count = parameter count. */
 SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst, size_t count);
 
+/* Overwrites the flat gradient held by the cache (e.g. with the average over
+ * data-parallel workers) before snn_optimiser_step; count = parameter count.
+ * Marks the cache as holding a gradient. Works on any device.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT, SNN_ERR_NOT_FINITE (with the
+ * finite check on). */
+SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src, size_t count);
+
 /* Copies the gradient with respect to the inputs, [batch][features], of the
  * last backprop; requires snn_set_input_gradient(cache, 1) before it
  * (SNN_ERR_STATE otherwise). count = batch*features. */

@@ -224,6 +224,24 @@ SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst
     });
 }
 
+SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src, size_t count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(src, "src");
+        BackwardCache &b = cache->c;
+        const size_t expected = b.model->net.param_count;
+        if (count != expected)
+            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
+        if (check_finite_enabled())
+            for (size_t i = 0; i < count; ++i)
+                if (!std::isfinite(src[i])) fail(SNN_ERR_NOT_FINITE, "src[%zu] is %f", i, double(src[i]));
+        b.backend->upload(b.stream.get(), b.grads.get(), src, count * sizeof(float));
+        b.backend->synchronize(b.stream.get());
+        if (b.grads_batch < 0) b.grads_batch = 0;
+        b.grads_finite = true;
+    });
+}
+
 SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");

@@ -284,6 +284,9 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_get_gradients(nullptr, w.buf.data(), 23));
     ROW(SNN_ERR_NULL_ARGUMENT, "dst is NULL", snn_get_gradients(w.ba, nullptr, 23));
     ROW(SNN_ERR_COUNT, "expected 23 floats (the parameter count), got 22", snn_get_gradients(w.ba, w.buf.data(), 22));
+    ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_set_gradients(nullptr, w.buf.data(), 23));
+    ROW(SNN_ERR_NULL_ARGUMENT, "src is NULL", snn_set_gradients(w.ba, nullptr, 23));
+    ROW(SNN_ERR_COUNT, "expected 23 floats (the parameter count), got 24", snn_set_gradients(w.ba, w.buf.data(), 24));
     ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_get_input_gradients(nullptr, w.buf.data(), 16));
     ROW(SNN_ERR_NULL_ARGUMENT, "dst is NULL", snn_get_input_gradients(w.ba, nullptr, 16));
     ROW(SNN_ERR_STATE, "snn_set_input_gradient", snn_get_input_gradients(w.fresh_b, w.buf.data(), 16));

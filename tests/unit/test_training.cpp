@@ -279,6 +279,24 @@ TEST(Optimiser, StepWithoutBackpropIsAStateError) {
     EXPECT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_ERR_STATE);
 }
 
+// An SGD step from a gradient set by the caller moves each parameter by
+// -lr * gradient, and the gradient reads back as written.
+TEST(Optimiser, StepsFromAGradientSetByTheCaller) {
+    Model m = make_model("input 2; dense 2");
+    Backward b = make_backward(m.get(), 1);
+    Optimiser o = make_optimiser(m.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_optimiser_set(o.get(), SNN_HP_LEARNING_RATE, 0.5), SNN_OK);
+    const std::vector<float> start = get_params(m.get());
+    const std::vector<float> g = {1, -2, 0.5f, 4, -1, 0};
+    ASSERT_EQ(snn_set_gradients(b.get(), g.data(), g.size()), SNN_OK);
+    std::vector<float> back(g.size());
+    ASSERT_EQ(snn_get_gradients(b.get(), back.data(), back.size()), SNN_OK);
+    EXPECT_TRUE(bit_identical(back, g));
+    ASSERT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_OK);
+    const std::vector<float> after = get_params(m.get());
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_FLOAT_EQ(after[i], start[i] - 0.5f * g[i]);
+}
+
 TEST(Optimiser, CountsStepsAndResetRestartsFromScratch) {
     Trainer t("input 4; dense 5 tanh; dense 3", 4, 21);
     const std::vector<float> start = get_params(t.model.get());

@@ -147,6 +147,8 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_get_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_gradients(BackwardCacheHandle cache, [In] float[] src, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_get_input_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
 
         // Optimisers

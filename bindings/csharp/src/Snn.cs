@@ -435,6 +435,12 @@ namespace Snn
             return dst;
         }
 
+        /// <summary>Overwrites the gradient (e.g. with an average over workers) before an optimiser step.</summary>
+        public void SetGradients(float[] src)
+        {
+            Library.Check(NativeMethods.snn_set_gradients(Handle, src, Library.Size(src.Length)));
+        }
+
         public void GetInputGradients(float[] dst)
         {
             Library.Check(NativeMethods.snn_get_input_gradients(Handle, dst, Library.Size(dst.Length)));

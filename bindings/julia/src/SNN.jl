@@ -20,7 +20,7 @@ using Libdl
 export chain, Static, Dense, Conv, MaxPool, AvgPool, Flatten, relu, leaky_relu, sigmoid, tanh_fast,
        Model, ForwardCache, BackwardCache, Optimiser, Dataset, SNNError,
        preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters,
-       gradients, MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser,
+       gradients, set_gradients!, MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser,
        RMSPropOptimiser, update!, reset!, gpu, cpu, initialise!, save, load, truncate_batch!
 
 const libsnn = get(ENV, "SNN_LIBRARY", "libsnn")

@@ -257,6 +257,12 @@ function gradients(c::BackwardCache)
     dst
 end
 
+"    set_gradients!(cache, g)  — overwrites the gradient (e.g. averaged over workers) before update!."
+function set_gradients!(c::BackwardCache, g::Vector{Float32})
+    GC.@preserve g check(snn_set_gradients(c, pointer(g), length(g)))
+    c
+end
+
 "    input_gradients!(cache, true)  — makes backprop! also compute the gradient of the inputs."
 input_gradients!(c::BackwardCache, enabled::Bool) = (check(snn_set_input_gradient(c, Int32(enabled))); c)
 

@@ -91,6 +91,8 @@ snn_gradients(cache, data, count) =
     ccall((:snn_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cfloat}}, Ptr{Csize_t}), cache, data, count)
 snn_get_gradients(cache, dst, count) =
     ccall((:snn_get_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
+snn_set_gradients(cache, src, count) =
+    ccall((:snn_set_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, src, count)
 snn_get_input_gradients(cache, dst, count) =
     ccall((:snn_get_input_gradients, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
 

@@ -789,6 +789,13 @@ impl<'m> BackwardCache<'m> {
         check(unsafe { sys::snn_get_gradients(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
 
+    /// Overwrites the gradient (e.g. with an average over data-parallel
+    /// workers) before an optimiser step; `src.len()` = parameter count.
+    pub fn set_gradients(&mut self, src: &[f32]) -> Result<()> {
+        // SAFETY: live handle; src is valid for its length.
+        check(unsafe { sys::snn_set_gradients(self.ptr(), src.as_ptr(), src.len()) })
+    }
+
     /// Copies the gradient with respect to the inputs, `[batch][features]`.
     pub fn get_input_gradients(&self, dst: &mut [f32]) -> Result<()> {
         // SAFETY: dst is valid for its length.

@@ -181,6 +181,8 @@ extern "C" {
     ) -> snn_status;
     pub fn snn_get_gradients(cache: *const snn_backward_cache, dst: *mut f32, count: usize)
         -> snn_status;
+    pub fn snn_set_gradients(cache: *mut snn_backward_cache, src: *const f32, count: usize)
+        -> snn_status;
     pub fn snn_get_input_gradients(
         cache: *const snn_backward_cache,
         dst: *mut f32,

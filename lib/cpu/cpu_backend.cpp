@@ -33,7 +33,7 @@ void *CpuBackend::alloc(size_t bytes) {
 void CpuBackend::release(void *p) noexcept { std::free(p); }
 
 Stream *CpuBackend::create_stream(size_t, bool) {
-    Stream *s = new (std::nothrow) Stream();
+    Stream *s = new (std::nothrow) CpuStream();
     if (!s) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
     return s;
 }
@@ -146,63 +146,32 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int
 }  // namespace
 
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-             int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+             int64_t ldb, float *C, int64_t ldc, bool accumulate, float *scratch) {
     if (M * N * K > kSmallGemm) {
         blas_gemm(CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-        return;
-    }
-    // Dot products of contiguous rows, eight partial sums so the compiler can
-    // keep them in one vector register.
-    for (int64_t i = 0; i < M; ++i) {
-        const float *a = A + i * lda;
-        for (int64_t j = 0; j < N; ++j) {
-            const float *b = B + j * ldb;
-            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            int64_t k = 0;
-            for (; k + 8 <= K; k += 8)
-                for (int u = 0; u < 8; ++u) acc[u] += a[k + u] * b[k + u];
-            float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-            for (; k < K; ++k) sum += a[k] * b[k];
-            C[i * ldc + j] = accumulate ? C[i * ldc + j] + sum : sum;
-        }
+    } else if (scratch && N * K <= kCpuScratchFloats) {
+        // B^T into scratch, then rows of C as sums of scaled rows of B^T.
+        small_transpose(N, K, B, ldb, scratch);
+        small_gemm_nn(M, N, K, A, lda, scratch, N, C, ldc, accumulate);
+    } else {
+        small_gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     }
 }
 
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K > kSmallGemm) {
+    if (M * N * K > kSmallGemm)
         blas_gemm(CblasTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-        return;
-    }
-    // C[i][:] += A[k][i] * B[k][:], rows of B streamed contiguously.
-    for (int64_t i = 0; i < M; ++i) {
-        float *c = C + i * ldc;
-        if (!accumulate)
-            for (int64_t j = 0; j < N; ++j) c[j] = 0.0f;
-        for (int64_t k = 0; k < K; ++k) {
-            float a = A[k * lda + i];
-            const float *b = B + k * ldb;
-            for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
-        }
-    }
+    else
+        small_gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K > kSmallGemm) {
+    if (M * N * K > kSmallGemm)
         blas_gemm(CblasNoTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-        return;
-    }
-    for (int64_t i = 0; i < M; ++i) {
-        float *c = C + i * ldc;
-        if (!accumulate)
-            for (int64_t j = 0; j < N; ++j) c[j] = 0.0f;
-        for (int64_t k = 0; k < K; ++k) {
-            float a = A[i * lda + k];
-            const float *b = B + k * ldb;
-            for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
-        }
-    }
+    else
+        small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 }  // namespace snn

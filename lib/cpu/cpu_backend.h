@@ -7,6 +7,15 @@
 
 namespace snn {
 
+// Scratch floats per CPU stream, for transposing small weight matrices.
+constexpr int64_t kCpuScratchFloats = 16 * 1024;
+
+struct CpuStream final : Stream {
+    alignas(64) float scratch[kCpuScratchFloats];
+};
+
+inline float *scratch_of(Stream *s) { return static_cast<CpuStream *>(s)->scratch; }
+
 class CpuBackend final : public Backend {
 public:
     int32_t device() const override { return -1; }
@@ -65,15 +74,26 @@ public:
 // C = op(A) op(B) (+ C when accumulate), row-major, the three shapes the
 // layers need. Small products run in plain loops on the calling thread;
 // larger ones go to OpenBLAS.
-//   gemm_nt: C[M][N] = A[M][K] B[N][K]^T
+//   gemm_nt: C[M][N] = A[M][K] B[N][K]^T   (scratch: kCpuScratchFloats, or null)
 //   gemm_tn: C[M][N] = A[K][M]^T B[K][N]
 //   gemm_nn: C[M][N] = A[M][K] B[K][N]
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-             int64_t ldb, float *C, int64_t ldc, bool accumulate);
+             int64_t ldb, float *C, int64_t ldc, bool accumulate, float *scratch = nullptr);
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate);
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate);
+
+// Plain-loop kernels for small products (cpu/small_gemm.cpp), compiled for
+// AVX2 and for the baseline, chosen at load time.
+void small_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                   int64_t ldb, float *C, int64_t ldc, bool accumulate);
+void small_gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                   int64_t ldb, float *C, int64_t ldc, bool accumulate);
+void small_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                   int64_t ldb, float *C, int64_t ldc, bool accumulate);
+// dst[K][N] = src[N][K]^T
+void small_transpose(int64_t N, int64_t K, const float *src, int64_t ld, float *dst);
 
 // Applies the CPU thread bound to OpenBLAS.
 void cpu_set_threads(int32_t n);

@@ -5,10 +5,12 @@
 namespace snn {
 
 // z = x W^T (+ b) ; y = act(z), bias and activation fused into one pass.
-void CpuBackend::dense_forward(Stream *, const DenseDims &d, int64_t n, const float *x,
+void CpuBackend::dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x,
                                const float *w, const float *b, float *y) {
-    gemm_nt(n, d.out, d.in, x, d.in, w, d.in, y, d.out, false);
-    for (int64_t i = 0; i < n; ++i) activate_row(d.act, y + i * d.out, d.bias ? b : nullptr, d.out);
+    gemm_nt(n, d.out, d.in, x, d.in, w, d.in, y, d.out, false, scratch_of(s));
+    if (d.bias)
+        for (int64_t i = 0; i < n; ++i) add_bias_row(y + i * d.out, b, d.out);
+    activate_inplace(d.act, y, n * d.out);
 }
 
 // dz = dy * act'(y) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W

@@ -1,5 +1,6 @@
 // Losses and optimiser updates on the CPU: loops over engine/math.h.
 #include "cpu/cpu_backend.h"
+#include "cpu/multiversion.h"
 
 namespace snn {
 
@@ -31,25 +32,37 @@ void CpuBackend::xent_loss(Stream *, int64_t n, int64_t k, const float *y, const
     *loss = float(sum / double(n));
 }
 
+namespace {
+
 // __restrict: parameters, gradient and moments never overlap, so the loops
-// vectorise.
+// vectorise; each is compiled for AVX2 and the baseline.
+SNN_MULTIVERSION
+void sgd_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
+              float *__restrict m) {
+    for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i);
+}
+
+SNN_MULTIVERSION
+void adam_loop(const OptStep s, int decoupled, size_t count, float *__restrict p,
+               const float *__restrict g, float *__restrict m, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) adam_update(s, decoupled, p + i, g[i], m + i, v + i);
+}
+
+SNN_MULTIVERSION
+void rmsprop_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
+                  float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], v + i);
+}
+
+}  // namespace
+
 void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &step, size_t count,
-                                float *__restrict p, const float *__restrict g,
-                                float *__restrict m, float *__restrict v) {
-    const OptStep s = step;
+                                float *p, const float *g, float *m, float *v) {
     switch (kind) {
-        case OptKind::sgd:
-            for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i);
-            break;
-        case OptKind::adam:
-        case OptKind::adamw: {
-            const int decoupled = kind == OptKind::adamw;
-            for (size_t i = 0; i < count; ++i) adam_update(s, decoupled, p + i, g[i], m + i, v + i);
-            break;
-        }
-        case OptKind::rmsprop:
-            for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], v + i);
-            break;
+        case OptKind::sgd: sgd_loop(step, count, p, g, m); break;
+        case OptKind::adam: adam_loop(step, 0, count, p, g, m, v); break;
+        case OptKind::adamw: adam_loop(step, 1, count, p, g, m, v); break;
+        case OptKind::rmsprop: rmsprop_loop(step, count, p, g, v); break;
     }
 }
 

@@ -4,8 +4,11 @@
  *
  * median_us: median over repetitions of one call (a forward pass, or a whole
  * training step: forward, backprop and optimiser update); allocations: heap
- * allocations per call in steady state. Threads: SNN_NUM_THREADS (default:
- * all cores). Usage: snn_bench [case ...] [--reps N]
+ * allocations per call in steady state. startup_* cases time model creation
+ * and every preallocation a training loop needs (snn_model_create,
+ * snn_preallocate, snn_preallocate_grads, snn_optimiser_create) and count the
+ * allocations they make. Threads: SNN_NUM_THREADS (default: all cores).
+ * Usage: snn_bench [case ...] [--reps N]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -31,24 +34,31 @@ typedef struct {
     int64_t batch;
     int train; /* 0: forward only */
     snn_loss loss;
+    int startup; /* 1: time creation and preallocation instead of a step */
 } bench_case;
 
 static const bench_case cases[] = {
-    {"seed_forward", "input 100; dense 200 relu; dense 1", 128, 0, 0},
+    {"seed_forward", "input 100; dense 200 relu; dense 1", 128, 0, 0, 0},
     {"mlp_train_step", "input 784; dense 128 relu; dense 64 relu; dense 10", 64, 1,
-     SNN_LOSS_LOGIT_CROSSENTROPY},
-    {"tiny_train_step", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE},
-    {"tiny_forward", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 0, 0},
+     SNN_LOSS_LOGIT_CROSSENTROPY, 0},
+    {"tiny_train_step", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE, 0},
+    {"tiny_forward", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 0, 0, 0},
     {"cnn_train_step",
      "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
-     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY},
+     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
     {"cnn_inference_1000",
      "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
-     1000, 0, 0},
+     1000, 0, 0, 0},
     {"default_cnn_train_step",
      "input 28x28x1; conv 3x3 32 relu pad=1; maxpool 2; conv 3x3 64 relu pad=1; maxpool 2; "
      "flatten; dense 128 relu; dense 10",
-     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY},
+     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
+    {"startup_tiny", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE, 1},
+    {"startup_mlp", "input 784; dense 128 relu; dense 64 relu; dense 10", 64, 1,
+     SNN_LOSS_LOGIT_CROSSENTROPY, 1},
+    {"startup_cnn",
+     "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
+     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 1},
 };
 
 static double now_us(void) {
@@ -60,6 +70,32 @@ static double now_us(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static void run_startup(const bench_case *c, int reps) {
+    double *times = malloc(sizeof(double) * (size_t)reps);
+    alloc_counter_start();
+    for (int r = 0; r < reps; ++r) {
+        snn_model *m = NULL;
+        snn_forward_cache *f = NULL;
+        snn_backward_cache *b = NULL;
+        snn_optimiser *o = NULL;
+        double t0 = now_us();
+        CHECK(snn_model_create(c->spec, &m));
+        CHECK(snn_preallocate(m, c->batch, &f));
+        CHECK(snn_preallocate_grads(m, c->batch, &b));
+        CHECK(snn_optimiser_create(m, SNN_OPTIMISER_ADAM, &o));
+        times[r] = now_us() - t0;
+        snn_optimiser_destroy(o);
+        snn_backward_cache_destroy(b);
+        snn_forward_cache_destroy(f);
+        snn_model_destroy(m);
+    }
+    size_t allocations = alloc_counter_stop();
+    qsort(times, (size_t)reps, sizeof(double), cmp_double);
+    printf("%s %.2f %.2f\n", c->name, times[reps / 2], (double)allocations / reps);
+    fflush(stdout);
+    free(times);
 }
 
 static void run(const bench_case *c, int reps) {
@@ -125,6 +161,10 @@ int main(int argc, char **argv) {
         int wanted = n_only == 0;
         for (int i = 0; i < n_only; ++i) wanted |= strcmp(only[i], c->name) == 0;
         if (!wanted) continue;
+        if (c->startup) {
+            run_startup(c, reps > 0 ? reps : 200);
+            continue;
+        }
         int r = reps > 0 ? reps : (c->batch >= 1000 || strstr(c->name, "cnn") ? 50 : 2000);
         run(c, r);
     }

@@ -1,30 +1,60 @@
-// Max and average pooling on the CPU (no padding; floor output sizes).
+// Max and average pooling on the CPU (no padding; floor output sizes). The
+// n*c channel maps are split over the thread pool when there are enough.
 #include "cpu/cpu_backend.h"
+#include "cpu/thread_pool.h"
 
 namespace snn {
+namespace {
+
+struct PoolJob {
+    const PoolDims *d;
+    int64_t maps;  // n * c
+    const float *x;
+    float *y;
+    int32_t *argmax;
+    const float *dy;
+    const int32_t *arg_in;
+    float *dx;
+};
+
+// Maps per worker below which splitting costs more than it saves.
+constexpr int64_t kMinPoolWork = 1 << 15;
+
+int32_t pool_workers(const PoolDims &d, int64_t maps) {
+    const int64_t work = maps * d.hin * d.win;
+    if (work < 2 * kMinPoolWork) return 1;
+    int64_t w = work / kMinPoolWork;
+    int32_t t = cpu_threads();
+    return int32_t(w < t ? w : t);
+}
 
 // y = max over the window; argmax keeps the winner's offset within its
-// channel map (the first maximum, as PyTorch).
-void CpuBackend::maxpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                 float *y, int32_t *argmax) {
+// channel map: the first maximum, or the first NaN (which propagates).
+void maxpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
+    const PoolDims &d = *j.d;
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
-    for (int64_t m = 0; m < n * d.c; ++m) {
-        const float *map = x + m * in_map;
-        float *out = y + m * out_map;
-        int32_t *arg = argmax + m * out_map;
+    int64_t m0, m1;
+    split_range(j.maps, workers, worker, &m0, &m1);
+    for (int64_t m = m0; m < m1; ++m) {
+        const float *map = j.x + m * in_map;
+        float *out = j.y + m * out_map;
+        int32_t *arg = j.argmax + m * out_map;
         for (int64_t oy = 0; oy < d.hout; ++oy)
             for (int64_t ox = 0; ox < d.wout; ++ox) {
-                int64_t best = oy * d.sh * d.win + ox * d.sw;
-                float v = map[best];
-                for (int64_t i = 0; i < d.kh; ++i)
-                    for (int64_t j = 0; j < d.kw; ++j) {
-                        int64_t idx = (oy * d.sh + i) * d.win + ox * d.sw + j;
-                        // NaN propagates, as in PyTorch
-                        if (map[idx] > v || (map[idx] != map[idx] && v == v)) {
-                            v = map[idx];
-                            best = idx;
+                const int64_t base = oy * d.sh * d.win + ox * d.sw;
+                int64_t best = base;
+                float v = map[base];
+                for (int64_t i = 0; i < d.kh; ++i) {
+                    const float *row = map + base + i * d.win;
+                    for (int64_t k = 0; k < d.kw; ++k) {
+                        const float e = row[k];
+                        if (e > v || (e != e && v == v)) {
+                            v = e;
+                            best = base + i * d.win + k;
                         }
                     }
+                }
                 out[oy * d.wout + ox] = v;
                 arg[oy * d.wout + ox] = int32_t(best);
             }
@@ -32,53 +62,90 @@ void CpuBackend::maxpool_forward(Stream *, void *, const PoolDims &d, int64_t n,
 }
 
 // dx[argmax] += dy ; zero elsewhere
-void CpuBackend::maxpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *,
-                                  const float *, const float *dy, const int32_t *argmax,
-                                  float *dx) {
+void maxpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
+    const PoolDims &d = *j.d;
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
-    for (int64_t i = 0; i < n * d.c * in_map; ++i) dx[i] = 0.0f;
-    for (int64_t m = 0; m < n * d.c; ++m) {
-        float *map = dx + m * in_map;
-        const float *g = dy + m * out_map;
-        const int32_t *arg = argmax + m * out_map;
+    int64_t m0, m1;
+    split_range(j.maps, workers, worker, &m0, &m1);
+    for (int64_t m = m0; m < m1; ++m) {
+        float *map = j.dx + m * in_map;
+        for (int64_t i = 0; i < in_map; ++i) map[i] = 0.0f;
+        const float *g = j.dy + m * out_map;
+        const int32_t *arg = j.arg_in + m * out_map;
         for (int64_t p = 0; p < out_map; ++p) map[arg[p]] += g[p];
     }
 }
 
 // y = mean over the kh x kw window
-void CpuBackend::avgpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                 float *y) {
+void avgpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
+    const PoolDims &d = *j.d;
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
     const float scale = 1.0f / float(d.kh * d.kw);
-    for (int64_t m = 0; m < n * d.c; ++m) {
-        const float *map = x + m * in_map;
-        float *out = y + m * out_map;
+    int64_t m0, m1;
+    split_range(j.maps, workers, worker, &m0, &m1);
+    for (int64_t m = m0; m < m1; ++m) {
+        const float *map = j.x + m * in_map;
+        float *out = j.y + m * out_map;
         for (int64_t oy = 0; oy < d.hout; ++oy)
             for (int64_t ox = 0; ox < d.wout; ++ox) {
+                const float *base = map + oy * d.sh * d.win + ox * d.sw;
                 float s = 0.0f;
                 for (int64_t i = 0; i < d.kh; ++i)
-                    for (int64_t j = 0; j < d.kw; ++j) s += map[(oy * d.sh + i) * d.win + ox * d.sw + j];
+                    for (int64_t k = 0; k < d.kw; ++k) s += base[i * d.win + k];
                 out[oy * d.wout + ox] = s * scale;
             }
     }
 }
 
 // dx[window] += dy / (kh kw)
-void CpuBackend::avgpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *dy,
-                                  float *dx) {
+void avgpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
+    const PoolDims &d = *j.d;
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
     const float scale = 1.0f / float(d.kh * d.kw);
-    for (int64_t i = 0; i < n * d.c * in_map; ++i) dx[i] = 0.0f;
-    for (int64_t m = 0; m < n * d.c; ++m) {
-        float *map = dx + m * in_map;
-        const float *g = dy + m * out_map;
+    int64_t m0, m1;
+    split_range(j.maps, workers, worker, &m0, &m1);
+    for (int64_t m = m0; m < m1; ++m) {
+        float *map = j.dx + m * in_map;
+        for (int64_t i = 0; i < in_map; ++i) map[i] = 0.0f;
+        const float *g = j.dy + m * out_map;
         for (int64_t oy = 0; oy < d.hout; ++oy)
             for (int64_t ox = 0; ox < d.wout; ++ox) {
-                float v = g[oy * d.wout + ox] * scale;
+                const float v = g[oy * d.wout + ox] * scale;
+                float *base = map + oy * d.sh * d.win + ox * d.sw;
                 for (int64_t i = 0; i < d.kh; ++i)
-                    for (int64_t j = 0; j < d.kw; ++j) map[(oy * d.sh + i) * d.win + ox * d.sw + j] += v;
+                    for (int64_t k = 0; k < d.kw; ++k) base[i * d.win + k] += v;
             }
     }
+}
+
+}  // namespace
+
+void CpuBackend::maxpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
+                                 float *y, int32_t *argmax) {
+    PoolJob job{&d, n * d.c, x, y, argmax, nullptr, nullptr, nullptr};
+    parallel_run(pool_workers(d, job.maps), maxpool_forward_worker, &job);
+}
+
+void CpuBackend::maxpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *,
+                                  const float *, const float *dy, const int32_t *argmax,
+                                  float *dx) {
+    PoolJob job{&d, n * d.c, nullptr, nullptr, nullptr, dy, argmax, dx};
+    parallel_run(pool_workers(d, job.maps), maxpool_backward_worker, &job);
+}
+
+void CpuBackend::avgpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
+                                 float *y) {
+    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr, nullptr, nullptr};
+    parallel_run(pool_workers(d, job.maps), avgpool_forward_worker, &job);
+}
+
+void CpuBackend::avgpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *dy,
+                                  float *dx) {
+    PoolJob job{&d, n * d.c, nullptr, nullptr, nullptr, dy, nullptr, dx};
+    parallel_run(pool_workers(d, job.maps), avgpool_backward_worker, &job);
 }
 
 }  // namespace snn

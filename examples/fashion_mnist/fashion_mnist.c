@@ -6,6 +6,8 @@
  *   build/examples/fashion_mnist/fashion_mnist --spec "input 28x28x1; flatten; dense 128 relu; dense 10"
  *   build/examples/fashion_mnist/fashion_mnist --load fashion_mnist.safetensors   (evaluate only)
  *   build/examples/fashion_mnist/fashion_mnist --help
+ *   mpirun -np 2 build/examples/fashion_mnist/fashion_mnist --distributed
+ *       (data-parallel over MPI ranks, when built with libsnn_dist)
  *
  * The data are Debian's dataset-fashion-mnist package (four IDX files, read
  * by idx.c). The training loop is the usual one: each epoch shuffles the
@@ -26,6 +28,9 @@
 
 #include "idx.h"
 #include "snn.h"
+#ifdef SNN_HAVE_DIST
+#include "snn_dist.h"
+#endif
 
 #define IMAGE_SIDE 28
 #define PIXELS (IMAGE_SIDE * IMAGE_SIDE)
@@ -66,6 +71,7 @@ typedef struct {
     long limit;          /* 0: the whole data set */
     const char *load;    /* evaluate this saved model instead of training */
     int quiet;
+    int distributed;     /* train data-parallel over the MPI ranks */
 } options;
 
 static void usage(FILE *to) {
@@ -95,6 +101,11 @@ static void usage(FILE *to) {
             "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model\n"
             "                 on the test set, without training\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
+            "  --distributed  data-parallel training over the MPI ranks this program was\n"
+            "                 started on (mpirun -np N ...): each rank computes the gradient\n"
+            "                 of its 1/N of every global batch of --batch images, the\n"
+            "                 gradients are averaged, rank 0 reports and saves; default\n"
+            "                 threads per rank: cores / N\n"
             "  --help         this text\n"
             "\n"
             "Exit status: 0 success, 1 failure (missing data, I/O), 2 bad options.\n");
@@ -120,7 +131,7 @@ static long parse_long(const char *name, const char *value, long min, long max) 
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0};
+    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -129,6 +140,14 @@ static options parse_options(int argc, char **argv) {
         }
         if (!strcmp(arg, "--quiet")) {
             o.quiet = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--distributed")) {
+#ifndef SNN_HAVE_DIST
+            bad_option("needs libsnn_dist, which this build lacks (it is built when MPI is found)",
+                       arg, NULL);
+#endif
+            o.distributed = 1;
             continue;
         }
         /* Every other option takes a value: "--name value" or "--name=value". */
@@ -452,6 +471,108 @@ static void show_progress(progress *p, long epoch, long epochs, size_t batch, si
 }
 
 /* ------------------------------------------------------------------------ */
+/* Distributed training (--distributed)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The ranks this process trains with; without --distributed, rank 0 of 1
+ * and every function below does nothing. Every rank shuffles with the same
+ * seed, so all agree on each global batch; rank r takes the r-th of `size`
+ * equal shares of it, the gradients of the shares are averaged (which is the
+ * gradient of the whole batch), and every rank takes the same Adam step. */
+typedef struct {
+#ifdef SNN_HAVE_DIST
+    snn_comm *comm;
+#endif
+    int32_t rank, size;
+} cluster;
+
+#ifdef SNN_HAVE_DIST
+#define DIST_CHECK(call)                                                               \
+    do {                                                                               \
+        if ((call) != SNN_OK) {                                                        \
+            fprintf(stderr, "\nfashion_mnist: %s\n", snn_dist_last_error());           \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+#endif
+
+static cluster join_cluster(const options *o) {
+    cluster c;
+    memset(&c, 0, sizeof c);
+    c.size = 1;
+#ifdef SNN_HAVE_DIST
+    if (o->distributed) {
+        DIST_CHECK(snn_comm_create_mpi(NULL, &c.comm));
+        DIST_CHECK(snn_comm_rank(c.comm, &c.rank, &c.size));
+        /* Only rank 0 reports (errors still reach stderr). */
+        if (c.rank != 0 && !freopen("/dev/null", "w", stdout)) exit(1);
+        /* The ranks are assumed to share one machine's cores; on a cluster,
+         * pass --threads. */
+        if (!o->threads && !getenv("SNN_NUM_THREADS")) {
+            int32_t threads = snn_get_num_threads() / c.size;
+            CHECK(snn_set_num_threads(threads > 0 ? threads : 1));
+        }
+        if (o->batch % c.size) {
+            fprintf(stderr, "fashion_mnist: --batch %ld does not split evenly over %d ranks\n",
+                    o->batch, (int)c.size);
+            exit(2);
+        }
+    }
+#else
+    (void)o;
+#endif
+    return c;
+}
+
+/* All ranks start from rank 0's parameters. */
+static void share_parameters(const cluster *c, snn_model *model) {
+#ifdef SNN_HAVE_DIST
+    if (c->comm) DIST_CHECK(snn_comm_broadcast_parameters(c->comm, model, 0));
+#else
+    (void)c, (void)model;
+#endif
+}
+
+/* This rank's share [*first, *first + *count) of a global batch of n images
+ * (n is a multiple of the ranks). */
+static void batch_share(const cluster *c, size_t n, size_t *first, size_t *count) {
+    *count = n / (size_t)c->size;
+    *first = (size_t)c->rank * *count;
+}
+
+/* Replaces this rank's gradient with the mean over the ranks. */
+static void average_gradients(const cluster *c, const snn_model *model, snn_backward_cache *bwd) {
+#ifdef SNN_HAVE_DIST
+    if (c->comm) DIST_CHECK(snn_comm_allreduce_gradients(c->comm, model, bwd));
+#else
+    (void)c, (void)model, (void)bwd;
+#endif
+}
+
+/* The mean of a value over the ranks. */
+static double average_over_ranks(const cluster *c, double value) {
+#ifdef SNN_HAVE_DIST
+    if (c->comm) {
+        double sum[1] = {value};
+        DIST_CHECK(snn_comm_allreduce_sum(c->comm, sum, 1));
+        return sum[0] / (double)c->size;
+    }
+#else
+    (void)c;
+#endif
+    return value;
+}
+
+static void leave_cluster(cluster *c) {
+#ifdef SNN_HAVE_DIST
+    snn_comm_destroy(c->comm);
+    c->comm = NULL;
+#else
+    (void)c;
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
 /* Main                                                                     */
 /* ------------------------------------------------------------------------ */
 
@@ -505,6 +626,7 @@ int main(int argc, char **argv) {
     options o = parse_options(argc, argv);
     if (o.threads) CHECK(snn_set_num_threads((int32_t)o.threads));
     if (o.load) return evaluate_saved(&o);
+    cluster ranks = join_cluster(&o);
 
     const char *spec = o.spec ? o.spec : !strcmp(o.model, "simplenns") ? simplenns_spec
                                                                       : default_spec;
@@ -515,14 +637,19 @@ int main(int argc, char **argv) {
     }
     check_model_shape(model);
     CHECK(snn_model_init(model, o.seed));
+    share_parameters(&ranks, model);
     size_t parameter_count = 0;
     CHECK(snn_parameter_count(model, &parameter_count));
 
-    /* Open the outputs first, so that a bad --out fails before training. */
+    /* Open the outputs first, so that a bad --out fails before training.
+     * Only rank 0 writes them. */
     char loss_path[4096], epochs_path[4096], params_path[4096], model_path[4096];
-    FILE *loss_csv = open_output(o.out_dir, "fashion_mnist_loss.csv", loss_path, sizeof loss_path);
-    FILE *epochs_csv =
-        open_output(o.out_dir, "fashion_mnist_epochs.csv", epochs_path, sizeof epochs_path);
+    FILE *loss_csv = open_output(ranks.rank ? "/dev" : o.out_dir,
+                                 ranks.rank ? "null" : "fashion_mnist_loss.csv", loss_path,
+                                 sizeof loss_path);
+    FILE *epochs_csv = open_output(ranks.rank ? "/dev" : o.out_dir,
+                                   ranks.rank ? "null" : "fashion_mnist_epochs.csv", epochs_path,
+                                   sizeof epochs_path);
     join_path(params_path, sizeof params_path, o.out_dir, "fashion_mnist.params");
     join_path(model_path, sizeof model_path, o.out_dir, "fashion_mnist.safetensors");
     fprintf(loss_csv, "epoch,batch,loss\n");
@@ -536,18 +663,23 @@ int main(int argc, char **argv) {
         if ((size_t)o.limit < n_train) n_train = (size_t)o.limit;
         if ((size_t)o.limit / 5 < n_test) n_test = (size_t)o.limit / 5;
     }
+    n_train -= n_train % (size_t)ranks.size; /* every batch splits evenly */
 
     printf("network     %s\nparameters  %zu\ndata        %zu training and %zu test images "
            "from %s\ntraining    %ld epoch%s, batch %ld, Adam lr %g, seed %llu, %d thread%s\n\n",
            spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
            o.batch, o.lr, o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s");
+    if (ranks.size > 1)
+        printf("ranks       %d MPI ranks, %ld images of each batch per rank, %d thread%s each\n\n",
+               (int)ranks.size, o.batch / ranks.size, (int)snn_get_num_threads(),
+               snn_get_num_threads() == 1 ? "" : "s");
 
     /* Everything the loop needs is allocated here, once. */
     snn_forward_cache *fwd = NULL, *eval = NULL;
     snn_backward_cache *bwd = NULL;
     snn_optimiser *adam = NULL;
-    CHECK(snn_preallocate(model, o.batch, &fwd));
-    CHECK(snn_preallocate_grads(model, o.batch, &bwd));
+    CHECK(snn_preallocate(model, o.batch / ranks.size, &fwd));
+    CHECK(snn_preallocate_grads(model, o.batch / ranks.size, &bwd));
     CHECK(snn_preallocate(model, n_test < EVAL_BATCH ? (int64_t)n_test : EVAL_BATCH, &eval));
     CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
     CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
@@ -567,12 +699,16 @@ int main(int argc, char **argv) {
         for (size_t b = 0; b < batches; ++b) {
             size_t start = b * (size_t)o.batch;
             size_t n = n_train - start < (size_t)o.batch ? n_train - start : (size_t)o.batch;
-            /* The batch is gathered by index from the full data set. */
-            CHECK(snn_set_inputs_gather(fwd, train.images, train.count, order + start, n));
-            CHECK(snn_set_labels_gather(bwd, train.labels, train.count, order + start, n));
+            /* The batch (this rank's share of it) is gathered by index from
+             * the full data set. */
+            size_t first = 0, mine = 0;
+            batch_share(&ranks, n, &first, &mine);
+            CHECK(snn_set_inputs_gather(fwd, train.images, train.count, order + start + first, mine));
+            CHECK(snn_set_labels_gather(bwd, train.labels, train.count, order + start + first, mine));
             float loss = 0.0f;
             CHECK(snn_forward(fwd, model));
             CHECK(snn_backprop(bwd, fwd, model, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
+            average_gradients(&ranks, model, bwd);
             CHECK(snn_optimiser_step(adam, model, bwd));
 
             seen += n;
@@ -588,6 +724,7 @@ int main(int argc, char **argv) {
         }
         double train_seconds = now_seconds() - t0;
         total_train_seconds += train_seconds;
+        epoch_loss = average_over_ranks(&ranks, epoch_loss);
 
         double t1 = now_seconds();
         accuracy = evaluate(model, eval, &test, n_test, confusion);
@@ -604,8 +741,10 @@ int main(int argc, char **argv) {
     }
 
     if (!o.quiet) print_report(confusion);
-    save_params(model, params_path);
-    CHECK(snn_model_save(model, model_path));
+    if (ranks.rank == 0) {
+        save_params(model, params_path);
+        CHECK(snn_model_save(model, model_path));
+    }
     if (ferror(loss_csv) | fclose(loss_csv) | ferror(epochs_csv) | fclose(epochs_csv)) {
         fprintf(stderr, "fashion_mnist: cannot write %s or %s\n", loss_path, epochs_path);
         return 1;
@@ -624,5 +763,6 @@ int main(int argc, char **argv) {
     snn_model_destroy(model);
     idx_dataset_free(&train);
     idx_dataset_free(&test);
+    leave_cluster(&ranks);
     return 0;
 }

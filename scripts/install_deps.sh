@@ -9,6 +9,7 @@ packages=(
   dataset-fashion-mnist
   valgrind clang libclang-rt-14-dev
   mono-mcs nunit-console libnunit-cil-dev
+  libopenmpi-dev openmpi-bin
   nodejs
 )
 if [ "${1:-}" = "--minimal" ]; then

@@ -72,6 +72,7 @@ typedef struct {
     const char *load;    /* evaluate this saved model instead of training */
     int quiet;
     int distributed;     /* train data-parallel over the MPI ranks */
+    const char *device;  /* "cpu", "gpu" or "auto" */
 } options;
 
 static void usage(FILE *to) {
@@ -98,6 +99,8 @@ static void usage(FILE *to) {
             "                 (fashion_mnist.params and fashion_mnist.safetensors) go\n"
             "                 (default: the current directory)\n"
             "  --limit N      train on the first N images, test on the first N/5\n"
+            "  --device D     cpu (default), gpu (GPU 0: the training set is uploaded once\n"
+            "                 and batches are gathered on the GPU) or auto (GPU if usable)\n"
             "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model\n"
             "                 on the test set, without training\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
@@ -131,7 +134,7 @@ static long parse_long(const char *name, const char *value, long min, long max) 
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0};
+    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu"};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -193,6 +196,10 @@ static options parse_options(int argc, char **argv) {
             o.limit = parse_long(name, value, 5, 60000);
         } else if (!strcmp(name, "--load")) {
             o.load = value;
+        } else if (!strcmp(name, "--device")) {
+            if (strcmp(value, "cpu") && strcmp(value, "gpu") && strcmp(value, "auto"))
+                bad_option("expects cpu, gpu or auto", name, value);
+            o.device = value;
         } else {
             bad_option("is not an option", name, NULL);
         }
@@ -312,9 +319,9 @@ static double evaluate(const snn_model *model, snn_forward_cache *cache, const i
         CHECK(snn_cache_set_batch(cache, (int64_t)nb));
         CHECK(snn_set_inputs(cache, test->images + start * PIXELS, nb * PIXELS));
         CHECK(snn_forward(cache, model));
-        const float *logits = NULL;
-        size_t count = 0;
-        CHECK(snn_outputs(cache, &logits, &count));
+        /* A copy works on every device (snn_outputs is the CPU's zero-copy view). */
+        static float logits[EVAL_BATCH * CLASSES];
+        CHECK(snn_get_outputs(cache, logits, nb * CLASSES));
         for (size_t i = 0; i < nb; ++i) {
             const float *y = logits + i * CLASSES;
             int best = 0;
@@ -600,6 +607,22 @@ static void check_model_shape(const snn_model *model) {
     }
 }
 
+/* Moves the model where --device says; returns the device it is on. */
+static int32_t move_to_device(const options *o, snn_model *model) {
+    int32_t device = SNN_DEVICE_CPU;
+    if (!o->device || !strcmp(o->device, "cpu")) return device;
+    if (!strcmp(o->device, "auto")) {
+        CHECK(snn_to_best_device(model, &device));
+    } else if (snn_to_gpu(model, 0) != SNN_OK) {
+        fprintf(stderr, "fashion_mnist: --device gpu: %s\n", snn_last_error());
+        exit(1);
+    } else {
+        device = 0;
+    }
+    printf("device      %s\n", device == SNN_DEVICE_CPU ? "CPU" : "GPU 0");
+    return device;
+}
+
 static int evaluate_saved(const options *o) {
     snn_model *model = load_model(o->load);
     check_model_shape(model);
@@ -638,6 +661,7 @@ int main(int argc, char **argv) {
     check_model_shape(model);
     CHECK(snn_model_init(model, o.seed));
     share_parameters(&ranks, model);
+    int32_t device = move_to_device(&o, model);
     size_t parameter_count = 0;
     CHECK(snn_parameter_count(model, &parameter_count));
 
@@ -683,6 +707,10 @@ int main(int argc, char **argv) {
     CHECK(snn_preallocate(model, n_test < EVAL_BATCH ? (int64_t)n_test : EVAL_BATCH, &eval));
     CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
     CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
+    /* On a GPU the training set is uploaded once; batches are gathered there. */
+    snn_dataset *gpu_train = NULL;
+    if (device != SNN_DEVICE_CPU)
+        CHECK(snn_dataset_create(device, train.images, train.count, PIXELS, train.labels, &gpu_train));
     int64_t *order = checked_malloc(n_train * sizeof *order);
     for (size_t i = 0; i < n_train; ++i) order[i] = (int64_t)i;
     uint64_t rng = o.seed;
@@ -703,8 +731,13 @@ int main(int argc, char **argv) {
              * the full data set. */
             size_t first = 0, mine = 0;
             batch_share(&ranks, n, &first, &mine);
-            CHECK(snn_set_inputs_gather(fwd, train.images, train.count, order + start + first, mine));
-            CHECK(snn_set_labels_gather(bwd, train.labels, train.count, order + start + first, mine));
+            if (gpu_train) {
+                CHECK(snn_set_inputs_from_dataset(fwd, gpu_train, order + start + first, mine));
+                CHECK(snn_set_labels_from_dataset(bwd, gpu_train, order + start + first, mine));
+            } else {
+                CHECK(snn_set_inputs_gather(fwd, train.images, train.count, order + start + first, mine));
+                CHECK(snn_set_labels_gather(bwd, train.labels, train.count, order + start + first, mine));
+            }
             float loss = 0.0f;
             CHECK(snn_forward(fwd, model));
             CHECK(snn_backprop(bwd, fwd, model, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
@@ -756,6 +789,7 @@ int main(int argc, char **argv) {
            params_path, model_path);
 
     free(order);
+    snn_dataset_destroy(gpu_train);
     snn_optimiser_destroy(adam);
     snn_forward_cache_destroy(eval);
     snn_backward_cache_destroy(bwd);

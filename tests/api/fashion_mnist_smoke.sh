@@ -18,13 +18,23 @@ fail() {
 
 # Bad option values give a message and status 2.
 for bad in "--epochs zero" "--batch 0" "--lr -1" "--model resnet" "--threads" "--frobnicate 1" \
-           "--spec dense" "--spec input 3; dense 10"; do
+           "--spec dense" "--spec input 3; dense 10" "--device tpu"; do
     # shellcheck disable=SC2086
     "$exe" $bad > "$out/stdout" 2> "$out/stderr"
     status=$?
     [ "$status" -eq 2 ] || fail "'$bad' exited with $status, expected 2"
     [ -s "$out/stderr" ] || fail "'$bad' printed no message"
 done
+
+# --device gpu without a usable GPU: status 1 and the library's reason.
+if [ -d "${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" ]; then
+    "$exe" --device gpu --limit 500 --epochs 1 --out "$out" > /dev/null 2> "$out/stderr"
+    status=$?
+    if [ "$status" -ne 0 ]; then
+        [ "$status" -eq 1 ] || fail "--device gpu without a GPU exited with $status, expected 1"
+        grep -q "snn_to_gpu" "$out/stderr" || fail "--device gpu printed no reason"
+    fi
+fi
 
 # Missing data: status 1 and directions to get the data.
 "$exe" --data "$out/nothing-here" --out "$out" > /dev/null 2> "$out/stderr"

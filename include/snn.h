@@ -564,6 +564,31 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache,
                                                const snn_dataset *dataset,
                                                const int64_t *indices, size_t n);
 
+/* ======================================================================== */
+/* Native GPU interoperation                                                */
+/* ======================================================================== */
+
+/* Borrowed device pointer to a GPU backward cache's flat gradient (parameter
+ * layout, *count = parameter count), for native CUDA code such as an NCCL
+ * all-reduce across GPUs (libsnn_nccl). The memory lives on the cache's
+ * device and is writable: what is written there is the gradient the next
+ * snn_optimiser_step uses. Valid until the cache is destroyed.
+ * Ordering: snn_backprop queues its work on the cache's own stream and may
+ * return before the gradient is computed. The gradient is complete once
+ * snn_backward_cache_synchronize(cache) returns; read or write it only after
+ * that, and make sure your own writes have finished (e.g. synchronize your
+ * stream) before the next snn_* call on the cache or snn_optimiser_step.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_DEVICE_MISMATCH for a CPU cache
+ * (use snn_gradients there). */
+SNN_API snn_status snn_gradients_device(snn_backward_cache *cache, float **data, size_t *count);
+
+/* Waits until all work queued on the cache (backprop, uploads of targets or
+ * labels) has finished, so that the memory of snn_gradients_device holds
+ * the gradient. Returns at once for a CPU cache, whose work is done when
+ * each call returns. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_CUDA (a failure
+ * of the queued work, reported here). */
+SNN_API snn_status snn_backward_cache_synchronize(snn_backward_cache *cache);
+
 #ifdef __cplusplus
 }
 #endif

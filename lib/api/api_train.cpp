@@ -242,6 +242,27 @@ SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src
     });
 }
 
+SNN_API snn_status snn_gradients_device(snn_backward_cache *cache, float **data, size_t *count) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(data, "data");
+        need(count, "count");
+        const BackwardCache &b = cache->c;
+        if (b.backend->device() == SNN_DEVICE_CPU)
+            fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU; use snn_gradients there");
+        *data = b.grads.f();
+        *count = b.model->net.param_count;
+    });
+}
+
+SNN_API snn_status snn_backward_cache_synchronize(snn_backward_cache *cache) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        BackwardCache &b = cache->c;
+        b.backend->synchronize(b.stream.get());
+    });
+}
+
 SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");

@@ -379,6 +379,12 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_set_inputs_device(nullptr, w.x.data(), 16));
     ROW(SNN_ERR_NULL_ARGUMENT, "device_inputs is NULL", snn_set_inputs_device(w.fa, nullptr, 16));
     ROW(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU", snn_set_inputs_device(w.fa, w.x.data(), 16));
+    ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_gradients_device(nullptr, &fp, &n));
+    ROW(SNN_ERR_NULL_ARGUMENT, "data is NULL", snn_gradients_device(w.ba, nullptr, &n));
+    ROW(SNN_ERR_NULL_ARGUMENT, "count is NULL", snn_gradients_device(w.ba, &fp, nullptr));
+    ROW(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU; use snn_gradients", snn_gradients_device(w.ba, &fp, &n));
+    ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_backward_cache_synchronize(nullptr));
+    ROW(SNN_OK, "", snn_backward_cache_synchronize(w.ba));
 
     // ---- data sets
     ROW(kAnyGpuError, "", snn_dataset_create(gpu, w.samples.data(), 10, 4, nullptr, &dd));

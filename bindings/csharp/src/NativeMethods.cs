@@ -206,5 +206,10 @@ namespace Snn
         internal static extern int snn_set_inputs_from_dataset(ForwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_labels_from_dataset(BackwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
+        // Native GPU interoperation: data receives a device pointer.
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_gradients_device(BackwardCacheHandle cache, out IntPtr data, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_backward_cache_synchronize(BackwardCacheHandle cache);
     }
 }

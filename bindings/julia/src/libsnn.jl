@@ -147,3 +147,9 @@ snn_set_inputs_from_dataset(cache, dataset, indices, n) =
 snn_set_labels_from_dataset(cache, dataset, indices, n) =
     ccall((:snn_set_labels_from_dataset, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),
           cache, dataset, indices, n)
+
+# Native GPU interoperation (the pointer is a device pointer, e.g. for a CuArray)
+snn_gradients_device(cache, data, count) =
+    ccall((:snn_gradients_device, libsnn), Cint, (Ptr{Cvoid}, Ptr{Ptr{Cfloat}}, Ptr{Csize_t}), cache, data, count)
+snn_backward_cache_synchronize(cache) =
+    ccall((:snn_backward_cache_synchronize, libsnn), Cint, (Ptr{Cvoid},), cache)

@@ -274,4 +274,12 @@ extern "C" {
         indices: *const i64,
         n: usize,
     ) -> snn_status;
+
+    // Native GPU interoperation (a device pointer, for CUDA code)
+    pub fn snn_gradients_device(
+        cache: *mut snn_backward_cache,
+        data: *mut *mut f32,
+        count: *mut usize,
+    ) -> snn_status;
+    pub fn snn_backward_cache_synchronize(cache: *mut snn_backward_cache) -> snn_status;
 }

@@ -90,10 +90,9 @@ public:
     void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) override;
     void pool_plan_release(void *plan) noexcept override;
     void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                         float *y, int32_t *argmax) override;
+                         float *y) override;
     void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                          const float *y, const float *dy, const int32_t *argmax,
-                          float *dx) override;
+                          const float *y, const float *dy, float *dx) override;
     void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
                          float *y) override;
     void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *dy,

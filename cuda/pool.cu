@@ -51,8 +51,7 @@ __device__ __forceinline__ void covering(int h, int k, int s, int out, int *lo, 
     *hi = h / s < out - 1 ? h / s : out - 1;
 }
 
-__global__ void maxpool_forward_kernel(const float *x, float *y, int32_t *argmax, size_t total,
-                                       Geometry g) {
+__global__ void maxpool_forward_kernel(const float *x, float *y, size_t total, Geometry g) {
     for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
          o += (size_t)gridDim.x * blockDim.x) {
         const int ow = (int)(o % g.wout), oh = (int)(o / g.wout % g.hout);
@@ -60,7 +59,6 @@ __global__ void maxpool_forward_kernel(const float *x, float *y, int32_t *argmax
         const float *xc = x + map * g.hin * g.win;
         const int at = window_argmax(xc, g, oh, ow);
         y[o] = xc[at];
-        if (argmax != nullptr) argmax[o] = at;
     }
 }
 
@@ -155,19 +153,19 @@ void CudaBackend::pool_plan_release(void *plan) noexcept {
 }
 
 void CudaBackend::maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                  const float *x, float *y, int32_t *argmax) {
+                                  const float *x, float *y) {
     CudaStream &cs = use(s);
     Geometry g = prepare(plan, device_, true, d, n);
     size_t total = static_cast<size_t>(n * d.c * d.hout * d.wout);
-    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, argmax, total, g);
+    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, total, g);
     check_launch("maxpool_forward kernel");
 }
 
 // The maximum of each window is found again from x (the same function as
-// forward), so the argmax buffer is not needed.
+// forward), so nothing is kept between the passes.
 void CudaBackend::maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
                                    const float *x, const float * /*y*/, const float *dy,
-                                   const int32_t * /*argmax*/, float *dx) {
+                                   float *dx) {
     CudaStream &cs = use(s);
     Geometry g = prepare(plan, device_, true, d, n);
     size_t total = static_cast<size_t>(n * d.c * d.hin * d.win);

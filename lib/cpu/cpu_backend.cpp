@@ -149,8 +149,9 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
              int64_t ldb, float *C, int64_t ldc, bool accumulate, float *scratch) {
     if (M * N * K > kSmallGemm) {
         blas_gemm(CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    } else if (scratch && N * K <= kCpuScratchFloats) {
-        // B^T into scratch, then rows of C as sums of scaled rows of B^T.
+    } else if (scratch && N * K <= kCpuScratchFloats && (N >= 8 || K < 32)) {
+        // B^T into scratch, then rows of C as sums of scaled rows of B^T
+        // (few outputs over long rows go to dot products instead).
         small_transpose(N, K, B, ldb, scratch);
         small_gemm_nn(M, N, K, A, lda, scratch, N, C, ldc, accumulate);
     } else {

@@ -1,6 +1,7 @@
 // Max and average pooling on the CPU (no padding; floor output sizes). The
 // n*c channel maps are split over the thread pool when there are enough.
 #include "cpu/cpu_backend.h"
+#include "cpu/multiversion.h"
 #include "cpu/thread_pool.h"
 
 namespace snn {
@@ -11,9 +12,7 @@ struct PoolJob {
     int64_t maps;  // n * c
     const float *x;
     float *y;
-    int32_t *argmax;
     const float *dy;
-    const int32_t *arg_in;
     float *dx;
 };
 
@@ -28,40 +27,42 @@ int32_t pool_workers(const PoolDims &d, int64_t maps) {
     return int32_t(w < t ? w : t);
 }
 
-// y = max over the window; argmax keeps the winner's offset within its
-// channel map: the first maximum, or the first NaN (which propagates).
-void maxpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
-    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
-    const PoolDims &d = *j.d;
+// y = max over the window (NaN if the window holds one). Rows of outputs are
+// built window element by window element, so the inner loop runs over
+// contiguous (or evenly strided) columns and vectorises; the winner's index
+// is found again in the backward pass, which has x and y.
+SNN_MULTIVERSION
+void maxpool_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, float *y) {
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
-    int64_t m0, m1;
-    split_range(j.maps, workers, worker, &m0, &m1);
     for (int64_t m = m0; m < m1; ++m) {
-        const float *map = j.x + m * in_map;
-        float *out = j.y + m * out_map;
-        int32_t *arg = j.argmax + m * out_map;
-        for (int64_t oy = 0; oy < d.hout; ++oy)
-            for (int64_t ox = 0; ox < d.wout; ++ox) {
-                const int64_t base = oy * d.sh * d.win + ox * d.sw;
-                int64_t best = base;
-                float v = map[base];
-                for (int64_t i = 0; i < d.kh; ++i) {
-                    const float *row = map + base + i * d.win;
-                    for (int64_t k = 0; k < d.kw; ++k) {
-                        const float e = row[k];
-                        if (e > v || (e != e && v == v)) {
-                            v = e;
-                            best = base + i * d.win + k;
-                        }
+        const float *map = x + m * in_map;
+        float *out = y + m * out_map;
+        for (int64_t oy = 0; oy < d.hout; ++oy) {
+            float *__restrict o = out + oy * d.wout;
+            const float *first = map + oy * d.sh * d.win;
+            for (int64_t ox = 0; ox < d.wout; ++ox) o[ox] = first[ox * d.sw];
+            for (int64_t i = 0; i < d.kh; ++i)
+                for (int64_t k = 0; k < d.kw; ++k) {
+                    const float *__restrict src = first + i * d.win + k;
+                    for (int64_t ox = 0; ox < d.wout; ++ox) {
+                        const float e = src[ox * d.sw];
+                        o[ox] = (e > o[ox] || e != e) ? e : o[ox];
                     }
                 }
-                out[oy * d.wout + ox] = v;
-                arg[oy * d.wout + ox] = int32_t(best);
-            }
+        }
     }
 }
 
-// dx[argmax] += dy ; zero elsewhere
+void maxpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const PoolJob &j = *static_cast<const PoolJob *>(ctx);
+    int64_t m0, m1;
+    split_range(j.maps, workers, worker, &m0, &m1);
+    maxpool_rows(*j.d, m0, m1, j.x, j.y);
+}
+
+// dx[w] += dy for w the first element of the window equal to the maximum
+// (or the first NaN when the maximum is NaN), as PyTorch routes it; zero
+// elsewhere.
 void maxpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const PoolJob &j = *static_cast<const PoolJob *>(ctx);
     const PoolDims &d = *j.d;
@@ -69,11 +70,27 @@ void maxpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     int64_t m0, m1;
     split_range(j.maps, workers, worker, &m0, &m1);
     for (int64_t m = m0; m < m1; ++m) {
-        float *map = j.dx + m * in_map;
-        for (int64_t i = 0; i < in_map; ++i) map[i] = 0.0f;
+        const float *map = j.x + m * in_map;
+        const float *out = j.y + m * out_map;
+        float *dmap = j.dx + m * in_map;
+        for (int64_t i = 0; i < in_map; ++i) dmap[i] = 0.0f;
         const float *g = j.dy + m * out_map;
-        const int32_t *arg = j.arg_in + m * out_map;
-        for (int64_t p = 0; p < out_map; ++p) map[arg[p]] += g[p];
+        for (int64_t oy = 0; oy < d.hout; ++oy)
+            for (int64_t ox = 0; ox < d.wout; ++ox) {
+                const float v = out[oy * d.wout + ox];
+                const int64_t base = oy * d.sh * d.win + ox * d.sw;
+                int64_t best = base;
+                for (int64_t i = 0, found = 0; i < d.kh && !found; ++i)
+                    for (int64_t k = 0; k < d.kw; ++k) {
+                        const float e = map[base + i * d.win + k];
+                        if (e == v || (e != e && v != v)) {
+                            best = base + i * d.win + k;
+                            found = 1;
+                            break;
+                        }
+                    }
+                dmap[best] += g[oy * d.wout + ox];
+            }
     }
 }
 
@@ -124,27 +141,26 @@ void avgpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
 }  // namespace
 
 void CpuBackend::maxpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                 float *y, int32_t *argmax) {
-    PoolJob job{&d, n * d.c, x, y, argmax, nullptr, nullptr, nullptr};
+                                 float *y) {
+    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr};
     parallel_run(pool_workers(d, job.maps), maxpool_forward_worker, &job);
 }
 
-void CpuBackend::maxpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *,
-                                  const float *, const float *dy, const int32_t *argmax,
-                                  float *dx) {
-    PoolJob job{&d, n * d.c, nullptr, nullptr, nullptr, dy, argmax, dx};
+void CpuBackend::maxpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
+                                  const float *y, const float *dy, float *dx) {
+    PoolJob job{&d, n * d.c, x, const_cast<float *>(y), dy, dx};
     parallel_run(pool_workers(d, job.maps), maxpool_backward_worker, &job);
 }
 
 void CpuBackend::avgpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
                                  float *y) {
-    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr, nullptr, nullptr};
+    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr};
     parallel_run(pool_workers(d, job.maps), avgpool_forward_worker, &job);
 }
 
 void CpuBackend::avgpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *dy,
                                   float *dx) {
-    PoolJob job{&d, n * d.c, nullptr, nullptr, nullptr, dy, nullptr, dx};
+    PoolJob job{&d, n * d.c, nullptr, nullptr, dy, dx};
     parallel_run(pool_workers(d, job.maps), avgpool_backward_worker, &job);
 }
 

@@ -112,14 +112,14 @@ public:
     // ---- pooling ----------------------------------------------------------
     virtual void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) = 0;
     virtual void pool_plan_release(void *plan) noexcept = 0;
-    // argmax: n*c*hout*wout int32 (the flat input offset within one channel
-    // map of the maximum); backends may ignore it.
     virtual void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                 const float *x, float *y, int32_t *argmax) = 0;
-    // Writes every element of dx.
+                                 const float *x, float *y) = 0;
+    // Routes each dy to the first element of its window equal to the
+    // maximum (found again from x and y, as PyTorch routes it); writes every
+    // element of dx.
     virtual void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
                                   const float *x, const float *y, const float *dy,
-                                  const int32_t *argmax, float *dx) = 0;
+                                  float *dx) = 0;
     virtual void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
                                  const float *x, float *y) = 0;
     virtual void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,

@@ -120,7 +120,6 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     const size_t in_floats = batch_floats(max_batch, size_t(net.input().size()));
     c.stream = OwnedStream(be, in_floats * sizeof(float), allow_tf32_enabled());
     c.acts.assign(net.layers.size(), nullptr);
-    c.argmax.assign(net.layers.size(), nullptr);
     for (size_t i = 0; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
         if (l.kind == LayerKind::flatten) {  // same memory, new shape
@@ -129,10 +128,6 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
         }
         c.storage.emplace_back(be, batch_floats(max_batch, size_t(l.out.size())) * sizeof(float));
         c.acts[i] = c.storage.back().f();
-        if (l.kind == LayerKind::maxpool) {
-            c.storage.emplace_back(be, batch_floats(max_batch, size_t(l.out.size())) * sizeof(int32_t));
-            c.argmax[i] = c.storage.back().i32();
-        }
     }
     size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
     c.workspace = DeviceBuffer(be, ws);
@@ -158,7 +153,7 @@ void forward_pass(ForwardCache &c, const Model &m) {
                                 params + l.bias_offset, y, c.workspace.get());
                 break;
             case LayerKind::maxpool:
-                be.maxpool_forward(s, c.plans[i], l.pool_dims(), n, x, y, c.argmax[i]);
+                be.maxpool_forward(s, c.plans[i], l.pool_dims(), n, x, y);
                 break;
             case LayerKind::avgpool:
                 be.avgpool_forward(s, c.plans[i], l.pool_dims(), n, x, y);
@@ -234,7 +229,7 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
                                  b.workspace.get());
                 break;
             case LayerKind::maxpool:
-                if (dx) be.maxpool_backward(s, b.plans[i], l.pool_dims(), n, x, y, dy, f.argmax[i], dx);
+                if (dx) be.maxpool_backward(s, b.plans[i], l.pool_dims(), n, x, y, dy, dx);
                 break;
             case LayerKind::avgpool:
                 if (dx) be.avgpool_backward(s, b.plans[i], l.pool_dims(), n, dy, dx);

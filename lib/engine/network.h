@@ -118,7 +118,6 @@ struct ForwardCache {
     int64_t forward_batch = -1;  // batch of the last forward pass, -1 when none
     std::vector<DeviceBuffer> storage;
     std::vector<float *> acts;      // acts[0] inputs, acts[i] output of layer i
-    std::vector<int32_t *> argmax;  // per maxpool layer
     LayerPlans plans;
     DeviceBuffer workspace;
 };

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "guard.h"
 #include "snn_dist.h"
 
 struct snn_comm {
@@ -29,56 +30,10 @@ struct snn_comm {
     snn_comm *next_kept = nullptr;       // in the list of broken communicators
 };
 
+using namespace snn_dist;
+
 namespace {
 
-// ---------------------------------------------------------------------------
-// Errors: an exception inside, a status and a thread-local message outside.
-
-struct Failure {
-    snn_status status;
-    std::string message;
-};
-
-thread_local std::string last_error;
-
-[[noreturn]] void fail(snn_status status, const char *format, ...) {
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    throw Failure{status, text};
-}
-
-// An snn_* call made inside failed: pass its status and message on.
-void check_snn(snn_status status, const char *call) {
-    if (status != SNN_OK) fail(status, "%s failed: %s", call, snn_last_error());
-}
-
-void need(const void *p, const char *name) {
-    if (p == nullptr) fail(SNN_ERR_NULL_ARGUMENT, "%s is NULL", name);
-}
-
-template <class Body>
-snn_status guarded(const char *function, Body &&body) noexcept {
-    try {
-        body();
-        return SNN_OK;
-    } catch (const Failure &f) {
-        try {
-            last_error = std::string(function) + ": " + f.message;
-        } catch (...) {
-            last_error.clear();
-        }
-        return f.status;
-    } catch (const std::bad_alloc &) {
-        last_error = std::string(function) + ": out of host memory";
-        return SNN_ERR_OUT_OF_MEMORY;
-    } catch (...) {
-        last_error = std::string(function) + ": unknown internal error";
-        return SNN_ERR_INTERNAL;
-    }
-}
 
 std::string mpi_error_text(int code) {
     char text[MPI_MAX_ERROR_STRING];

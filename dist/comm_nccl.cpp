@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "guard.h"
 #include "snn_dist_nccl.h"
 
 // ncclAvg came with NCCL 2.10, ncclGetLastError with 2.13, ncclInProgress
@@ -50,30 +51,10 @@ struct snn_nccl_comm {
     }
 };
 
+using namespace snn_dist;
+
 namespace {
 
-// ---------------------------------------------------------------------------
-// Errors: an exception inside, a status and a thread-local message outside.
-
-struct Failure {
-    snn_status status;
-    std::string message;
-};
-
-thread_local std::string last_error;
-
-[[noreturn]] void fail(snn_status status, const char *format, ...) {
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    std::vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    throw Failure{status, text};
-}
-
-void check_snn(snn_status status, const char *call) {
-    if (status != SNN_OK) fail(status, "%s failed: %s", call, snn_last_error());
-}
 
 void check_cuda(cudaError_t status, const char *call) {
     if (status == cudaSuccess) return;
@@ -94,30 +75,6 @@ void check_nccl(ncclResult_t status, const char *call, ncclComm_t comm = nullptr
     fail(SNN_ERR_CUDA, "%s: %s", call, nccl_text(status, comm).c_str());
 }
 
-void need(const void *p, const char *name) {
-    if (p == nullptr) fail(SNN_ERR_NULL_ARGUMENT, "%s is NULL", name);
-}
-
-template <class Body>
-snn_status guarded(const char *function, Body &&body) noexcept {
-    try {
-        body();
-        return SNN_OK;
-    } catch (const Failure &f) {
-        try {
-            last_error = std::string(function) + ": " + f.message;
-        } catch (...) {
-            last_error.clear();
-        }
-        return f.status;
-    } catch (const std::bad_alloc &) {
-        last_error = std::string(function) + ": out of host memory";
-        return SNN_ERR_OUT_OF_MEMORY;
-    } catch (...) {
-        last_error = std::string(function) + ": unknown internal error";
-        return SNN_ERR_INTERNAL;
-    }
-}
 
 // Restores the calling thread's current CUDA device when a call ends.
 class DeviceRestorer {

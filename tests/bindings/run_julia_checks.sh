@@ -5,10 +5,18 @@ set -eu
 src=$1
 tools=$src/bindings/julia/tools
 command -v node >/dev/null || { echo "node not found: skipped"; exit 77; }
-if [ ! -d "$tools/node_modules/web-tree-sitter" ]; then
-    (cd "$tools" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null 2>&1) ||
-        { echo "npm ci failed in bindings/julia/tools: skipped"; exit 77; }
-fi
+# The checks run in parallel: one installs the npm packages while the others
+# wait on the lock; the marker says the install finished.
+install() {
+    [ -f "$tools/node_modules/.installed" ] && return 0
+    (cd "$tools" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null 2>&1) &&
+        touch "$tools/node_modules/.installed"
+}
+if command -v flock >/dev/null; then
+    (flock 9 && install) 9>"$tools/.npm-install.lock"
+else
+    install
+fi || { echo "npm ci failed in bindings/julia/tools: skipped"; exit 77; }
 jl=$src/bindings/julia
 fixtures=$src/tests/bindings/fixtures
 case $2 in

@@ -5,6 +5,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/multiversion.h"
+#include "cpu/thread_pool.h"
 
 namespace snn {
 
@@ -58,7 +59,6 @@ void rmsprop_loop(const OptStep s, size_t count, float *__restrict p, const floa
     for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], v + i);
 }
 
-}  // namespace
 
 // Moments of parameters whose gradient stays zero (dead units, constant
 // pixels) decay into subnormal floats, which cost the processor microcode
@@ -74,15 +74,43 @@ private:
 #endif
 };
 
+struct OptJob {
+    OptKind kind;
+    const OptStep *step;
+    size_t count;
+    float *p;
+    const float *g;
+    float *m, *v;
+};
+
+// Each worker updates its own contiguous slice (element-wise, so the split
+// does not change any result).
+void optimiser_worker(void *ctx, int32_t worker, int32_t workers) {
+    const OptJob &j = *static_cast<const OptJob *>(ctx);
+    int64_t b, e;
+    split_range(int64_t(j.count), workers, worker, &b, &e);
+    const size_t n = size_t(e - b);
+    float *m = j.m ? j.m + b : nullptr, *v = j.v ? j.v + b : nullptr;
+    FlushSubnormals flush;
+    switch (j.kind) {
+        case OptKind::sgd: sgd_loop(*j.step, n, j.p + b, j.g + b, m); break;
+        case OptKind::adam: adam_loop(*j.step, 0, n, j.p + b, j.g + b, m, v); break;
+        case OptKind::adamw: adam_loop(*j.step, 1, n, j.p + b, j.g + b, m, v); break;
+        case OptKind::rmsprop: rmsprop_loop(*j.step, n, j.p + b, j.g + b, v); break;
+    }
+}
+
+// Parameters per worker below which one thread does the update.
+constexpr size_t kParallelUpdate = size_t(1) << 15;
+
+}  // namespace
+
 void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &step, size_t count,
                                 float *p, const float *g, float *m, float *v) {
-    FlushSubnormals flush;
-    switch (kind) {
-        case OptKind::sgd: sgd_loop(step, count, p, g, m); break;
-        case OptKind::adam: adam_loop(step, 0, count, p, g, m, v); break;
-        case OptKind::adamw: adam_loop(step, 1, count, p, g, m, v); break;
-        case OptKind::rmsprop: rmsprop_loop(step, count, p, g, v); break;
-    }
+    OptJob job{kind, &step, count, p, g, m, v};
+    size_t workers = count / kParallelUpdate;
+    if (workers > size_t(cpu_threads())) workers = size_t(cpu_threads());
+    parallel_run(workers < 1 ? 1 : int32_t(workers), optimiser_worker, &job);
 }
 
 }  // namespace snn

@@ -21,6 +21,18 @@ namespace {
 // parallel_run calls then run inline.
 thread_local bool t_in_job = false;
 
+// Waits first spin on the processor's pause instruction (a few microseconds,
+// no system call), then yield, then sleep.
+constexpr int kPauseSpins = 4000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
 class Pool {
 public:
     void reserve(int32_t threads) {
@@ -54,7 +66,11 @@ public:
         t_in_job = false;
         // Spin briefly (the others finish about when we do), then sleep.
         for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-            if (spin > 2000) {
+            if (spin < kPauseSpins) {
+                cpu_relax();
+                continue;
+            }
+            if (spin > kPauseSpins + 2000) {
                 std::unique_lock<std::mutex> lock(mutex_);
                 done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
                 break;
@@ -72,8 +88,13 @@ private:
         for (;;) {
             // Spin a little before sleeping: back-to-back layers publish jobs
             // microseconds apart.
-            for (int spin = 0; spin < 4000 && generation_.load(std::memory_order_acquire) == seen; ++spin)
-                std::this_thread::yield();
+            for (int spin = 0; spin < kPauseSpins + 4000 && generation_.load(std::memory_order_acquire) == seen;
+                 ++spin) {
+                if (spin < kPauseSpins)
+                    cpu_relax();
+                else
+                    std::this_thread::yield();
+            }
             WorkerFn fn;
             void *ctx;
             int32_t workers;

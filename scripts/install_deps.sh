@@ -13,8 +13,8 @@ packages=(
   nodejs
 )
 if [ "${1:-}" = "--minimal" ]; then
-  packages=(build-essential pkg-config meson ninja-build libopenblas-dev zlib1g-dev
-            nlohmann-json3-dev dataset-fashion-mnist)
+  packages=(build-essential pkg-config meson ninja-build python3 libopenblas-dev zlib1g-dev
+            nlohmann-json3-dev libgtest-dev dataset-fashion-mnist)
 fi
 
 missing=()

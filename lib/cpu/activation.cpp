@@ -1,55 +1,51 @@
-// Activation loops (see cpu/activation.h).
+// Activation loops (see cpu/activation.h). The per-element math is
+// engine/math.h's, the same the GPU runs; each loop is instantiated for one
+// activation, so the switch inside activate() folds away and the loop
+// vectorises.
 #include "cpu/activation.h"
 
 #include "cpu/multiversion.h"
 
 namespace snn {
+namespace {
 
+template <Act A>
+inline void span(const float *__restrict src, float bias, float *__restrict dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = activate(A, src[i] + bias);
+}
 
-// dst[i] = act(src[i] + bias)   (dst and src distinct, or the same pointer:
-// __restrict is dropped for the in-place call by activate_inplace)
+// One pointer, so the vectoriser needs no aliasing check.
+template <Act A>
+inline void inplace(float *y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = activate(A, y[i]);
+}
+
+template <Act A>
+inline void derivative(const float *g, const float *__restrict y, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = g[i] * activation_derivative(A, y[i]);
+}
+
+}  // namespace
+
 SNN_MULTIVERSION
-void activate_span(Act a, const float *__restrict src, float bias, float *__restrict dst, int64_t n) {
+void activate_span(Act a, const float *src, float bias, float *dst, int64_t n) {
     switch (a) {
-        case Act::identity:
-            for (int64_t i = 0; i < n; ++i) dst[i] = src[i] + bias;
-            break;
-        case Act::relu:
-            for (int64_t i = 0; i < n; ++i) {
-                float z = src[i] + bias;
-                dst[i] = z > 0.0f ? z : 0.0f;
-            }
-            break;
-        case Act::leaky_relu:
-            for (int64_t i = 0; i < n; ++i) dst[i] = activate(Act::leaky_relu, src[i] + bias);
-            break;
-        case Act::tanh:
-            for (int64_t i = 0; i < n; ++i) dst[i] = tanh_approx(src[i] + bias);
-            break;
-        case Act::sigmoid:
-            for (int64_t i = 0; i < n; ++i) dst[i] = sigmoid_approx(src[i] + bias);
-            break;
+        case Act::identity: span<Act::identity>(src, bias, dst, n); break;
+        case Act::relu: span<Act::relu>(src, bias, dst, n); break;
+        case Act::leaky_relu: span<Act::leaky_relu>(src, bias, dst, n); break;
+        case Act::tanh: span<Act::tanh>(src, bias, dst, n); break;
+        case Act::sigmoid: span<Act::sigmoid>(src, bias, dst, n); break;
     }
 }
 
-
-// y[i] = act(y[i]) in place: one pointer, so no aliasing check is needed.
 SNN_MULTIVERSION
 void activate_inplace(Act a, float *y, int64_t n) {
     switch (a) {
         case Act::identity: break;
-        case Act::relu:
-            for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-            break;
-        case Act::leaky_relu:
-            for (int64_t i = 0; i < n; ++i) y[i] = activate(Act::leaky_relu, y[i]);
-            break;
-        case Act::tanh:
-            for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(y[i]);
-            break;
-        case Act::sigmoid:
-            for (int64_t i = 0; i < n; ++i) y[i] = sigmoid_approx(y[i]);
-            break;
+        case Act::relu: inplace<Act::relu>(y, n); break;
+        case Act::leaky_relu: inplace<Act::leaky_relu>(y, n); break;
+        case Act::tanh: inplace<Act::tanh>(y, n); break;
+        case Act::sigmoid: inplace<Act::sigmoid>(y, n); break;
     }
 }
 
@@ -59,26 +55,17 @@ void add_bias_row(float *__restrict y, const float *__restrict b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += b[i];
 }
 
-// dst[i] = g[i] * act'(y[i])   (dst may equal g)
 SNN_MULTIVERSION
-void derivative_span(Act a, const float *g, const float *__restrict y, float *dst, int64_t n) {
+void derivative_span(Act a, const float *g, const float *y, float *dst, int64_t n) {
     switch (a) {
         case Act::identity:
             if (dst != g)
                 for (int64_t i = 0; i < n; ++i) dst[i] = g[i];
             break;
-        case Act::relu:
-            for (int64_t i = 0; i < n; ++i) dst[i] = y[i] > 0.0f ? g[i] : 0.0f;
-            break;
-        case Act::leaky_relu:
-            for (int64_t i = 0; i < n; ++i) dst[i] = g[i] * (y[i] > 0.0f ? 1.0f : kLeakySlope);
-            break;
-        case Act::tanh:
-            for (int64_t i = 0; i < n; ++i) dst[i] = g[i] * (1.0f - y[i] * y[i]);
-            break;
-        case Act::sigmoid:
-            for (int64_t i = 0; i < n; ++i) dst[i] = g[i] * (y[i] * (1.0f - y[i]));
-            break;
+        case Act::relu: derivative<Act::relu>(g, y, dst, n); break;
+        case Act::leaky_relu: derivative<Act::leaky_relu>(g, y, dst, n); break;
+        case Act::tanh: derivative<Act::tanh>(g, y, dst, n); break;
+        case Act::sigmoid: derivative<Act::sigmoid>(g, y, dst, n); break;
     }
 }
 

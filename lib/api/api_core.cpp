@@ -1,4 +1,5 @@
 // Version, status text, errors, threads, devices.
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -19,6 +20,30 @@ snn_status record_error(const char *function, snn_status status, const char *mes
         // Out of memory while formatting: keep the status, lose the text.
     }
     return status;
+}
+
+void check_max_batch(int64_t max_batch) {
+    if (max_batch < 1 || max_batch > (int64_t(1) << 31))
+        fail(SNN_ERR_BATCH, "max_batch must be in [1, 2^31], got %lld", (long long)max_batch);
+}
+
+void check_batch_n(size_t n, int64_t max_batch) {
+    if (n == 0 || n > size_t(max_batch))
+        fail(SNN_ERR_BATCH, "batch %zu is outside [1, %lld] (the cache's max_batch)", n,
+             (long long)max_batch);
+}
+
+void check_indices(const int64_t *indices, size_t n, size_t sample_count) {
+    for (size_t i = 0; i < n; ++i)
+        if (indices[i] < 0 || uint64_t(indices[i]) >= sample_count)
+            fail(SNN_ERR_INVALID_ARGUMENT, "indices[%zu] = %lld is outside [0, %zu)", i,
+                 (long long)indices[i], sample_count);
+}
+
+void check_finite_host(const float *x, size_t count, const char *what) {
+    if (!check_finite_enabled()) return;
+    for (size_t i = 0; i < count; ++i)
+        if (!std::isfinite(x[i])) fail(SNN_ERR_NOT_FINITE, "%s[%zu] is %f", what, i, double(x[i]));
 }
 
 std::string device_name(int32_t device) {

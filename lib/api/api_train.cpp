@@ -19,12 +19,6 @@ void check_labels(const int32_t *labels, const int64_t *indices, size_t n, int64
 
 int64_t classes_of(const BackwardCache &b) { return b.model->net.output().size(); }
 
-void check_batch_n(size_t n, int64_t max_batch) {
-    if (n == 0 || n > size_t(max_batch))
-        fail(SNN_ERR_BATCH, "batch %zu is outside [1, %lld] (the cache's max_batch)", n,
-             (long long)max_batch);
-}
-
 // Checks shared by both backprop entries.
 void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_model *model) {
     need(bwd, "bwd");
@@ -63,8 +57,7 @@ SNN_API snn_status snn_preallocate_grads(const snn_model *model, int64_t max_bat
     return guarded(__func__, [&] {
         need(model, "model");
         need(out, "out");
-        if (max_batch < 1 || max_batch > (int64_t(1) << 31))
-            fail(SNN_ERR_BATCH, "max_batch must be in [1, 2^31], got %lld", (long long)max_batch);
+        check_max_batch(max_batch);
         ensure_threads_configured();
         auto cache = std::make_unique<snn_backward_cache>();
         backward_cache_init(cache->c, model->m, max_batch);
@@ -83,10 +76,7 @@ SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targe
         if (count == 0 || count % k != 0 || count / k > size_t(b.max_batch))
             fail(SNN_ERR_COUNT, "expected a multiple of %zu floats (outputs) up to %zu (max_batch %lld), got %zu",
                  k, k * size_t(b.max_batch), (long long)b.max_batch, count);
-        if (check_finite_enabled())
-            for (size_t i = 0; i < count; ++i)
-                if (!std::isfinite(targets[i]))
-                    fail(SNN_ERR_NOT_FINITE, "targets[%zu] is %f", i, double(targets[i]));
+        check_finite_host(targets, count, "targets");
         b.backend->upload(b.stream.get(), b.targets.get(), targets, count * sizeof(float));
         b.targets_batch = int64_t(count / k);
     });
@@ -112,10 +102,7 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
         need(indices, "indices");
         BackwardCache &b = cache->c;
         check_batch_n(n, b.max_batch);
-        for (size_t i = 0; i < n; ++i)
-            if (indices[i] < 0 || uint64_t(indices[i]) >= sample_count)
-                fail(SNN_ERR_INVALID_ARGUMENT, "indices[%zu] = %lld is outside [0, %zu)", i,
-                     (long long)indices[i], sample_count);
+        check_indices(indices, n, sample_count);
         check_labels(labels, indices, n, classes_of(b));
         b.backend->gather_upload(b.stream.get(), b.labels.get(), labels, indices, n, sizeof(int32_t));
         b.labels_batch = int64_t(n);
@@ -134,10 +121,7 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const 
                  device_name(dataset->backend->device()).c_str(), device_name(b.backend->device()).c_str());
         if (dataset->host_labels.empty()) fail(SNN_ERR_STATE, "the data set was created without labels");
         check_batch_n(n, b.max_batch);
-        for (size_t i = 0; i < n; ++i)
-            if (indices[i] < 0 || uint64_t(indices[i]) >= dataset->count)
-                fail(SNN_ERR_INVALID_ARGUMENT, "indices[%zu] = %lld is outside [0, %zu)", i,
-                     (long long)indices[i], dataset->count);
+        check_indices(indices, n, dataset->count);
         check_labels(dataset->host_labels.data(), indices, n, classes_of(b));
         b.backend->wait(b.stream.get(), dataset->stream.get());
         b.backend->gather_device(b.stream.get(), b.labels.get(), dataset->labels.get(), indices, n,
@@ -189,10 +173,7 @@ SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
         if (count != size_t(n) * k)
             fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", size_t(n) * k,
                  (long long)n, k, count);
-        if (check_finite_enabled())
-            for (size_t i = 0; i < count; ++i)
-                if (!std::isfinite(output_gradient[i]))
-                    fail(SNN_ERR_NOT_FINITE, "output_gradient[%zu] is %f", i, double(output_gradient[i]));
+        check_finite_host(output_gradient, count, "output_gradient");
         backprop_output_grad(bwd->c, fwd->c, model->m, output_gradient);
         if (!bwd->c.grads_finite) fail(SNN_ERR_NOT_FINITE, "a gradient is NaN or Inf");
     });
@@ -232,9 +213,7 @@ SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src
         const size_t expected = b.model->net.param_count;
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
-        if (check_finite_enabled())
-            for (size_t i = 0; i < count; ++i)
-                if (!std::isfinite(src[i])) fail(SNN_ERR_NOT_FINITE, "src[%zu] is %f", i, double(src[i]));
+        check_finite_host(src, count, "src");
         b.backend->upload(b.stream.get(), b.grads.get(), src, count * sizeof(float));
         b.backend->synchronize(b.stream.get());
         if (b.grads_batch < 0) b.grads_batch = 0;

@@ -2,6 +2,7 @@
 // that turns every exception into a status plus a thread-local message.
 #pragma once
 
+#include <cmath>
 #include <new>
 #include <string>
 
@@ -58,6 +59,14 @@ snn_status guarded(const char *function, Body &&body) noexcept {
 inline void need(const void *p, const char *name) {
     if (p == nullptr) fail(SNN_ERR_NULL_ARGUMENT, "%s is NULL", name);
 }
+
+void check_max_batch(int64_t max_batch);
+// n samples in 1..max_batch.
+void check_batch_n(size_t n, int64_t max_batch);
+// Every indices[i] in [0, sample_count).
+void check_indices(const int64_t *indices, size_t n, size_t sample_count);
+// With the finite check on, every x[i] is finite ("<what>[i] is nan" otherwise).
+void check_finite_host(const float *x, size_t count, const char *what);
 
 // The handle was made for this model and its current device.
 template <class Handle>

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <snn.h>
 
+#include "../common/handles.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,22 +14,10 @@
 
 namespace snn_test {
 
-struct ModelDeleter {
-    void operator()(snn_model *m) const { snn_model_destroy(m); }
-};
-struct ForwardDeleter {
-    void operator()(snn_forward_cache *c) const { snn_forward_cache_destroy(c); }
-};
-struct BackwardDeleter {
-    void operator()(snn_backward_cache *c) const { snn_backward_cache_destroy(c); }
-};
-struct OptimiserDeleter {
-    void operator()(snn_optimiser *o) const { snn_optimiser_destroy(o); }
-};
-using Model = std::unique_ptr<snn_model, ModelDeleter>;
-using Forward = std::unique_ptr<snn_forward_cache, ForwardDeleter>;
-using Backward = std::unique_ptr<snn_backward_cache, BackwardDeleter>;
-using Optimiser = std::unique_ptr<snn_optimiser, OptimiserDeleter>;
+using snn_handles::Backward;
+using snn_handles::Forward;
+using snn_handles::Model;
+using snn_handles::Optimiser;
 
 // Creates a model; a spec that does not parse fails the current test.
 inline Model make_model(const std::string &spec) {

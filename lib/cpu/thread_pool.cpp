@@ -12,7 +12,6 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace snn {
 namespace {
@@ -37,10 +36,11 @@ class Pool {
 public:
     void reserve(int32_t threads) {
         std::lock_guard<std::mutex> lock(threads_mutex_);
-        while (int32_t(threads_.size()) < threads) {
-            int32_t index = int32_t(threads_.size()) + 1;
-            threads_.emplace_back([this, index] { worker_loop(index); });
-            threads_.back().detach();  // lives for the process, never joined at exit
+        while (threads_ < threads) {
+            const int32_t index = threads_ + 1;
+            // Lives for the process, never joined at exit.
+            std::thread([this, index] { worker_loop(index); }).detach();
+            threads_ = index;
         }
     }
 
@@ -115,11 +115,11 @@ private:
         }
     }
 
-    std::mutex threads_mutex_;  // guards threads_
+    std::mutex threads_mutex_;  // guards threads_ (pool threads started)
     std::mutex job_mutex_;      // one job at a time
     std::mutex mutex_;          // guards the job fields below
     std::condition_variable wake_, done_;
-    std::vector<std::thread> threads_;
+    int32_t threads_ = 0;
     std::atomic<uint64_t> generation_{0};
     std::atomic<int32_t> pending_{0};
     WorkerFn fn_ = nullptr;

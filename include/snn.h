@@ -21,6 +21,16 @@
  *   returns (snn_parameters, snn_outputs, ...) are borrowed views: they stay
  *   valid until the owning handle is destroyed or moved to another device.
  *
+ * Lifetimes.  Handles may be destroyed in any order. A cache or optimiser
+ *   keeps its own copy of what it needs of its model (the layer description),
+ *   so it never reads the model's memory except during a call that is given
+ *   the model: after snn_model_destroy, its caches still answer every call
+ *   that takes only the cache (snn_set_inputs, snn_outputs, snn_set_labels,
+ *   snn_get_gradients, ...) and are destroyed safely. A call that takes a
+ *   model needs a live one: passing a destroyed model is undefined, so
+ *   bindings check their own model object before passing it (a garbage
+ *   collector may free the handles in whatever order it likes).
+ *
  * Layouts (row-major, identical to PyTorch's):
  *   - a batch of vectors is [batch][features];
  *   - a batch of images is [batch][channels][height][width] (NCHW);
@@ -49,9 +59,15 @@
  *             maxpool 4; flatten; dense 10"
  *
  * Devices.  A model lives on one device: the CPU (SNN_DEVICE_CPU) or a GPU
- *   (index 0, 1, ...). Caches and optimisers are made for the model's device
- *   at creation time; using them with a model on another device returns
- *   SNN_ERR_DEVICE_MISMATCH. GPUs are served by a plugin (libsnn_cuda.so)
+ *   (index 0, 1, ...). Caches and optimisers are made on the model's device.
+ *   When the model moves (snn_to_gpu, snn_to_cpu), they follow it: the first
+ *   call that uses one of them with the moved model moves it too, keeping
+ *   everything it holds (inputs, outputs, targets, labels, gradients, the
+ *   optimiser's moments and step count), so training resumes exactly where
+ *   it was. That first call allocates on the new device and copies once
+ *   (SNN_ERR_OUT_OF_MEMORY leaves the handle where it was); later calls
+ *   allocate nothing. Pointers from snn_outputs / snn_gradients become
+ *   invalid when their handle moves. GPUs are served by a plugin (libsnn_cuda.so)
  *   loaded on first use; without it, without a driver or without a device,
  *   every CPU function keeps working and GPU requests fail with a status that
  *   says which of these it was.
@@ -217,8 +233,8 @@ typedef struct snn_optimiser snn_optimiser;
 SNN_API snn_status snn_model_create(const char *spec, snn_model **out);
 
 /* Frees a model and its parameters (on any device). NULL is ignored. Caches
- * and optimisers made from it must be destroyed too; using them afterwards
- * is undefined. */
+ * and optimisers made from it stay valid (see Lifetimes above): destroy them
+ * before or after, in any order. */
 SNN_API void snn_model_destroy(snn_model *model);
 
 /* Writes the canonical spec of the model (which snn_model_create parses back
@@ -303,10 +319,11 @@ SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs,
 SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *data,
                                          size_t sample_count, const int64_t *indices, size_t n);
 
-/* Runs the model on the cache's inputs. Reads the parameters only.
+/* Runs the model on the cache's inputs. Reads the parameters only. A cache
+ * made before the model moved to another device follows it first.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
- * another model), SNN_ERR_DEVICE_MISMATCH (model moved since), SNN_ERR_STATE
- * (no inputs set). */
+ * another model), SNN_ERR_STATE (no inputs set), SNN_ERR_OUT_OF_MEMORY
+ * (following the model). */
 SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model);
 
 /* Zero-copy view of the outputs of the last forward pass, [batch][outputs],
@@ -362,8 +379,9 @@ SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t ena
  * derivative of the value written to *loss_value (which may be NULL: on a GPU
  * that avoids reading the value back).
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (unknown loss),
- * SNN_ERR_MODEL_MISMATCH, SNN_ERR_DEVICE_MISMATCH, SNN_ERR_STATE (no forward
- * pass, or no targets/labels for this batch size), SNN_ERR_BATCH (fwd's batch
+ * SNN_ERR_MODEL_MISMATCH, SNN_ERR_STATE (no forward pass, or no
+ * targets/labels for this batch size), SNN_ERR_OUT_OF_MEMORY (following a
+ * model that moved), SNN_ERR_BATCH (fwd's batch
  * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on). */
 SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
                                 const snn_model *model, snn_loss loss, float *loss_value);
@@ -438,8 +456,10 @@ SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperpa
                                      double *value);
 
 /* Updates the model's parameters in place from the gradient in `grads`.
- * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH,
- * SNN_ERR_DEVICE_MISMATCH, SNN_ERR_STATE (no backprop yet). */
+ * An optimiser or cache made before the model moved follows it first (its
+ * moments and step count move with it: training resumes exactly).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH, SNN_ERR_STATE (no
+ * backprop yet), SNN_ERR_OUT_OF_MEMORY (following the model). */
 SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model,
                                       const snn_backward_cache *grads);
 
@@ -510,7 +530,7 @@ SNN_API snn_status snn_gpu_status(int32_t device);
 
 /* Moves the model's parameters to GPU `device` / to the CPU. Moving to the
  * device it is on does nothing. Caches and optimisers made before the move
- * belong to the old device: using them returns SNN_ERR_DEVICE_MISMATCH.
+ * follow the model on their next use with it (see Devices above).
  * Pointers from snn_parameters become invalid. On failure the model stays
  * where it was. Errors: those of snn_gpu_status, SNN_ERR_OUT_OF_MEMORY,
  * SNN_ERR_CUDA. */

@@ -438,7 +438,8 @@ SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimis
         need(model, "model");
         need(optimiser, "optimiser");
         need(path, "path");
-        check_model(optimiser->o, model->m, "the optimiser");
+        // Following the model moves the optimiser's state without changing it.
+        check_model(const_cast<Optimiser &>(optimiser->o), model->m, "the optimiser");
         save_atomically(plan_file(model->m, &optimiser->o, true), path);
     });
 }

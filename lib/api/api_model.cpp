@@ -18,7 +18,7 @@ const Layer &layer_at(const snn_model *model, int64_t layer) {
     return layers[size_t(layer)];
 }
 
-size_t features_of(const ForwardCache &c) { return size_t(c.model->net.input().size()); }
+size_t features_of(const ForwardCache &c) { return size_t(c.net.input().size()); }
 
 }  // namespace
 
@@ -274,7 +274,7 @@ SNN_API snn_status snn_outputs(const snn_forward_cache *cache, const float **dat
                  c.backend->device());
         if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
         *data = c.acts.back();
-        *count = size_t(c.forward_batch) * size_t(c.model->net.output().size());
+        *count = size_t(c.forward_batch) * size_t(c.net.output().size());
     });
 }
 
@@ -284,7 +284,7 @@ SNN_API snn_status snn_get_outputs(const snn_forward_cache *cache, float *dst, s
         need(dst, "dst");
         const ForwardCache &c = cache->c;
         if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
-        const size_t outputs = size_t(c.model->net.output().size());
+        const size_t outputs = size_t(c.net.output().size());
         const size_t expected = size_t(c.forward_batch) * outputs;
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,

@@ -17,13 +17,15 @@ void check_labels(const int32_t *labels, const int64_t *indices, size_t n, int64
     }
 }
 
-int64_t classes_of(const BackwardCache &b) { return b.model->net.output().size(); }
+int64_t classes_of(const BackwardCache &b) { return b.net.output().size(); }
 
 // Checks shared by both backprop entries.
 void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_model *model) {
     need(bwd, "bwd");
     need(fwd, "fwd");
     need(model, "model");
+    if (fwd->c.model_id != model->m.id) fail(SNN_ERR_MODEL_MISMATCH, "the forward cache was made for another model");
+    if (bwd->c.model_id != model->m.id) fail(SNN_ERR_MODEL_MISMATCH, "the backward cache was made for another model");
     check_model(fwd->c, model->m, "the forward cache");
     check_model(bwd->c, model->m, "the backward cache");
     if (fwd->c.forward_batch < 0)
@@ -143,17 +145,20 @@ SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
         check_backprop(bwd, fwd, model);
         BackwardCache &b = bwd->c;
         const int64_t n = fwd->c.forward_batch;
-        if (loss == SNN_LOSS_MSE) {
-            if (b.targets_batch != n)
-                fail(SNN_ERR_STATE, "targets are set for batch %lld but the forward batch is %lld (call snn_set_targets)",
-                     (long long)b.targets_batch, (long long)n);
-        } else if (loss == SNN_LOSS_LOGIT_CROSSENTROPY) {
-            if (b.labels_batch != n)
-                fail(SNN_ERR_STATE, "labels are set for batch %lld but the forward batch is %lld (call snn_set_labels)",
-                     (long long)b.labels_batch, (long long)n);
-        } else {
+        // What the backward cache holds for the loss, and the batch it was set for.
+        auto check_set = [n](int64_t set_batch, const char *what, const char *setter) {
+            if (set_batch < 0)
+                fail(SNN_ERR_STATE, "no %s are set on the backward cache (call %s first)", what, setter);
+            if (set_batch != n)
+                fail(SNN_ERR_STATE, "%s are set for a batch of %lld but the forward batch is %lld (call %s again)",
+                     what, (long long)set_batch, (long long)n, setter);
+        };
+        if (loss == SNN_LOSS_MSE)
+            check_set(b.targets_batch, "targets", "snn_set_targets");
+        else if (loss == SNN_LOSS_LOGIT_CROSSENTROPY)
+            check_set(b.labels_batch, "labels", "snn_set_labels");
+        else
             fail(SNN_ERR_INVALID_ARGUMENT, "unknown loss %d (expected SNN_LOSS_MSE or SNN_LOSS_LOGIT_CROSSENTROPY)", loss);
-        }
         float value = 0.0f;
         backprop_loss(b, fwd->c, model->m, loss, loss_value ? &value : nullptr);
         if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the loss or a gradient is NaN or Inf");
@@ -166,8 +171,8 @@ SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
                                                      const snn_model *model,
                                                      const float *output_gradient, size_t count) {
     return guarded(__func__, [&] {
-        check_backprop(bwd, fwd, model);
         need(output_gradient, "output_gradient");
+        check_backprop(bwd, fwd, model);
         const int64_t n = fwd->c.forward_batch;
         const size_t k = size_t(model->m.net.output().size());
         if (count != size_t(n) * k)
@@ -189,7 +194,7 @@ SNN_API snn_status snn_gradients(const snn_backward_cache *cache, const float **
             fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on GPU %d; use snn_get_gradients to copy",
                  b.backend->device());
         *data = b.grads.f();
-        *count = b.model->net.param_count;
+        *count = b.net.param_count;
     });
 }
 
@@ -198,7 +203,7 @@ SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst
         need(cache, "cache");
         need(dst, "dst");
         const BackwardCache &b = cache->c;
-        const size_t expected = b.model->net.param_count;
+        const size_t expected = b.net.param_count;
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
         b.backend->download(b.stream.get(), dst, b.grads.get(), count * sizeof(float));
@@ -210,7 +215,7 @@ SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src
         need(cache, "cache");
         need(src, "src");
         BackwardCache &b = cache->c;
-        const size_t expected = b.model->net.param_count;
+        const size_t expected = b.net.param_count;
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
         check_finite_host(src, count, "src");
@@ -230,7 +235,7 @@ SNN_API snn_status snn_gradients_device(snn_backward_cache *cache, float **data,
         if (b.backend->device() == SNN_DEVICE_CPU)
             fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU; use snn_gradients there");
         *data = b.grads.f();
-        *count = b.model->net.param_count;
+        *count = b.net.param_count;
     });
 }
 
@@ -249,7 +254,7 @@ SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, floa
         const BackwardCache &b = cache->c;
         if (b.input_grad_batch < 0)
             fail(SNN_ERR_STATE, "no input gradient: call snn_set_input_gradient(cache, 1) before snn_backprop");
-        const size_t features = size_t(b.model->net.input().size());
+        const size_t features = size_t(b.net.input().size());
         const size_t expected = size_t(b.input_grad_batch) * features;
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
@@ -365,8 +370,13 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
         need(optimiser, "optimiser");
         need(model, "model");
         need(grads, "grads");
+        if (grads->c.model_id != model->m.id)
+            fail(SNN_ERR_MODEL_MISMATCH, "the backward cache was made for another model");
         check_model(optimiser->o, model->m, "the optimiser");
-        check_model(grads->c, model->m, "the backward cache");
+        // Following the model to its device moves the gradient without
+        // changing it: the cache is const to the caller, not to the library
+        // that made it.
+        check_model(const_cast<BackwardCache &>(grads->c), model->m, "the backward cache");
         if (grads->c.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
         if (!grads->c.grads_finite)
             fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");

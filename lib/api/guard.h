@@ -68,15 +68,17 @@ void check_indices(const int64_t *indices, size_t n, size_t sample_count);
 // With the finite check on, every x[i] is finite ("<what>[i] is nan" otherwise).
 void check_finite_host(const float *x, size_t count, const char *what);
 
-// The handle was made for this model and its current device.
+// The handle was made for this model (SNN_ERR_MODEL_MISMATCH otherwise).
+// When the model moved to another device since, the handle follows it there
+// first: a one-off allocation and copy that keeps the handle's contents.
+inline void follow(ForwardCache &c, const Model &m) { forward_cache_follow(c, m); }
+inline void follow(BackwardCache &b, const Model &m) { backward_cache_follow(b, m); }
+inline void follow(Optimiser &o, const Model &m) { optimiser_follow(o, m); }
 template <class Handle>
-void check_model(const Handle &h, const Model &m, const char *what) {
+void check_model(Handle &h, const Model &m, const char *what) {
     if (h.model_id != m.id)
         fail(SNN_ERR_MODEL_MISMATCH, "%s was made for another model", what);
-    if (h.placement != m.placement)
-        fail(SNN_ERR_DEVICE_MISMATCH,
-             "%s was made before the model moved to %s; make a new one for the model's device",
-             what, m.device() == SNN_DEVICE_CPU ? "the CPU" : format("GPU %d", m.device()).c_str());
+    if (h.placement != m.placement) follow(h, m);
 }
 
 std::string device_name(int32_t device);

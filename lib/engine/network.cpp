@@ -26,32 +26,48 @@ bool has_params(const Layer &l) { return l.kind == LayerKind::dense || l.kind ==
 // ---- plans -------------------------------------------------------------------
 
 LayerPlans::~LayerPlans() {
-    for (size_t i = 0; i < plans_.size(); ++i) {
-        if (!plans_[i]) continue;
-        const Layer &l = net_->layers[i];
-        if (l.kind == LayerKind::conv)
-            be_->conv_plan_release(plans_[i]);
+    for (const Plan &p : plans_) {
+        if (!p.plan) continue;
+        if (p.conv)
+            be_->conv_plan_release(p.plan);
         else
-            be_->pool_plan_release(plans_[i]);
+            be_->pool_plan_release(p.plan);
     }
 }
 
 size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward) {
     be_ = &be;
-    net_ = &net;
-    plans_.assign(net.layers.size(), nullptr);
+    plans_.assign(net.layers.size(), Plan{nullptr, false});
     size_t workspace = 0;
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
         if (l.kind == LayerKind::conv) {
             size_t ws = 0;
-            plans_[i] = be.conv_plan(s, l.conv_dims(), max_batch, backward, &ws);
+            plans_[i] = {be.conv_plan(s, l.conv_dims(), max_batch, backward, &ws), true};
             if (ws > workspace) workspace = ws;
         } else if (l.kind == LayerKind::maxpool || l.kind == LayerKind::avgpool) {
-            plans_[i] = be.pool_plan(s, l.pool_dims(), l.kind == LayerKind::maxpool, max_batch);
+            plans_[i] = {be.pool_plan(s, l.pool_dims(), l.kind == LayerKind::maxpool, max_batch), false};
         }
     }
     return workspace;
+}
+
+void copy_across(Backend &from, Stream *from_stream, const void *src, Backend &to, Stream *to_stream,
+                 void *dst, size_t bytes) {
+    if (bytes == 0) return;
+    if (from.device() == SNN_DEVICE_CPU) {
+        from.synchronize(from_stream);
+        to.upload(to_stream, dst, src, bytes);
+        to.synchronize(to_stream);
+    } else if (to.device() == SNN_DEVICE_CPU) {
+        to.synchronize(to_stream);
+        from.download(from_stream, dst, src, bytes);
+    } else {
+        DeviceBuffer host(cpu_backend(), bytes);
+        from.download(from_stream, host.get(), src, bytes);
+        to.upload(to_stream, dst, host.get(), bytes);
+        to.synchronize(to_stream);
+    }
 }
 
 // ---- models ------------------------------------------------------------------
@@ -86,20 +102,7 @@ void model_move(Model &m, Backend &to) {
     const size_t bytes = m.net.param_count * sizeof(float);
     OwnedStream stream(to, 0, false);
     DeviceBuffer params(to, bytes);
-    Backend &from = *m.backend;
-    if (from.device() == SNN_DEVICE_CPU) {
-        to.upload(stream.get(), params.get(), m.params.get(), bytes);
-        to.synchronize(stream.get());
-    } else if (to.device() == SNN_DEVICE_CPU) {
-        from.download(m.stream.get(), params.get(), m.params.get(), bytes);
-    } else {
-        // GPU to GPU through the host.
-        DeviceBuffer host(cpu_backend(), bytes);
-        from.download(m.stream.get(), host.get(), m.params.get(), bytes);
-        to.upload(stream.get(), params.get(), host.get(), bytes);
-        to.synchronize(stream.get());
-    }
-    from.synchronize(m.stream.get());
+    copy_across(*m.backend, m.stream.get(), m.params.get(), to, stream.get(), params.get(), bytes);
     m.params = std::move(params);
     m.stream = std::move(stream);
     m.backend = &to;
@@ -110,8 +113,8 @@ void model_move(Model &m, Backend &to) {
 
 void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     Backend &be = *m.backend;
-    const Network &net = m.net;
-    c.model = &m;
+    c.net = m.net;
+    const Network &net = c.net;
     c.model_id = m.id;
     c.placement = m.placement;
     c.backend = &be;
@@ -131,6 +134,19 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     }
     size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
     c.workspace = DeviceBuffer(be, ws);
+}
+
+void forward_cache_follow(ForwardCache &c, const Model &m) {
+    ForwardCache to;
+    forward_cache_init(to, m, c.max_batch);
+    Backend &from = *c.backend;
+    for (size_t i = 0; i < c.storage.size(); ++i)
+        copy_across(from, c.stream.get(), c.storage[i].get(), *to.backend, to.stream.get(),
+                    to.storage[i].get(), c.storage[i].bytes());
+    to.batch = c.batch;
+    to.input_batch = c.input_batch;
+    to.forward_batch = c.forward_batch;
+    c = std::move(to);
 }
 
 void forward_pass(ForwardCache &c, const Model &m) {
@@ -170,8 +186,8 @@ void forward_pass(ForwardCache &c, const Model &m) {
 
 void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     Backend &be = *m.backend;
-    const Network &net = m.net;
-    b.model = &m;
+    b.net = m.net;
+    const Network &net = b.net;
     b.model_id = m.id;
     b.placement = m.placement;
     b.backend = &be;
@@ -190,6 +206,27 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.input_grad = DeviceBuffer(be, batch_floats(max_batch, size_t(net.input().size())) * sizeof(float));
     size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
     b.workspace = DeviceBuffer(be, ws);
+}
+
+void backward_cache_follow(BackwardCache &b, const Model &m) {
+    BackwardCache to;
+    backward_cache_init(to, m, b.max_batch);
+    Backend &from = *b.backend;
+    auto carry = [&](const DeviceBuffer &src, DeviceBuffer &dst) {
+        copy_across(from, b.stream.get(), src.get(), *to.backend, to.stream.get(), dst.get(), src.bytes());
+    };
+    carry(b.grads, to.grads);
+    carry(b.targets, to.targets);
+    carry(b.labels, to.labels);
+    carry(b.loss, to.loss);
+    carry(b.input_grad, to.input_grad);
+    to.targets_batch = b.targets_batch;
+    to.labels_batch = b.labels_batch;
+    to.want_input_grad = b.want_input_grad;
+    to.input_grad_batch = b.input_grad_batch;
+    to.grads_batch = b.grads_batch;
+    to.grads_finite = b.grads_finite;
+    b = std::move(to);
 }
 
 namespace {
@@ -250,7 +287,7 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
 
 void finish_backward(BackwardCache &b, ForwardCache &f) {
     if (check_finite_enabled())
-        b.grads_finite = b.backend->all_finite(b.stream.get(), b.grads.f(), b.model->net.param_count);
+        b.grads_finite = b.backend->all_finite(b.stream.get(), b.grads.f(), b.net.param_count);
     else
         b.grads_finite = true;
     // The forward cache may overwrite its activations only after backprop read them.

@@ -72,21 +72,35 @@ private:
     Stream *s_ = nullptr;
 };
 
-// Per-layer backend plans (conv, pool) of one cache.
+// Per-layer backend plans (conv, pool) of one cache. Each plan remembers
+// its kind, so releasing needs nothing but the backend.
 class LayerPlans {
 public:
     LayerPlans() = default;
     LayerPlans(const LayerPlans &) = delete;
     LayerPlans &operator=(const LayerPlans &) = delete;
+    LayerPlans(LayerPlans &&o) noexcept { swap(o); }
+    LayerPlans &operator=(LayerPlans &&o) noexcept {
+        LayerPlans t(std::move(o));
+        swap(t);
+        return *this;
+    }
     ~LayerPlans();
+    void swap(LayerPlans &o) noexcept {
+        std::swap(be_, o.be_);
+        plans_.swap(o.plans_);
+    }
     // Makes the plans for every layer; returns the largest workspace needed.
     size_t make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward);
-    void *operator[](size_t layer) const { return plans_[layer]; }
+    void *operator[](size_t layer) const { return plans_[layer].plan; }
 
 private:
+    struct Plan {
+        void *plan;
+        bool conv;
+    };
     Backend *be_ = nullptr;
-    const Network *net_ = nullptr;
-    std::vector<void *> plans_;
+    std::vector<Plan> plans_;
 };
 
 struct Model {
@@ -108,8 +122,11 @@ void model_reinit(Model &m, uint64_t seed);
 // Moves parameters to `be`; on failure the model is unchanged.
 void model_move(Model &m, Backend &be);
 
+// Caches and optimisers keep their own copy of the network description, so
+// they never read their model's memory outside calls that are given the
+// model: every destroy order is safe.
 struct ForwardCache {
-    const Model *model = nullptr;
+    Network net;
     uint64_t model_id = 0, placement = 0;
     Backend *backend = nullptr;
     OwnedStream stream;
@@ -123,10 +140,14 @@ struct ForwardCache {
 };
 
 void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
+// Moves a cache made for `m` on another device to m's device, keeping its
+// batch, inputs and outputs (a one-off allocation and copy). On failure the
+// cache is unchanged.
+void forward_cache_follow(ForwardCache &c, const Model &m);
 void forward_pass(ForwardCache &c, const Model &m);
 
 struct BackwardCache {
-    const Model *model = nullptr;
+    Network net;
     uint64_t model_id = 0, placement = 0;
     Backend *backend = nullptr;
     OwnedStream stream;
@@ -142,6 +163,8 @@ struct BackwardCache {
 };
 
 void backward_cache_init(BackwardCache &c, const Model &m, int64_t max_batch);
+// As forward_cache_follow, keeping targets, labels and the last gradient.
+void backward_cache_follow(BackwardCache &c, const Model &m);
 // Loss and gradients; *loss_host written when non-null.
 void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t loss, float *loss_host);
 // Gradients from a host gradient of the outputs (count = batch * outputs).
@@ -162,7 +185,15 @@ struct Optimiser {
 
 void optimiser_init(Optimiser &o, const Model &model, OptKind kind);
 void optimiser_reset(Optimiser &o);
+// Moves the optimiser's state (moments, step count) to m's device, as
+// PyTorch's optimiser state follows its parameters. On failure unchanged.
+void optimiser_follow(Optimiser &o, const Model &m);
 void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b);
+
+// Copies bytes from a buffer of `from` to a buffer of `to` (either may be the
+// CPU) and waits until the copy is complete.
+void copy_across(Backend &from, Stream *from_stream, const void *src, Backend &to, Stream *to_stream,
+                 void *dst, size_t bytes);
 
 // Settings shared by the engine (see snn_set_check_finite, snn_set_allow_tf32).
 bool check_finite_enabled();

@@ -33,6 +33,25 @@ void optimiser_reset(Optimiser &o) {
     o.steps = 0;
 }
 
+void optimiser_follow(Optimiser &o, const Model &model) {
+    Backend &to = *model.backend;
+    OwnedStream stream(to, 0, false);
+    DeviceBuffer m, v;
+    if (o.m.get()) {
+        m = DeviceBuffer(to, o.m.bytes());
+        copy_across(*o.backend, o.stream.get(), o.m.get(), to, stream.get(), m.get(), o.m.bytes());
+    }
+    if (o.v.get()) {
+        v = DeviceBuffer(to, o.v.bytes());
+        copy_across(*o.backend, o.stream.get(), o.v.get(), to, stream.get(), v.get(), o.v.bytes());
+    }
+    o.m = std::move(m);
+    o.v = std::move(v);
+    o.stream = std::move(stream);
+    o.backend = &to;
+    o.placement = model.placement;
+}
+
 void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     const int64_t t = o.steps + 1;
     OptStep s;

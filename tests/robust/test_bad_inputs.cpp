@@ -265,13 +265,14 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_MODEL_MISMATCH, "forward cache was made for another model", snn_backprop(w.ba, w.fb, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
     ROW(SNN_ERR_MODEL_MISMATCH, "another model", snn_backprop(w.ba, w.fa, w.b, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
     ROW(SNN_ERR_STATE, "no forward pass", snn_backprop(w.ba, w.fresh_f, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
-    ROW(SNN_ERR_STATE, "targets are set for batch -1", snn_backprop(w.fresh_b, w.fa, w.a, SNN_LOSS_MSE, &loss));
-    ROW(SNN_ERR_STATE, "labels are set for batch -1", snn_backprop(w.fresh_b, w.fa, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
+    ROW(SNN_ERR_STATE, "no targets are set on the backward cache (call snn_set_targets first)", snn_backprop(w.fresh_b, w.fa, w.a, SNN_LOSS_MSE, &loss));
+    ROW(SNN_ERR_STATE, "no labels are set on the backward cache (call snn_set_labels first)", snn_backprop(w.fresh_b, w.fa, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
     ROW(SNN_ERR_BATCH, "forward batch 4 is above the backward cache's max_batch 2", snn_backprop(w.small_b, w.fa, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
     ROW(SNN_ERR_NULL_ARGUMENT, "bwd is NULL", snn_backprop_with_output_gradient(nullptr, w.fa, w.a, w.x.data(), 8));
     ROW(SNN_ERR_NULL_ARGUMENT, "fwd is NULL", snn_backprop_with_output_gradient(w.ba, nullptr, w.a, w.x.data(), 8));
     ROW(SNN_ERR_NULL_ARGUMENT, "model is NULL", snn_backprop_with_output_gradient(w.ba, w.fa, nullptr, w.x.data(), 8));
     ROW(SNN_ERR_NULL_ARGUMENT, "output_gradient is NULL", snn_backprop_with_output_gradient(w.ba, w.fa, w.a, nullptr, 8));
+    ROW(SNN_ERR_NULL_ARGUMENT, "output_gradient is NULL", snn_backprop_with_output_gradient(w.ba, w.fresh_f, w.a, nullptr, 8));
     ROW(SNN_ERR_COUNT, "expected 8 floats (batch 4 x 2), got 7", snn_backprop_with_output_gradient(w.ba, w.fa, w.a, w.x.data(), 7));
     ROW(SNN_ERR_COUNT, "got 0", snn_backprop_with_output_gradient(w.ba, w.fa, w.a, w.x.data(), 0));
     ROW(SNN_ERR_MODEL_MISMATCH, "another model", snn_backprop_with_output_gradient(w.bb, w.fa, w.a, w.x.data(), 8));

@@ -365,8 +365,10 @@ static void save_params(snn_model *model, const char *path) {
     CHECK(snn_model_describe(model, NULL, 0, &length));
     char *spec = checked_malloc(length + 1);
     CHECK(snn_model_describe(model, spec, length + 1, &length));
-    float *params = NULL;
-    CHECK(snn_parameters(model, &params, &count));
+    /* A copy, not the zero-copy view: it works for a model on any device. */
+    CHECK(snn_parameter_count(model, &count));
+    float *params = checked_malloc(count * sizeof(float));
+    CHECK(snn_get_parameters(model, params, count));
 
     FILE *f = fopen(path, "wb");
     if (!f) {
@@ -385,6 +387,7 @@ static void save_params(snn_model *model, const char *path) {
         fprintf(stderr, "fashion_mnist: cannot write %s\n", path);
         exit(1);
     }
+    free(params);
     free(spec);
 }
 
@@ -775,8 +778,8 @@ int main(int argc, char **argv) {
 
     if (!o.quiet) print_report(confusion);
     if (ranks.rank == 0) {
-        save_params(model, params_path);
         CHECK(snn_model_save(model, model_path));
+        save_params(model, params_path);
     }
     if (ferror(loss_csv) | fclose(loss_csv) | ferror(epochs_csv) | fclose(epochs_csv)) {
         fprintf(stderr, "fashion_mnist: cannot write %s or %s\n", loss_path, epochs_path);

@@ -139,10 +139,14 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
 void forward_cache_follow(ForwardCache &c, const Model &m) {
     ForwardCache to;
     forward_cache_init(to, m, c.max_batch);
-    Backend &from = *c.backend;
-    for (size_t i = 0; i < c.storage.size(); ++i)
-        copy_across(from, c.stream.get(), c.storage[i].get(), *to.backend, to.stream.get(),
-                    to.storage[i].get(), c.storage[i].bytes());
+    // Only what holds values: the inputs set and the last pass's activations.
+    for (size_t i = 0; i < c.net.layers.size(); ++i) {
+        const Layer &l = c.net.layers[i];
+        const int64_t n = i == 0 ? c.input_batch : c.forward_batch;
+        if (l.kind == LayerKind::flatten || n < 1) continue;
+        copy_across(*c.backend, c.stream.get(), c.acts[i], *to.backend, to.stream.get(), to.acts[i],
+                    size_t(n) * size_t(l.out.size()) * sizeof(float));
+    }
     to.batch = c.batch;
     to.input_batch = c.input_batch;
     to.forward_batch = c.forward_batch;
@@ -211,15 +215,17 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
 void backward_cache_follow(BackwardCache &b, const Model &m) {
     BackwardCache to;
     backward_cache_init(to, m, b.max_batch);
-    Backend &from = *b.backend;
-    auto carry = [&](const DeviceBuffer &src, DeviceBuffer &dst) {
-        copy_across(from, b.stream.get(), src.get(), *to.backend, to.stream.get(), dst.get(), src.bytes());
+    // Only what holds values: targets, labels and gradients that were set.
+    auto carry = [&](const DeviceBuffer &src, DeviceBuffer &dst, int64_t n, size_t per_sample, size_t size) {
+        if (n < 0) return;
+        copy_across(*b.backend, b.stream.get(), src.get(), *to.backend, to.stream.get(), dst.get(),
+                    size_t(n) * per_sample * size);
     };
-    carry(b.grads, to.grads);
-    carry(b.targets, to.targets);
-    carry(b.labels, to.labels);
-    carry(b.loss, to.loss);
-    carry(b.input_grad, to.input_grad);
+    const size_t outputs = size_t(b.net.output().size()), inputs = size_t(b.net.input().size());
+    carry(b.targets, to.targets, b.targets_batch, outputs, sizeof(float));
+    carry(b.labels, to.labels, b.labels_batch, 1, sizeof(int32_t));
+    carry(b.grads, to.grads, b.grads_batch < 0 ? -1 : 1, b.net.param_count, sizeof(float));
+    carry(b.input_grad, to.input_grad, b.input_grad_batch, inputs, sizeof(float));
     to.targets_batch = b.targets_batch;
     to.labels_batch = b.labels_batch;
     to.want_input_grad = b.want_input_grad;

@@ -28,23 +28,42 @@
 //! # Ok::<(), snn::Error>(())
 //! ```
 //!
-//! Ownership follows the C library: every handle is freed by `Drop`. Caches
-//! borrow the model they were made for, so the model outlives them and cannot
-//! move to another device while they exist. A model's parameters change
-//! through shared references (an optimiser step, [`Model::init`],
-//! [`Model::set_parameters`]), as a `Cell` does; that is why handles are
-//! `Send` but not `Sync`, and why the zero-copy parameter views need
-//! `&mut Model`.
+//! Ownership follows the C library: every handle is freed by `Drop`, and the
+//! library lets handles be destroyed in any order (a cache or an optimiser
+//! keeps its own copy of what it needs of its model). Caches borrow the model
+//! they were made for, so the model outlives them and cannot move to another
+//! device while they exist; the calls that pass the model
+//! ([`ForwardCache::forward`], [`BackwardCache::backprop`]) therefore always
+//! pass a live one, and dropping a model while a cache of it is still used
+//! does not compile:
+//!
+//! ```compile_fail,E0505
+//! let model = snn::Model::new("input 1; dense 1")?;
+//! let mut fwd = model.preallocate(1)?;
+//! drop(model);
+//! fwd.set_inputs(&[1.0])?;
+//! # Ok::<(), snn::Error>(())
+//! ```
+//!
+//! An [`Optimiser`] borrows nothing: it may outlive its model (its settings
+//! and step count stay readable), and each step names the model.
+//!
+//! A model's parameters change through shared references (an optimiser
+//! step, [`Model::init`], [`Model::set_parameters`]), as a `Cell` does; that
+//! is why handles are `Send` but not `Sync`, and why the zero-copy parameter
+//! views need `&mut Model`.
 
 pub mod sys;
 
+use std::any::Any;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::os::raw::{c_char, c_void};
+use std::panic;
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// What went wrong, one variant per status of `snn.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +280,19 @@ pub enum LogLevel {
 /// A log receiver: a plain function, so it needs no state kept alive.
 pub type LogFn = fn(LogLevel, &str);
 
+/// The message of the last panic of the log receiver that no one has taken yet.
+static LOG_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic whose payload is not a string".to_owned()
+    }
+}
+
 unsafe extern "C" fn log_trampoline(user_data: *mut c_void, level: i32, message: *const c_char) {
     // SAFETY: user_data is the LogFn that set_log_callback stored there.
     let f: LogFn = unsafe { std::mem::transmute::<*mut c_void, LogFn>(user_data) };
@@ -269,11 +301,22 @@ unsafe extern "C" fn log_trampoline(user_data: *mut c_void, level: i32, message:
         sys::SNN_LOG_WARNING => LogLevel::Warning,
         _ => LogLevel::Info,
     };
-    f(level, &text(message));
+    let message = text(message);
+    // A panic must not unwind into the library's C frames (that aborts the
+    // process): it is stopped here and kept for take_log_callback_panic.
+    if let Err(payload) = panic::catch_unwind(|| f(level, &message)) {
+        *LOG_PANIC.lock().unwrap_or_else(PoisonError::into_inner) = Some(panic_text(payload.as_ref()));
+    }
 }
 
 /// Installs (or with `None` removes) the process-wide log callback. It runs
 /// on the thread of the failing call and must not call into snn.
+///
+/// A panic of the callback stops in this crate, never unwinding through the
+/// library: the message being logged is dropped, the failing call still
+/// returns its own [`Error`], the callback stays installed for the next
+/// messages, and the panic's message is kept for [`take_log_callback_panic`]
+/// (the panic hook reports it as usual too).
 pub fn set_log_callback(callback: Option<LogFn>) -> Result<()> {
     // SAFETY: the trampoline only reads user_data as the function stored here.
     check(unsafe {
@@ -282,6 +325,12 @@ pub fn set_log_callback(callback: Option<LogFn>) -> Result<()> {
             None => sys::snn_set_log_callback(None, ptr::null_mut()),
         }
     })
+}
+
+/// The message of the log callback's last panic, if it panicked since the
+/// previous call; taking it clears it.
+pub fn take_log_callback_panic() -> Option<String> {
+    LOG_PANIC.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 
 /// Where a model lives.
@@ -586,7 +635,8 @@ impl Model {
 
 impl Drop for Model {
     fn drop(&mut self) {
-        // SAFETY: owned handle, destroyed once; borrows keep caches from outliving it.
+        // SAFETY: owned handle, destroyed once. Caches borrow the model, so none
+        // is used after this; an optimiser may outlive it (the library allows it).
         unsafe { sys::snn_model_destroy(self.raw.as_ptr()) }
     }
 }
@@ -830,9 +880,9 @@ pub enum Hyperparameter {
     Alpha = 8,
 }
 
-/// An optimiser's state (moments and step count) for one model. It keeps no
-/// pointer to the model: each step names the model, and the library checks
-/// that it is the one the optimiser was made for.
+/// An optimiser's state (moments and step count) for one model. It borrows
+/// no model and may outlive it: each step names the model, and the library
+/// checks that it is the one the optimiser was made for.
 pub struct Optimiser {
     raw: NonNull<sys::snn_optimiser>,
 }

@@ -52,9 +52,8 @@ __global__ void mse_kernel(const float *y, const float *t, float *dy, size_t cou
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// Cross-entropy of logits, one thread per row i:
-//   lse_i = log sum_j exp(y_ij)          (max subtracted, math.h)
-//   loss  = sum_i (lse_i - y_i,label_i) / n
+// Cross-entropy of logits, one thread per row i (math.h's xent_row):
+//   loss  = sum_i -log softmax(y_i)[label_i] / n
 //   dy_ij = (softmax(y_i)_j - [j == label_i]) / n
 __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, int64_t n, int64_t k,
                             float inv_batch, float *partials) {
@@ -64,10 +63,9 @@ __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, in
         const float *row = y + i * k;
         float *grad = dy + i * k;
         const int32_t label = labels[i];
-        float max_logit;
-        const float lse = logsumexp_row(row, k, &max_logit);
-        acc += lse - row[label];
-        for (int64_t j = 0; j < k; ++j) grad[j] = xent_grad(row[j], lse, j == label, inv_batch);
+        const XentRow r = xent_row(row, k);
+        acc += xent_row_loss(r, row[label]);
+        for (int64_t j = 0; j < k; ++j) grad[j] = xent_grad(r, row[j], j, label, inv_batch);
     }
     float total = block_sum(acc);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;

@@ -22,17 +22,16 @@ void CpuBackend::mse_loss(Stream *, int64_t n, int64_t k, const float *y, const 
     *loss = float(sum / double(count));
 }
 
-// L = mean over rows of logsumexp(y) - y[label] ; dy = (softmax(y) - onehot) / n
+// L = mean over rows of -log softmax(y)[label] ; dy = (softmax(y) - onehot) / n
 void CpuBackend::xent_loss(Stream *, int64_t n, int64_t k, const float *y, const int32_t *labels,
                            float *dy, float *loss) {
     const float inv = 1.0f / float(n);
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         const float *row = y + i * k;
-        float m;
-        float lse = logsumexp_row(row, k, &m);
-        sum += double(lse - row[labels[i]]);
-        for (int64_t j = 0; j < k; ++j) dy[i * k + j] = xent_grad(row[j], lse, j == labels[i], inv);
+        const XentRow r = xent_row(row, k);
+        sum += double(xent_row_loss(r, row[labels[i]]));
+        for (int64_t j = 0; j < k; ++j) dy[i * k + j] = xent_grad(r, row[j], j, labels[i], inv);
     }
     *loss = float(sum / double(n));
 }

@@ -31,16 +31,22 @@ SNN_HD float pow2i(int n) {
 #endif
 }
 
-// e^x to within 2 ulp, branch-free so loops over it vectorise (Cephes'
-// method): e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln(2)/2, and e^r
-// by a degree-6 polynomial.
+// e^x to within 1 ulp over the whole float range, branch-free so loops over
+// it vectorise (Cephes' method): e^x = 2^n e^r with n = round(x / ln 2),
+// |r| <= ln(2)/2, and e^r by a degree-6 polynomial. Results below the
+// smallest normal float come out subnormal (0 below e^-103.97), results
+// above the largest float come out infinite, and NaN stays NaN.
 SNN_HD float exp_approx(float x) {
-    x = x > 88.3762626647949f ? 88.3762626647949f : x;
-    x = x < -87.3365447505531f ? -87.3365447505531f : x;
-    float t = x * 1.44269504088896341f;
+    // Clamped twice: n comes from a copy where NaN became 89 (so the
+    // conversion to int is defined), r from one where NaN stays NaN.
+    float c = x < 89.0f ? x : 89.0f;
+    c = c > -104.0f ? c : -104.0f;
+    float cx = x > 89.0f ? 89.0f : x;
+    cx = cx < -104.0f ? -104.0f : cx;
+    float t = c * 1.44269504088896341f;
     int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));
     float fn = float(n);
-    float r = x - fn * 0.693359375f;  // ln 2 split in two for exact reduction
+    float r = cx - fn * 0.693359375f;  // ln 2 split in two for exact reduction
     r = r - fn * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -49,35 +55,44 @@ SNN_HD float exp_approx(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
-    // n can reach 128 at the top of the range: split the scaling in two.
+    // n runs from -150 to 128: the scaling is split in two normal powers,
+    // the first product exact, the second rounding once (to a subnormal, or
+    // to infinity, where the result is one).
     int half = n / 2;
     return p * pow2i(half) * pow2i(n - half);
 }
 
-// tanh as a rational function p(x)/q(x) (odd degree 13 over even degree 6)
-// on [-7.9053, 7.9053], where tanh is 1 to float precision beyond; within
-// 4e-7 relative of tanh everywhere, exact in sign and near zero. One
-// division, no branches: loops over it vectorise.
+// tanh to within 1.5 ulp over the whole float range; it reaches +-1 only
+// where the correctly rounded tanh does (|x| > 9.01), so the derivative
+// 1 - y^2 stays nonzero up to there. For |x| < 0.625, x + x^3 q(x^2) with q
+// a degree-4 minimax fit of (tanh(x)/x - 1)/x^2 (relative error 4.4e-9);
+// beyond, 1 - 2/(e^{2|x|} + 1), which has no cancellation there. Both forms
+// are computed and one kept, with no branches: loops over it vectorise.
 SNN_HD float tanh_approx(float x) {
-    const float clamp = 7.90531110763549805f;
-    x = x > clamp ? clamp : (x < -clamp ? -clamp : x);
-    const float x2 = x * x;
-    float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    p = p * x;
-    float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    return p / q;
+    const float small_limit = 0.625f;
+    const float a = fabsf(x);
+    const float s = a < small_limit ? a : small_limit;
+    const float z = s * s;
+    float q = -5.704988741111171e-3f;
+    q = q * z + 2.063908923393539e-2f;
+    q = q * z + -5.373971582191688e-2f;
+    q = q * z + 1.3331442208382657e-1f;
+    q = q * z + -3.3333281942427095e-1f;
+    const float small = s + s * z * q;
+    const float large = 1.0f - 2.0f / (exp_approx(2.0f * a) + 1.0f);
+    // Blended by weights 1 and 0 rather than with ?:, which GCC turns into a
+    // branch around exp_approx that stops the vectoriser.
+    const float w = a < small_limit ? 1.0f : 0.0f;
+    return copysignf(w * small + (1.0f - w) * large, x);
 }
 
-SNN_HD float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+// 1 / (1 + e^-x) to within 2.5 ulp over the whole float range: e^-|x| never
+// overflows, and for x < 0 the form e^x / (1 + e^x) keeps the tiny results
+// (subnormal below x = -87.3) instead of rounding them to 0.
+SNN_HD float sigmoid_approx(float x) {
+    const float e = exp_approx(-fabsf(x));
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
 
 // y = act(z)
 SNN_HD float activate(Act a, float z) {
@@ -106,25 +121,52 @@ SNN_HD float activation_derivative(Act a, float y) {
 SNN_HD float mse_term(float y, float t) { return (y - t) * (y - t); }
 SNN_HD float mse_grad(float y, float t, float inv_count) { return 2.0f * (y - t) * inv_count; }
 
-// Cross-entropy of one row of logits: log-sum-exp with the max subtracted,
-// so logits of 1e4 stay finite. Returns -log softmax(y)[label].
-SNN_HD float logsumexp_row(const float *y, int64_t k, float *max_out) {
-    float m = y[0];
-    for (int64_t j = 1; j < k; ++j) m = y[j] > m ? y[j] : m;
-    float s = 0.0f;
-    for (int64_t j = 0; j < k; ++j) s += expf(y[j] - m);
-    *max_out = m;
-    return m + logf(s);
+// Cross-entropy of one row of k logits, from its max m (at index top, the
+// first one) and rest = sum over j != top of e^{y_j - m}: the sum of
+// e^{y_j - m} is 1 + rest, so nothing is rounded before it is subtracted.
+//   loss      = -log softmax(y)[label] = (m - y_label) + log1p(rest)
+//   softmax_j = e^{y_j - m} / (1 + rest)
+// Logits of 1e4 stay finite, and a loss of 6e-7 is not rounded to 0.
+struct XentRow {
+    float max, rest;
+    int64_t top;
+};
+
+SNN_HD XentRow xent_row(const float *y, int64_t k) {
+    XentRow r{y[0], 0.0f, 0};
+    for (int64_t j = 1; j < k; ++j)
+        if (y[j] > r.max) {
+            r.max = y[j];
+            r.top = j;
+        }
+    for (int64_t j = 0; j < k; ++j)
+        if (j != r.top) r.rest += expf(y[j] - r.max);
+    return r;
 }
-// dL/dy_j = (softmax(y)_j - [j == label]) / batch
-SNN_HD float xent_grad(float y, float lse, int is_label, float inv_batch) {
-    return (expf(y - lse) - (is_label ? 1.0f : 0.0f)) * inv_batch;
+
+SNN_HD float xent_row_loss(const XentRow &r, float y_label) {
+    return (r.max - y_label) + log1pf(r.rest);
+}
+
+// dL/dy_j = (softmax(y)_j - [j == label]) / batch. For the label,
+// softmax_j - 1 = -(sum of the other terms) / (1 + rest), whose numerator is
+// rest itself when the label holds the max (no cancellation).
+SNN_HD float xent_grad(const XentRow &r, float y, int64_t j, int64_t label, float inv_batch) {
+    const float sum = 1.0f + r.rest;
+    if (j != label) return expf(y - r.max) / sum * inv_batch;
+    const float others = j == r.top ? r.rest : sum - expf(y - r.max);
+    return -(others / sum) * inv_batch;
 }
 
 // Hyperparameters and step-dependent factors of one optimiser step, computed
-// once on the host per step.
+// once on the host per step: each factor is computed in double from the
+// double hyperparameters and rounded once (1 - 0.99999 in float would be
+// off by 7e-4).
 struct OptStep {
-    float lr, momentum, beta1, beta2, eps, weight_decay, alpha;
+    float lr, momentum, eps, weight_decay;
+    float lr_weight_decay;                     // lr * weight_decay (AdamW)
+    float one_minus_beta1, one_minus_beta2;    // Adam
+    float one_minus_alpha;                     // RMSProp
     float bias_correction1, bias_correction2;  // 1 - beta^t (Adam)
     int32_t nesterov, first_step;
 };
@@ -141,15 +183,19 @@ SNN_HD void sgd_update(const OptStep &s, float *p, float g, float *b) {
     *p -= s.lr * g;
 }
 
+// Moving averages are written a += (1 - beta) (x - a), which equals
+// beta a + (1 - beta) x but needs only the complement: its fixed point is x
+// exactly, whatever the rounding of beta.
+
 // Adam (L2 decay folded into g) and AdamW (decoupled decay p -= lr wd p).
 SNN_HD void adam_update(const OptStep &s, int decoupled, float *p, float g, float *m, float *v) {
     if (decoupled) {
-        *p -= s.lr * s.weight_decay * *p;
+        *p -= s.lr_weight_decay * *p;
     } else {
         g += s.weight_decay * *p;
     }
-    *m = s.beta1 * *m + (1.0f - s.beta1) * g;
-    *v = s.beta2 * *v + (1.0f - s.beta2) * g * g;
+    *m += s.one_minus_beta1 * (g - *m);
+    *v += s.one_minus_beta2 * (g * g - *v);
     float mhat = *m / s.bias_correction1;
     float vhat = *v / s.bias_correction2;
     *p -= s.lr * mhat / (sqrtf(vhat) + s.eps);
@@ -158,7 +204,7 @@ SNN_HD void adam_update(const OptStep &s, int decoupled, float *p, float g, floa
 // RMSProp (PyTorch's form): v = a v + (1 - a) g^2 ; p -= lr g / (sqrt(v) + eps)
 SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *v) {
     g += s.weight_decay * *p;
-    *v = s.alpha * *v + (1.0f - s.alpha) * g * g;
+    *v += s.one_minus_alpha * (g * g - *v);
     *p -= s.lr * g / (sqrtf(*v) + s.eps);
 }
 

@@ -57,12 +57,13 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     OptStep s;
     s.lr = float(o.lr);
     s.momentum = float(o.momentum);
-    s.beta1 = float(o.beta1);
-    s.beta2 = float(o.beta2);
     s.eps = float(o.eps);
     s.weight_decay = float(o.weight_decay);
-    s.alpha = float(o.alpha);
-    // 1 - beta^t in double, then rounded once
+    // Products and complements in double, then rounded once
+    s.lr_weight_decay = float(o.lr * o.weight_decay);
+    s.one_minus_beta1 = float(1.0 - o.beta1);
+    s.one_minus_beta2 = float(1.0 - o.beta2);
+    s.one_minus_alpha = float(1.0 - o.alpha);
     s.bias_correction1 = float(1.0 - std::pow(o.beta1, double(t)));
     s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
     s.nesterov = o.nesterov;

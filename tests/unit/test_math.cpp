@@ -1,0 +1,211 @@
+// The per-element math of engine/math.h (the functions both backends run)
+// against double precision over the whole float range, and the numerical
+// edge cases of activations, cross-entropy and optimisers through the C API,
+// with PyTorch's float32 results.
+#include "engine/math.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "helpers.h"
+
+using namespace snn_test;
+
+namespace {
+
+float float_from_bits(uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// |got - want| in units of the float spacing at want (2^-149 among the
+// subnormals). A result that should round to infinity must be that infinity.
+double ulp_error(float got, double want) {
+    if (std::isnan(want)) return std::isnan(got) ? 0.0 : INFINITY;
+    if (std::isinf(float(want))) return got == float(want) ? 0.0 : INFINITY;
+    int exponent = 0;
+    std::frexp(std::fabs(want), &exponent);
+    const double ulp = std::ldexp(1.0, std::max(exponent - 24, -149));
+    return std::fabs(double(got) - want) / ulp;
+}
+
+struct Worst {
+    double ulps = 0.0;
+    float at = 0.0f;
+    void see(float x, double ulps_at_x) {
+        if (!(ulps_at_x <= ulps)) {
+            ulps = ulps_at_x;
+            at = x;
+        }
+    }
+};
+
+double exp_exact(float x) { return std::exp(double(x)); }
+double tanh_exact(float x) { return std::tanh(double(x)); }
+double sigmoid_exact(float x) { return 1.0 / (1.0 + std::exp(-double(x))); }
+
+// Every 997th bit pattern (all signs, exponents and both tails, about four
+// million floats), the infinities and the points where the forms switch.
+template <typename Approx, typename Exact>
+Worst sweep(Approx approx, Exact exact) {
+    Worst w;
+    for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 997) {
+        const float x = float_from_bits(uint32_t(bits));
+        if (!std::isnan(x)) w.see(x, ulp_error(approx(x), exact(x)));
+    }
+    const float specials[] = {0.0f,   -0.0f,   INFINITY, -INFINITY, 0.625f,      -0.625f,
+                              89.0f,  -104.0f, 88.72f,   88.73f,    -87.33f,     -103.97f,
+                              9.01f,  -9.01f,  1e-45f,   -1e-45f,   FLT_MAX,     -FLT_MAX,
+                              20.0f,  -20.0f,  8.0f,     -8.0f,     1.17549435e-38f};
+    for (float x : specials) {
+        w.see(x, ulp_error(approx(x), exact(x)));
+        w.see(std::nextafter(x, INFINITY), ulp_error(approx(std::nextafter(x, INFINITY)),
+                                                     exact(std::nextafter(x, INFINITY))));
+        w.see(std::nextafter(x, -INFINITY), ulp_error(approx(std::nextafter(x, -INFINITY)),
+                                                      exact(std::nextafter(x, -INFINITY))));
+    }
+    return w;
+}
+
+TEST(Math, ExpIsWithinOneUlpOverTheWholeRange) {
+    const Worst w = sweep(snn::exp_approx, exp_exact);
+    EXPECT_LE(w.ulps, 1.0) << "at x = " << w.at;
+    EXPECT_EQ(snn::exp_approx(-100.0f), float(std::exp(-100.0)));  // subnormal, not clamped
+    EXPECT_EQ(snn::exp_approx(89.0f), INFINITY);
+    EXPECT_TRUE(std::isnan(snn::exp_approx(NAN)));
+}
+
+TEST(Math, TanhIsWithinOneAndAHalfUlpOverTheWholeRange) {
+    const Worst w = sweep(snn::tanh_approx, tanh_exact);
+    EXPECT_LE(w.ulps, 1.5) << "at x = " << w.at;
+    EXPECT_TRUE(std::isnan(snn::tanh_approx(NAN)));
+}
+
+TEST(Math, SigmoidIsWithinTwoAndAHalfUlpsOverTheWholeRange) {
+    const Worst w = sweep(snn::sigmoid_approx, sigmoid_exact);
+    EXPECT_LE(w.ulps, 2.5) << "at x = " << w.at;
+    EXPECT_TRUE(std::isnan(snn::sigmoid_approx(NAN)));
+}
+
+// tanh(8) = 1 - 2.25e-7 rounds to 1 - 2^-22; the derivative from the output,
+// 1 - y^2, is then 2^-21 = 4.77e-7, PyTorch's float32 value. Rounded tanh
+// reaches 1 only at |x| = 9.01.
+TEST(Math, TanhDerivativeStaysNonzeroUntilTanhRoundsToOne) {
+    EXPECT_EQ(snn::tanh_approx(8.0f), 1.0f - 0x1p-22f);
+    EXPECT_EQ(snn::activation_derivative(snn::Act::tanh, snn::tanh_approx(8.0f)), 0x1p-21f);
+    EXPECT_EQ(snn::tanh_approx(-8.0f), -1.0f + 0x1p-22f);
+    EXPECT_EQ(snn::activation_derivative(snn::Act::tanh, snn::tanh_approx(-8.0f)), 0x1p-21f);
+    for (float x = 7.5f; x < 9.0f; x += 0.0625f)
+        EXPECT_GT(snn::activation_derivative(snn::Act::tanh, snn::tanh_approx(x)), 0.0f) << x;
+    EXPECT_EQ(snn::tanh_approx(9.1f), 1.0f);
+}
+
+// For z < 0 the derivative y (1 - y) is y itself: e^z down to the subnormals.
+TEST(Math, SigmoidDerivativeOfLargeNegativeInputsIsTinyButNonzero) {
+    EXPECT_FLOAT_EQ(snn::activation_derivative(snn::Act::sigmoid, snn::sigmoid_approx(-20.0f)),
+                    float(std::exp(-20.0)));
+    EXPECT_FLOAT_EQ(snn::sigmoid_approx(-88.0f), float(std::exp(-88.0)));
+    EXPECT_EQ(snn::sigmoid_approx(-100.0f), float(std::exp(-100.0)));  // subnormal
+}
+
+// ---- through the C API -------------------------------------------------------------
+
+// `input 1; dense 1` from w = b = 0, one step on the gradient (1, 1).
+std::vector<float> one_step(snn_optimiser_kind kind, snn_hyperparameter which, double value) {
+    Model m = make_model("input 1; dense 1");
+    const std::vector<float> zero = {0.0f, 0.0f}, ones = {1.0f, 1.0f};
+    EXPECT_EQ(snn_set_parameters(m.get(), zero.data(), zero.size()), SNN_OK);
+    Backward b = make_backward(m.get(), 1);
+    EXPECT_EQ(snn_set_gradients(b.get(), ones.data(), ones.size()), SNN_OK);
+    Optimiser o = make_optimiser(m.get(), kind);
+    EXPECT_EQ(snn_optimiser_set(o.get(), SNN_HP_LEARNING_RATE, 0.01), SNN_OK);
+    EXPECT_EQ(snn_optimiser_set(o.get(), which, value), SNN_OK) << snn_last_error();
+    EXPECT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_OK) << snn_last_error();
+    return get_params(m.get());
+}
+
+// Adam's first step is lr * g / |g| whatever beta2: 1 - beta2 must not be
+// rounded after beta2 was (1 - float(0.99999) is off by 6.8e-4).
+TEST(Optimiser, AdamFirstStepIsTheLearningRateWithBeta2Near1) {
+    for (snn_optimiser_kind kind : {SNN_OPTIMISER_ADAM, SNN_OPTIMISER_ADAMW}) {
+        const std::vector<float> p = one_step(kind, SNN_HP_BETA2, 0.99999);
+        EXPECT_EQ(p[0], -0.01f);
+        EXPECT_EQ(p[1], -0.01f);
+    }
+    EXPECT_EQ(one_step(SNN_OPTIMISER_ADAM, SNN_HP_BETA1, 0.99999)[0], -0.01f);
+}
+
+// RMSProp's first step is lr g / sqrt((1 - alpha) g^2) = 0.01 / sqrt(1e-5).
+TEST(Optimiser, RmspropFirstStepWithAlphaNear1) {
+    const double want = -0.01 / (std::sqrt(1e-5) + 1e-8);  // -3.16227
+    const std::vector<float> p = one_step(SNN_OPTIMISER_RMSPROP, SNN_HP_ALPHA, 0.99999);
+    EXPECT_NEAR(p[0], want, 2e-6);
+    EXPECT_NEAR(p[1], want, 2e-6);
+}
+
+// `input 1; dense 1 tanh` with w = 1, b = 0 at x = 8: y and dy/dz as
+// PyTorch's float32 tanh gives them.
+TEST(Activation, SaturatedTanhKeepsItsGradient) {
+    Model m = make_model("input 1; dense 1 tanh");
+    const std::vector<float> p = {1.0f, 0.0f}, x = {8.0f}, dy = {1.0f};
+    ASSERT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+    Forward f = make_forward(m.get(), 1);
+    Backward b = make_backward(m.get(), 1);
+    EXPECT_EQ(run(f.get(), m.get(), x)[0], 0.99999976f);
+    ASSERT_EQ(snn_backprop_with_output_gradient(b.get(), f.get(), m.get(), dy.data(), dy.size()),
+              SNN_OK)
+        << snn_last_error();
+    const std::vector<float> g = gradients(b.get(), m.get());
+    EXPECT_EQ(g[1], 4.76837158e-7f);       // dy/dz
+    EXPECT_EQ(g[0], 8.0f * 4.76837158e-7f);  // x dy/dz
+}
+
+// Cross-entropy of one row of logits through `input 3; dense 3` with the
+// identity weights, so the logits are the inputs and the bias gradient is
+// dL/dlogits.
+struct XentResult {
+    float loss;
+    std::vector<float> grad;
+};
+
+XentResult cross_entropy(const std::vector<float> &logits, int32_t label) {
+    Model m = make_model("input 3; dense 3");
+    const std::vector<float> p = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+    EXPECT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+    Forward f = make_forward(m.get(), 1);
+    Backward b = make_backward(m.get(), 1);
+    EXPECT_EQ(run(f.get(), m.get(), logits), logits);
+    EXPECT_EQ(snn_set_labels(b.get(), &label, 1), SNN_OK);
+    XentResult r{};
+    EXPECT_EQ(snn_backprop(b.get(), f.get(), m.get(), SNN_LOSS_LOGIT_CROSSENTROPY, &r.loss), SNN_OK)
+        << snn_last_error();
+    const std::vector<float> g = gradients(b.get(), m.get());
+    r.grad.assign(g.end() - 3, g.end());
+    return r;
+}
+
+// Logits of +-1e4: the log-sum-exp 1e4 + log 2 is not representable to
+// better than 1e-3, so it must not be formed before subtracting.
+TEST(Loss, CrossEntropyOfHugeTiedLogitsIsLog2) {
+    const XentResult r = cross_entropy({1e4f, 1e4f, -1e4f}, 1);
+    EXPECT_FLOAT_EQ(r.loss, 0.693147181f);
+    EXPECT_EQ(r.grad, (std::vector<float>{0.5f, -0.5f, 0.0f}));
+}
+
+// [20, 5, 5], label 0: loss log(1 + 2 e^-15) = 6.118e-7, not 0; the label's
+// gradient is minus the others' sum, so the row sums to 0.
+TEST(Loss, CrossEntropyOfAConfidentRowIsTinyButNonzero) {
+    const double rest = 2.0 * std::exp(-15.0);
+    const XentResult r = cross_entropy({20.0f, 5.0f, 5.0f}, 0);
+    EXPECT_NEAR(r.loss, std::log1p(rest), 1e-6 * rest);
+    EXPECT_NEAR(r.grad[0], -rest / (1.0 + rest), 1e-6 * rest);
+    EXPECT_NEAR(r.grad[1], rest / 2.0 / (1.0 + rest), 1e-6 * rest);
+    EXPECT_EQ(r.grad[1], r.grad[2]);
+    EXPECT_NEAR(double(r.grad[0]) + r.grad[1] + r.grad[2], 0.0, 1e-13);
+}
+
+}  // namespace

@@ -52,7 +52,10 @@
  *     avgpool KH[xKW] [stride=S]
  *     flatten
  *   act is one of identity (default), relu, leaky_relu (slope 0.01), tanh,
- *   sigmoid. I is one of glorot_uniform (default), glorot_normal, he_uniform,
+ *   sigmoid (both within 2.5 ulp of the exact float result over the whole
+ *   float range; as in PyTorch, their derivatives are computed from the
+ *   output, so tanh's is nonzero until tanh rounds to 1 at |z| = 9.01).
+ *   I is one of glorot_uniform (default), glorot_normal, he_uniform,
  *   he_normal, lecun_normal, zeros. Biases always start at zero.
  *   Output sizes use floor division, as PyTorch does.
  *   Example: "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu;
@@ -342,7 +345,10 @@ enum {
     /* mean over all batch*outputs elements of (y - t)^2 (PyTorch's default) */
     SNN_LOSS_MSE = 1,
     /* mean over the batch of -log softmax(y)[label]; labels are 0-based int32
-     * class indices; stable for large logits */
+     * class indices; stable for large logits: each row's loss is
+     * (max - y[label]) + log(sum of exp(y - max)), with no log-sum-exp
+     * rounded before the subtraction, so logits of 1e4 and losses of 1e-7
+     * keep float precision */
     SNN_LOSS_LOGIT_CROSSENTROPY = 2
 };
 
@@ -440,7 +446,10 @@ enum {
 };
 
 /* Creates an optimiser for `model` with PyTorch's defaults (above), its state
- * (moments) allocated on the model's device and zeroed.
+ * (moments) allocated on the model's device and zeroed. Hyperparameters are
+ * kept as doubles; the factors of a step (1 - beta1, 1 - beta2, 1 - alpha,
+ * lr * weight_decay, the bias corrections 1 - beta^t) are computed in double
+ * and rounded once to float, so beta2 = 0.99999 is as exact as 0.999.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (unknown kind),
  * SNN_ERR_OUT_OF_MEMORY. */
 SNN_API snn_status snn_optimiser_create(const snn_model *model, snn_optimiser_kind kind,

@@ -11,7 +11,8 @@ namespace snn {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t(1) << 24;        // any single size
-constexpr int64_t kMaxElements = int64_t(1) << 31;   // per-sample activation
+constexpr int64_t kMaxElements = int64_t(1) << 31;   // per-sample activation, one layer's weights
+constexpr int64_t kMaxLowered = int64_t(1) << 40;    // a convolution's lowered input per sample
 constexpr size_t kMaxParams = size_t(1) << 32;
 
 struct Token {
@@ -216,8 +217,12 @@ std::string layer_head(const Layer &l) {
     fail(SNN_ERR_SHAPE, "layer %zu (%s): %s", index, layer_head(l).c_str(), why.c_str());
 }
 
-int64_t checked_mul(int64_t a, int64_t b, int64_t limit, size_t index, const Layer &l) {
-    if (a != 0 && b > limit / a) shape_error(index, l, "sizes too large");
+// a * b for positive sizes, or a shape error when the product exceeds limit
+// (checked before multiplying, so nothing overflows).
+int64_t checked_mul(int64_t a, int64_t b, int64_t limit, size_t index, const Layer &l, const char *what) {
+    if (b > limit / a)
+        shape_error(index, l, format("%s too large: %lld x %lld is above the limit of %lld", what, (long long)a,
+                                     (long long)b, (long long)limit));
     return a * b;
 }
 
@@ -226,21 +231,28 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad) {
     return (in + 2 * pad - k) / stride + 1;
 }
 
+// Shapes, parameter counts and offsets of every layer. Every size the engine
+// multiplies is bounded here, once: each dimension by kMaxDim (the parser),
+// each layer's elements per sample (c * h * w) and weights by kMaxElements,
+// a convolution's lowered input by kMaxLowered and the parameter vector by
+// kMaxParams; Shape::size() and the engine's products of these never
+// overflow int64_t or size_t.
 void infer_shapes(Network &net) {
     size_t offset = 0;
-    for (size_t i = 1; i < net.layers.size(); ++i) {
+    for (size_t i = 0; i < net.layers.size(); ++i) {
         Layer &l = net.layers[i];
-        l.in = net.layers[i - 1].out;
+        if (i > 0) l.in = net.layers[i - 1].out;
         const Shape &in = l.in;
+        int64_t lowered_rows = 0;  // conv: in.c kh kw
         switch (l.kind) {
-            case LayerKind::input:
-                shape_error(i, l, "'input' may appear only as the first layer");
+            case LayerKind::input:  // layers[0] only (parse_spec checks); shaped by the spec
+                break;
             case LayerKind::dense: {
                 if (in.is_image)
                     shape_error(i, l, "input is an image " + shape_text(in) +
                                           "; add 'flatten' before a dense layer");
                 l.out = {l.units, 1, 1, false};
-                l.weight_count = size_t(checked_mul(l.units, in.size(), kMaxElements, i, l));
+                l.weight_count = size_t(checked_mul(l.units, in.size(), kMaxElements, i, l, "weights"));
                 break;
             }
             case LayerKind::conv: {
@@ -253,8 +265,9 @@ void infer_shapes(Network &net) {
                                              (long long)l.kh, (long long)l.kw));
                 l.out = {l.units, window_out(in.h, l.kh, l.sh, l.ph),
                          window_out(in.w, l.kw, l.sw, l.pw), true};
-                int64_t k = checked_mul(checked_mul(in.c, l.kh, kMaxElements, i, l), l.kw, kMaxElements, i, l);
-                l.weight_count = size_t(checked_mul(l.units, k, kMaxElements, i, l));
+                lowered_rows = checked_mul(checked_mul(in.c, l.kh, kMaxElements, i, l, "weights per output channel"),
+                                           l.kw, kMaxElements, i, l, "weights per output channel");
+                l.weight_count = size_t(checked_mul(l.units, lowered_rows, kMaxElements, i, l, "weights"));
                 break;
             }
             case LayerKind::maxpool:
@@ -272,7 +285,13 @@ void infer_shapes(Network &net) {
                 l.out = {in.size(), 1, 1, false};
                 break;
         }
-        checked_mul(checked_mul(l.out.c, l.out.h, kMaxElements, i, l), l.out.w, kMaxElements, i, l);
+        if (l.out.h > kMaxElements / l.out.w || l.out.c > kMaxElements / (l.out.h * l.out.w))
+            shape_error(i, l, format("%s %s is too large: more than 2^31 elements per sample", i == 0 ? "input" : "output",
+                                     shape_text(l.out).c_str()));
+        // A convolution lowered to a matrix (im2col) holds (in.c kh kw + out.c)
+        // x (out.h out.w) values per sample.
+        if (l.kind == LayerKind::conv)
+            checked_mul(lowered_rows + l.units, l.out.h * l.out.w, kMaxLowered, i, l, "lowered input per sample");
         l.weight_offset = offset;
         offset += l.weight_count;
         if (l.bias && (l.kind == LayerKind::dense || l.kind == LayerKind::conv)) {

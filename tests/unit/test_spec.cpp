@@ -113,6 +113,43 @@ TEST(SpecErrors, LayerKindsMustFitTheirInput) {
     EXPECT_NE(msg.find("layer 1"), std::string::npos) << msg;
 }
 
+// Every size product is checked where shapes are inferred: the input's own
+// c*h*w (which used to wrap to 0 here, so the network took 0 inputs and its
+// forward pass read out of bounds), every layer's output, weights and a
+// convolution's lowered input.
+TEST(SpecErrors, SizesWhoseProductsOverflowAreShapeErrors) {
+    std::string msg;
+    EXPECT_EQ(create_status("input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1", &msg),
+              SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("layer 0 (input): input 16777216x16777216x65536 is too large"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 46341x46341x1; maxpool 46341", &msg), SNN_ERR_SHAPE);  // 2^31 + 4633
+    EXPECT_NE(msg.find("layer 0"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 65536x32768x2; maxpool 2", &msg), SNN_ERR_SHAPE);  // 2^32
+    EXPECT_EQ(create_status("input 2147483648", &msg), SNN_ERR_SPEC);                 // above 2^24
+    EXPECT_EQ(create_status("input 2x2x1; conv 1 16777216 pad=16777216", &msg), SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("layer 1 (conv 1x1 16777216): output"), std::string::npos) << msg;
+    EXPECT_EQ(create_status("input 16777216; dense 16777216", &msg), SNN_ERR_SHAPE);  // 2^48 weights
+    EXPECT_NE(msg.find("weights too large"), std::string::npos) << msg;
+    // A kernel of 2^21 taps over a 1024x1024 output: 2^41 lowered values per
+    // sample, though weights and outputs are small.
+    EXPECT_EQ(create_status("input 1x1x1; conv 1024x2048 1 pad=1023x1535", &msg), SNN_ERR_SHAPE);
+    EXPECT_NE(msg.find("lowered input per sample too large"), std::string::npos) << msg;
+}
+
+TEST(Layout, SizesJustInsideTheLimitsAreAccepted) {
+    Model big_input = make_model("input 46340x46340x1; maxpool 46340");  // 2147395600 <= 2^31
+    EXPECT_EQ(input_size(big_input.get()), 2147395600u);
+    EXPECT_EQ(output_size(big_input.get()), 1u);
+    EXPECT_EQ(param_count(big_input.get()), 0u);
+    Model wide_kernel = make_model("input 1x1x1; conv 1024x1024 1 pad=1023x767");  // (2^20 + 1) x 2^19
+    int64_t c = 0, h = 0, w = 0;
+    ASSERT_EQ(snn_model_layer_shape(wide_kernel.get(), 1, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 1);
+    EXPECT_EQ(h, 1024);
+    EXPECT_EQ(w, 512);
+    EXPECT_EQ(param_count(wide_kernel.get()), (size_t(1) << 20) + 1);
+}
+
 TEST(Layout, LayerShapesUseFloorDivision) {
     Model m = make_model("input 7x7x3; conv 3x3 5 stride=2 pad=1; maxpool 3; flatten; dense 2");
     int64_t count = 0, c = 0, h = 0, w = 0;

@@ -7,18 +7,24 @@
 // "optimiser.<hyperparameter>" per hyperparameter of that kind, written as the
 // shortest decimal text that reads back to the same double, and the tensors
 // "optimiser.m" / "optimiser.v" (shape [parameter count]) the kind keeps.
+// Whatever loads a file validates all of it, optimiser part included, the
+// hyperparameters exactly as snn_optimiser_set does.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstring>
+#include <ctime>
+#include <functional>
 #include <memory>
-#include <random>
 
 #include "api/guard.h"
+#include "engine/hyperparameters.h"
 #include "model/safetensors.h"
 
 using namespace snn;
@@ -39,29 +45,6 @@ const char *kind_key(OptKind k) {
     }
 }
 
-// A double hyperparameter, the kinds it applies to, and its valid range
-// [lo, hi) (or (lo, hi) with lo_open), as snn_optimiser_set enforces.
-struct Hyper {
-    const char *name;
-    double Optimiser::*field;
-    bool sgd, adam, rmsprop;
-    double lo;
-    bool lo_open;
-    double hi;
-};
-const Hyper kHypers[] = {
-    {"learning_rate", &Optimiser::lr, true, true, true, 0.0, false, HUGE_VAL},
-    {"momentum", &Optimiser::momentum, true, false, false, 0.0, false, 1.0},
-    {"beta1", &Optimiser::beta1, false, true, false, 0.0, false, 1.0},
-    {"beta2", &Optimiser::beta2, false, true, false, 0.0, false, 1.0},
-    {"epsilon", &Optimiser::eps, false, true, true, 0.0, true, HUGE_VAL},
-    {"weight_decay", &Optimiser::weight_decay, true, true, true, 0.0, false, HUGE_VAL},
-    {"alpha", &Optimiser::alpha, false, false, true, 0.0, false, 1.0},
-};
-
-bool applies(const Hyper &h, OptKind k) {
-    return k == OptKind::sgd ? h.sgd : k == OptKind::rmsprop ? h.rmsprop : h.adam;
-}
 bool has_m(OptKind k) { return k != OptKind::rmsprop; }
 bool has_v(OptKind k) { return k != OptKind::sgd; }
 
@@ -109,10 +92,9 @@ Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
     if (o) {
         p.metadata.emplace_back("optimiser", kind_key(o->kind));
         p.metadata.emplace_back("optimiser.steps", std::to_string(o->steps));
-        for (const Hyper &h : kHypers)
-            if (applies(h, o->kind))
-                p.metadata.emplace_back(std::string("optimiser.") + h.name, exact_text(o->*h.field));
-        if (o->kind == OptKind::sgd) p.metadata.emplace_back("optimiser.nesterov", o->nesterov ? "1" : "0");
+        for (const Hyperparameter &h : kHyperparameters)
+            if (hyperparameter_applies(h.id, o->kind))
+                p.metadata.emplace_back(std::string("optimiser.") + h.key, exact_text(get_hyperparameter(*o, h.id)));
         // The moments are updated on the model's stream: read them there.
         const int64_t n = int64_t(o->count);
         if (has_m(o->kind)) p.tensors.push_back({"optimiser.m", {n}, host_view(p, m, o->m.get(), o->count, with_data), o->count});
@@ -127,12 +109,70 @@ Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
     fail(SNN_ERR_IO, "cannot %s '%s': %s", what, path.c_str(), std::strerror(err));
 }
 
+// 16 hex digits from the kernel's entropy source, fresh on every call: forked
+// processes never repeat each other's names (a generator seeded once would
+// be copied into every child).
 std::string random_suffix() {
-    static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                            (uint64_t(getpid()) << 32) ^ uint64_t(time(nullptr)));
+    uint64_t r = 0;
+    ssize_t got = -1;
+    do {
+        got = getrandom(&r, sizeof(r), GRND_NONBLOCK);
+    } while (got < 0 && errno == EINTR);
+    if (got != ssize_t(sizeof(r))) {  // no getrandom(2), or its pool not yet ready
+        const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) io_fail("open", "/dev/urandom", errno);
+        do {
+            got = read(fd, &r, sizeof(r));
+        } while (got < 0 && errno == EINTR);
+        const int err = errno;
+        close(fd);
+        if (got != ssize_t(sizeof(r))) io_fail("read", "/dev/urandom", got < 0 ? err : EIO);
+    }
     char buf[17];
-    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)rng());
+    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)r);
     return buf;
+}
+
+constexpr const char *kTempInfix = ".tmp-";
+constexpr size_t kTempDigits = 16;
+constexpr time_t kStaleSeconds = 60;
+
+// The directory part of path ("." or "/" when it has none).
+std::string directory_of(const std::string &path) {
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// name is exactly what save_atomically names a temporary file of base:
+// base + ".tmp-" + 16 lowercase hex digits.
+bool is_temp_name_of(const char *name, const std::string &base) {
+    const size_t prefix = base.size() + std::strlen(kTempInfix);
+    if (std::strlen(name) != prefix + kTempDigits || base.compare(0, base.size(), name, base.size()) != 0 ||
+        std::strncmp(name + base.size(), kTempInfix, std::strlen(kTempInfix)) != 0)
+        return false;
+    return std::all_of(name + prefix, name + prefix + kTempDigits,
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Removes the temporary files of path that killed saves left behind: regular
+// files named as save_atomically names them, unmodified for more than a
+// minute (a younger one may be another process's save in progress). Best
+// effort: what cannot be listed or removed stays.
+void remove_stale_temp_files(const std::string &path) {
+    const size_t slash = path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (base.empty()) return;
+    DIR *dir = opendir(directory_of(path).c_str());
+    if (!dir) return;
+    const time_t now = time(nullptr);
+    while (const dirent *e = readdir(dir)) {
+        if (!is_temp_name_of(e->d_name, base)) continue;
+        struct stat st;
+        if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            now - st.st_mtime > kStaleSeconds)
+            unlinkat(dirfd(dir), e->d_name, 0);
+    }
+    closedir(dir);
 }
 
 // Removes the temporary file unless the save went through.
@@ -161,10 +201,12 @@ void write_all(int fd, const void *data, size_t bytes, const std::string &path) 
 
 // Writes path.tmp-<random>, fsyncs it, renames it over path and fsyncs the
 // directory. On failure the temporary file is removed and path untouched.
+// Stale temporary files of path are removed first.
 void save_atomically(const Plan &p, const std::string &path) {
+    remove_stale_temp_files(path);
     TempFile tmp;
     for (int attempt = 0; tmp.fd < 0; ++attempt) {
-        std::string candidate = path + ".tmp-" + random_suffix();
+        std::string candidate = path + kTempInfix + random_suffix();
         int fd = open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
             tmp.path = candidate;
@@ -183,9 +225,7 @@ void save_atomically(const Plan &p, const std::string &path) {
     tmp.keep = true;
     // Make the rename itself durable. A directory that cannot be opened for
     // reading (permissions) is skipped: the file is already in place.
-    const size_t slash = path.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         const int rc = fsync(dfd), err = errno;
         close(dfd);
@@ -195,38 +235,76 @@ void save_atomically(const Plan &p, const std::string &path) {
 
 // ---- reading ---------------------------------------------------------------------
 
-std::vector<unsigned char> read_file(const std::string &path) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) io_fail("open", path, errno);
-    std::unique_ptr<int, void (*)(int *)> closer(&fd, [](int *f) { close(*f); });
-    struct stat st;
-    if (fstat(fd, &st) != 0) io_fail("stat", path, errno);
-    if (!S_ISREG(st.st_mode)) fail(SNN_ERR_IO, "cannot read '%s': not a regular file", path.c_str());
-    std::vector<unsigned char> bytes(size_t(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t r = read(fd, bytes.data() + done, bytes.size() - done);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            io_fail("read", path, errno);
-        }
-        if (r == 0) fail(SNN_ERR_IO, "cannot read '%s': the file shrank while it was read", path.c_str());
-        done += size_t(r);
-    }
-    return bytes;
+// What a file that is not a regular file is, for messages.
+const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
 }
 
-const std::string &metadata_value(const SafetensorsView &v, const std::string &key) {
-    auto it = v.metadata.find(key);
-    if (it == v.metadata.end()) fail(SNN_ERR_FILE_FORMAT, "__metadata__ has no \"%s\"", key.c_str());
+[[noreturn]] void not_regular(const std::string &path, mode_t mode) {
+    fail(SNN_ERR_IO, "cannot read '%s': it is %s, not a regular file", path.c_str(), file_kind(mode));
+}
+
+// A regular file opened for reading. Anything else is refused before it is
+// read: stat first, so a FIFO or a device is never opened; O_NONBLOCK, so a
+// FIFO put in its place meanwhile cannot block open(); fstat to be sure.
+class InputFile {
+public:
+    explicit InputFile(const std::string &path) : path_(path) {
+        struct stat st;
+        if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+        fd_ = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd_ < 0) io_fail("open", path, errno);
+        if (fstat(fd_, &st) != 0) io_fail("stat", path, errno);
+        if (!S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+        size_ = uint64_t(st.st_size);
+    }
+    ~InputFile() { close(fd_); }
+    InputFile(const InputFile &) = delete;
+    InputFile &operator=(const InputFile &) = delete;
+
+    uint64_t size() const { return size_; }
+
+    // Exactly `bytes` bytes at `offset`.
+    void read(uint64_t offset, void *dst, size_t bytes) const {
+        char *p = static_cast<char *>(dst);
+        while (bytes > 0) {
+            const ssize_t r = pread(fd_, p, bytes, off_t(offset));
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                io_fail("read", path_, errno);
+            }
+            if (r == 0) fail(SNN_ERR_IO, "cannot read '%s': the file shrank while it was read", path_.c_str());
+            p += r;
+            offset += uint64_t(r);
+            bytes -= size_t(r);
+        }
+    }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+};
+
+// Copies one validated F32 tensor's values into dst.
+using TensorReader = std::function<void(const TensorIn &, float *)>;
+
+const std::string &metadata_value(const SafetensorsHeader &h, const std::string &key) {
+    auto it = h.metadata.find(key);
+    if (it == h.metadata.end()) fail(SNN_ERR_FILE_FORMAT, "__metadata__ has no \"%s\"", key.c_str());
     return it->second;
 }
 
 // The tensor exists, is F32, and has exactly the expected shape.
-const TensorIn &expect_tensor(const SafetensorsView &v, const std::string &name,
+const TensorIn &expect_tensor(const SafetensorsHeader &h, const std::string &name,
                               const std::vector<int64_t> &shape) {
-    auto it = v.tensors.find(name);
-    if (it == v.tensors.end()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is missing", name.c_str());
+    auto it = h.tensors.find(name);
+    if (it == h.tensors.end()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is missing", name.c_str());
     const TensorIn &t = it->second;
     if (t.dtype != "F32")
         fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has dtype %s, expected F32", name.c_str(), t.dtype.c_str());
@@ -242,140 +320,166 @@ const TensorIn &expect_tensor(const SafetensorsView &v, const std::string &name,
     return t;
 }
 
-double hyper_value(const SafetensorsView &v, const Hyper &h) {
-    const std::string key = std::string("optimiser.") + h.name;
-    const std::string &text = metadata_value(v, key);
-    double value = 0;
-    auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-    const bool in_range = !std::isnan(value) && (h.lo_open ? value > h.lo : value >= h.lo) && value < h.hi;
-    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || !in_range)
-        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a number in its valid range",
-             key.c_str(), text.c_str());
-    return value;
+bool starts_with(const std::string &s, const char *prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
+
+// The optimiser part of a file's metadata, validated into `settings` (an
+// optimiser without state): the kind, every hyperparameter of the kind
+// through the same check as snn_optimiser_set, and the step count. Keys
+// "optimiser.*" the kind does not have are refused.
+void read_optimiser_settings(const SafetensorsHeader &h, Optimiser &settings) {
+    const std::string &k = metadata_value(h, "optimiser");
+    bool known = false;
+    for (OptKind c : {OptKind::sgd, OptKind::adam, OptKind::adamw, OptKind::rmsprop})
+        if (k == kind_key(c)) settings.kind = c, known = true;
+    if (!known)
+        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser\" is \"%s\", expected sgd, adam, adamw or rmsprop",
+             k.c_str());
+    for (const Hyperparameter &hp : kHyperparameters) {
+        const std::string key = std::string("optimiser.") + hp.key;
+        if (!hyperparameter_applies(hp.id, settings.kind)) {
+            if (h.metadata.count(key))
+                fail(SNN_ERR_FILE_FORMAT, "__metadata__ has \"%s\", which %s does not have", key.c_str(),
+                     optimiser_kind_name(settings.kind));
+            continue;
+        }
+        const std::string &text = metadata_value(h, key);
+        double value = 0;
+        auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a number", key.c_str(), text.c_str());
+        try {
+            set_hyperparameter(settings, hp.id, value);
+        } catch (const Error &e) {
+            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is refused: %s", key.c_str(), text.c_str(),
+                 e.what());
+        }
+    }
+    const std::string &text = metadata_value(h, "optimiser.steps");
+    int64_t steps = -1;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), steps);
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || steps < 0 || steps > kMaxOptimiserSteps)
+        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser.steps\" = \"%s\" is not a step count in [0, 2^53]",
+             text.c_str());
+    settings.steps = steps;
+    for (const auto &kv : h.metadata)
+        if (starts_with(kv.first, "optimiser.") && kv.first != "optimiser.steps") {
+            bool known_key = false;
+            for (const Hyperparameter &hp : kHyperparameters)
+                known_key = known_key || kv.first == std::string("optimiser.") + hp.key;
+            if (!known_key) fail(SNN_ERR_FILE_FORMAT, "__metadata__ has an unknown key \"%s\"", kv.first.c_str());
+        }
 }
 
-// Validates the whole file, then builds the model (and the optimiser when
-// opt_out is non-null). Nothing is allocated for parameters before the file
-// has been checked against the spec.
-void load(const unsigned char *bytes, size_t size, std::unique_ptr<snn_model> &model_out,
+// Validates the whole header, then builds the model (and the optimiser when
+// opt_out is non-null), reading the tensors through read_tensor. Nothing is
+// allocated for parameters, and no data read, before the header has been
+// checked against the spec.
+void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::unique_ptr<snn_model> &model_out,
           std::unique_ptr<snn_optimiser> *opt_out) {
-    const SafetensorsView v = safetensors_parse(bytes, size);
-    if (!v.has_metadata)
+    if (!h.has_metadata)
         fail(SNN_ERR_FILE_FORMAT, "the header has no __metadata__: snn needs its \"spec\" to build the model");
-    const std::string &format = metadata_value(v, "format");
+    const std::string &format = metadata_value(h, "format");
     if (format != kFormat)
         fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"format\" is \"%s\", expected \"%s\"", format.c_str(), kFormat);
-    const std::string &version = metadata_value(v, "format_version");
+    const std::string &version = metadata_value(h, "format_version");
     if (version != kFormatVersion)
         fail(SNN_ERR_FILE_FORMAT, "format_version \"%s\" is not supported (this library reads \"%s\")",
              version.c_str(), kFormatVersion);
     Network net;
     try {
-        net = parse_spec(metadata_value(v, "spec"));
+        net = parse_spec(metadata_value(h, "spec"));
     } catch (const Error &e) {
         fail(e.status(), "the file's spec: %s", e.what());
     }
 
     // Expected tensors: every parameterised layer, then the optimiser's.
     std::vector<std::pair<std::string, size_t>> destinations;  // tensor name -> parameter offset
-    size_t expected = 0;
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
         if (l.kind != LayerKind::dense && l.kind != LayerKind::conv) continue;
         std::vector<int64_t> shape = {l.units, l.in.size()};
         if (l.kind == LayerKind::conv) shape = {l.units, l.in.c, l.kh, l.kw};
         const std::string prefix = "layers." + std::to_string(i);
-        expect_tensor(v, prefix + ".weight", shape);
+        expect_tensor(h, prefix + ".weight", shape);
         destinations.emplace_back(prefix + ".weight", l.weight_offset);
-        ++expected;
         if (l.bias_count) {
-            expect_tensor(v, prefix + ".bias", {l.units});
+            expect_tensor(h, prefix + ".bias", {l.units});
             destinations.emplace_back(prefix + ".bias", l.bias_offset);
-            ++expected;
         }
     }
-    const bool has_optimiser = v.metadata.count("optimiser") != 0;
-    OptKind kind = OptKind::adam;
+    std::vector<std::string> expected;
+    for (const auto &d : destinations) expected.push_back(d.first);
+    Optimiser settings;
+    const bool has_optimiser = h.metadata.count("optimiser") != 0;
     if (has_optimiser) {
-        const std::string &k = metadata_value(v, "optimiser");
-        const OptKind kinds[] = {OptKind::sgd, OptKind::adam, OptKind::adamw, OptKind::rmsprop};
-        bool known = false;
-        for (OptKind c : kinds)
-            if (k == kind_key(c)) kind = c, known = true;
-        if (!known)
-            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser\" is \"%s\", expected sgd, adam, adamw or rmsprop",
-                 k.c_str());
+        read_optimiser_settings(h, settings);
         const int64_t n = int64_t(net.param_count);
-        if (has_m(kind)) expect_tensor(v, "optimiser.m", {n}), ++expected;
-        if (has_v(kind)) expect_tensor(v, "optimiser.v", {n}), ++expected;
+        if (has_m(settings.kind)) expect_tensor(h, "optimiser.m", {n}), expected.push_back("optimiser.m");
+        if (has_v(settings.kind)) expect_tensor(h, "optimiser.v", {n}), expected.push_back("optimiser.v");
     } else if (opt_out) {
         fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
+    } else {
+        for (const auto &kv : h.metadata)
+            if (starts_with(kv.first, "optimiser."))
+                fail(SNN_ERR_FILE_FORMAT, "__metadata__ has \"%s\" but no \"optimiser\"", kv.first.c_str());
     }
-    if (v.tensors.size() != expected)
-        for (const auto &kv : v.tensors) {
-            bool known = kv.first == "optimiser.m" || kv.first == "optimiser.v";
-            for (const auto &d : destinations) known = known || d.first == kv.first;
-            if (!known) fail(SNN_ERR_FILE_FORMAT, "unexpected tensor '%s' (the spec has no such parameter)", kv.first.c_str());
-        }
-
-    // The optimiser's settings, checked before anything is allocated.
-    double hypers[sizeof(kHypers) / sizeof(kHypers[0])] = {};
-    bool nesterov = false;
-    int64_t steps = -1;
-    if (opt_out) {
-        for (size_t h = 0; h < sizeof(kHypers) / sizeof(kHypers[0]); ++h)
-            if (applies(kHypers[h], kind)) hypers[h] = hyper_value(v, kHypers[h]);
-        if (kind == OptKind::sgd) {
-            const std::string &text = metadata_value(v, "optimiser.nesterov");
-            if (text != "0" && text != "1")
-                fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser.nesterov\" is \"%s\", expected \"0\" or \"1\"",
-                     text.c_str());
-            nesterov = text == "1";
-            if (nesterov && hypers[1] /* momentum */ == 0.0)
-                fail(SNN_ERR_FILE_FORMAT, "__metadata__ has Nesterov momentum with momentum 0");
-        }
-        const std::string &text = metadata_value(v, "optimiser.steps");
-        auto r = std::from_chars(text.data(), text.data() + text.size(), steps);
-        if (r.ec != std::errc() || r.ptr != text.data() + text.size() || steps < 0)
-            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser.steps\" = \"%s\" is not a count", text.c_str());
-    }
+    for (const auto &kv : h.tensors)
+        if (std::find(expected.begin(), expected.end(), kv.first) == expected.end())
+            fail(SNN_ERR_FILE_FORMAT, "unexpected tensor '%s' (%s)", kv.first.c_str(),
+                 starts_with(kv.first, "optimiser.") && !has_optimiser
+                     ? "optimiser state in a file whose __metadata__ has no \"optimiser\""
+                     : "the spec and the optimiser have no such tensor");
 
     auto model = std::make_unique<snn_model>();
     model_init_on_cpu(model->m, std::move(net), 0);
     float *params = model->m.params_ptr();
-    for (const auto &[name, offset] : destinations) {
-        const TensorIn &t = v.tensors.at(name);
-        read_le_f32(v.data + t.begin, t.elements, params + offset);
-    }
+    for (const auto &[name, offset] : destinations) read_tensor(h.tensors.at(name), params + offset);
     if (opt_out) {
         auto opt = std::make_unique<snn_optimiser>();
         Optimiser &o = opt->o;
-        optimiser_init(o, model->m, kind);
-        for (size_t h = 0; h < sizeof(kHypers) / sizeof(kHypers[0]); ++h)
-            if (applies(kHypers[h], kind)) o.*kHypers[h].field = hypers[h];
-        o.nesterov = nesterov;
-        o.steps = steps;
-        if (has_m(kind)) {
-            const TensorIn &t = v.tensors.at("optimiser.m");
-            read_le_f32(v.data + t.begin, t.elements, o.m.f());
-        }
-        if (has_v(kind)) {
-            const TensorIn &t = v.tensors.at("optimiser.v");
-            read_le_f32(v.data + t.begin, t.elements, o.v.f());
-        }
+        optimiser_init(o, model->m, settings.kind);
+        for (const Hyperparameter &hp : kHyperparameters)
+            if (hyperparameter_applies(hp.id, o.kind)) set_hyperparameter(o, hp.id, get_hyperparameter(settings, hp.id));
+        o.steps = settings.steps;
+        if (has_m(o.kind)) read_tensor(h.tensors.at("optimiser.m"), o.m.f());
+        if (has_v(o.kind)) read_tensor(h.tensors.at("optimiser.v"), o.v.f());
         *opt_out = std::move(opt);
     }
     model_out = std::move(model);
 }
 
-// Loads from a path, naming it in every error.
+// Loads from a path, naming it in every error: the 8-byte header length is
+// checked against the file's size before the header is read, the header
+// completely before any data is read, and only the tensors it declares
+// (which cover the rest of the file exactly) are read.
 void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_ptr<snn_optimiser> *opt) {
-    const std::vector<unsigned char> bytes = read_file(path);
+    const InputFile file(path);
     try {
-        load(bytes.data(), bytes.size(), model, opt);
+        unsigned char first[8] = {};
+        file.read(0, first, size_t(std::min<uint64_t>(8, file.size())));
+        const uint64_t length = safetensors_header_length(first, file.size());
+        std::string json(size_t(length), '\0');
+        file.read(8, &json[0], json.size());
+        const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
+        load(h, [&](const TensorIn &t, float *dst) {
+            unsigned char chunk[1 << 16];
+            for (size_t done = 0; done < t.elements;) {
+                const size_t n = std::min(t.elements - done, sizeof(chunk) / sizeof(float));
+                file.read(h.data_offset + t.begin + done * sizeof(float), chunk, n * sizeof(float));
+                read_le_f32(chunk, n, dst + done);
+                done += n;
+            }
+        }, model, opt);
     } catch (const Error &e) {
         fail(e.status(), "'%s': %s", path, e.what());
     }
+}
+
+// Loads from memory.
+void load_buffer(const unsigned char *bytes, size_t size, std::unique_ptr<snn_model> &model) {
+    const SafetensorsHeader h = safetensors_parse(bytes, size);
+    load(h, [&](const TensorIn &t, float *dst) { read_le_f32(bytes + h.data_offset + t.begin, t.elements, dst); },
+         model, nullptr);
 }
 
 }  // namespace
@@ -427,7 +531,7 @@ SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn
         need(data, "data");
         need(out, "out");
         std::unique_ptr<snn_model> model;
-        load(static_cast<const unsigned char *>(data), size, model, nullptr);
+        load_buffer(static_cast<const unsigned char *>(data), size, model);
         *out = model.release();
     });
 }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "api/guard.h"
+#include "engine/hyperparameters.h"
 
 using namespace snn;
 
@@ -33,21 +34,6 @@ void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_m
     if (fwd->c.forward_batch > bwd->c.max_batch)
         fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
              (long long)fwd->c.forward_batch, (long long)bwd->c.max_batch);
-}
-
-void check_hp_range(const char *name, double value, double lo, bool lo_open, double hi) {
-    if (std::isnan(value) || (lo_open ? value <= lo : value < lo) || value >= hi)
-        fail(SNN_ERR_INVALID_ARGUMENT, "%s must be in %s%g, %g), got %g", name, lo_open ? "(" : "[",
-             lo, hi, value);
-}
-
-const char *kind_name(OptKind k) {
-    switch (k) {
-        case OptKind::sgd: return "SGD";
-        case OptKind::adam: return "Adam";
-        case OptKind::adamw: return "AdamW";
-        default: return "RMSProp";
-    }
 }
 
 }  // namespace
@@ -283,59 +269,7 @@ SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser) { delete optimiser;
 SNN_API snn_status snn_optimiser_set(snn_optimiser *optimiser, snn_hyperparameter which, double value) {
     return guarded(__func__, [&] {
         need(optimiser, "optimiser");
-        Optimiser &o = optimiser->o;
-        const bool sgd = o.kind == OptKind::sgd, adam = o.kind == OptKind::adam || o.kind == OptKind::adamw;
-        auto wrong_kind = [&](const char *name) {
-            fail(SNN_ERR_INVALID_ARGUMENT, "%s does not apply to %s", name, kind_name(o.kind));
-        };
-        if (std::isinf(value)) fail(SNN_ERR_INVALID_ARGUMENT, "value must be finite, got %g", value);
-        switch (which) {
-            case SNN_HP_LEARNING_RATE:
-                check_hp_range("learning rate", value, 0.0, false, HUGE_VAL);
-                o.lr = value;
-                break;
-            case SNN_HP_MOMENTUM:
-                if (!sgd) wrong_kind("momentum");
-                check_hp_range("momentum", value, 0.0, false, 1.0);
-                if (value == 0.0 && o.nesterov)
-                    fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (turn Nesterov off first)");
-                o.momentum = value;
-                break;
-            case SNN_HP_NESTEROV:
-                if (!sgd) wrong_kind("nesterov");
-                if (value != 0.0 && value != 1.0)
-                    fail(SNN_ERR_INVALID_ARGUMENT, "nesterov must be 0 or 1, got %g", value);
-                if (value == 1.0 && o.momentum == 0.0)
-                    fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (set SNN_HP_MOMENTUM first)");
-                o.nesterov = value == 1.0;
-                break;
-            case SNN_HP_BETA1:
-                if (!adam) wrong_kind("beta1");
-                check_hp_range("beta1", value, 0.0, false, 1.0);
-                o.beta1 = value;
-                break;
-            case SNN_HP_BETA2:
-                if (!adam) wrong_kind("beta2");
-                check_hp_range("beta2", value, 0.0, false, 1.0);
-                o.beta2 = value;
-                break;
-            case SNN_HP_EPSILON:
-                if (sgd) wrong_kind("epsilon");
-                check_hp_range("epsilon", value, 0.0, true, HUGE_VAL);
-                o.eps = value;
-                break;
-            case SNN_HP_WEIGHT_DECAY:
-                check_hp_range("weight decay", value, 0.0, false, HUGE_VAL);
-                o.weight_decay = value;
-                break;
-            case SNN_HP_ALPHA:
-                if (o.kind != OptKind::rmsprop) wrong_kind("alpha");
-                check_hp_range("alpha", value, 0.0, false, 1.0);
-                o.alpha = value;
-                break;
-            default:
-                fail(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter %d", which);
-        }
+        set_hyperparameter(optimiser->o, which, value);
     });
 }
 
@@ -344,23 +278,7 @@ SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperpa
     return guarded(__func__, [&] {
         need(optimiser, "optimiser");
         need(value, "value");
-        const Optimiser &o = optimiser->o;
-        const bool sgd = o.kind == OptKind::sgd, adam = o.kind == OptKind::adam || o.kind == OptKind::adamw;
-        double v = 0;
-        bool ok = true;
-        switch (which) {
-            case SNN_HP_LEARNING_RATE: v = o.lr; break;
-            case SNN_HP_MOMENTUM: ok = sgd; v = o.momentum; break;
-            case SNN_HP_NESTEROV: ok = sgd; v = o.nesterov; break;
-            case SNN_HP_BETA1: ok = adam; v = o.beta1; break;
-            case SNN_HP_BETA2: ok = adam; v = o.beta2; break;
-            case SNN_HP_EPSILON: ok = !sgd; v = o.eps; break;
-            case SNN_HP_WEIGHT_DECAY: v = o.weight_decay; break;
-            case SNN_HP_ALPHA: ok = o.kind == OptKind::rmsprop; v = o.alpha; break;
-            default: fail(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter %d", which);
-        }
-        if (!ok) fail(SNN_ERR_INVALID_ARGUMENT, "hyperparameter %d does not apply to %s", which, kind_name(o.kind));
-        *value = v;
+        *value = get_hyperparameter(optimiser->o, which);
     });
 }
 
@@ -380,6 +298,8 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
         if (grads->c.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
         if (!grads->c.grads_finite)
             fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
+        if (optimiser->o.steps >= kMaxOptimiserSteps)
+            fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");
         optimiser_step(optimiser->o, model->m, grads->c);
     });
 }

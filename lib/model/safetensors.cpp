@@ -2,6 +2,7 @@
 #include "model/safetensors.h"
 
 #include <algorithm>
+#include <set>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -39,7 +40,7 @@ uint64_t json_offset(const nlohmann::json &v, const std::string &name, const cha
     return v.get<uint64_t>();
 }
 
-TensorIn parse_entry(const std::string &name, const nlohmann::json &e, size_t data_size) {
+TensorIn parse_entry(const std::string &name, const nlohmann::json &e, uint64_t data_size) {
     if (!e.is_object()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is not a JSON object", name.c_str());
     for (const char *field : {"dtype", "shape", "data_offsets"})
         if (!e.contains(field)) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has no %s", name.c_str(), field);
@@ -73,43 +74,69 @@ TensorIn parse_entry(const std::string &name, const nlohmann::json &e, size_t da
         fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets begin %llu is after end %llu", name.c_str(),
              (unsigned long long)begin, (unsigned long long)end);
     if (end > data_size)
-        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets [%llu, %llu) is out of range: the data section has %zu bytes",
-             name.c_str(), (unsigned long long)begin, (unsigned long long)end, data_size);
+        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets [%llu, %llu) is out of range: the data section has %llu bytes",
+             name.c_str(), (unsigned long long)begin, (unsigned long long)end, (unsigned long long)data_size);
     if (elements > (end - begin) / esize || elements * esize != end - begin)
         fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets span %llu bytes but shape %s of %s needs %llu",
              name.c_str(), (unsigned long long)(end - begin), shape_text(t.shape).c_str(), t.dtype.c_str(),
              elements > (UINT64_MAX / esize) ? (unsigned long long)UINT64_MAX
                                             : (unsigned long long)(elements * esize));
+    if (elements > SIZE_MAX)
+        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': %llu elements do not fit in memory", name.c_str(),
+             (unsigned long long)elements);
     t.elements = size_t(elements);
-    t.begin = size_t(begin);
-    t.end = size_t(end);
+    t.begin = begin;
+    t.end = end;
     return t;
 }
 
 // The tensors must tile the data section: sorted by offset, each begins
 // where the previous one ended, and the last ends at the end of the data.
-void check_coverage(const std::map<std::string, TensorIn> &tensors, size_t data_size) {
+void check_coverage(const std::map<std::string, TensorIn> &tensors, uint64_t data_size) {
     std::vector<std::pair<const std::string *, const TensorIn *>> order;
     for (const auto &kv : tensors) order.emplace_back(&kv.first, &kv.second);
     std::sort(order.begin(), order.end(), [](const auto &a, const auto &b) {
         return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
                                                   : a.second->end < b.second->end;
     });
-    size_t cursor = 0;
+    uint64_t cursor = 0;
     const std::string *previous = nullptr;
     for (const auto &[name, t] : order) {
         if (t->begin < cursor)
-            fail(SNN_ERR_FILE_FORMAT, "tensors '%s' and '%s' overlap (byte %zu of the data belongs to both)",
-                 previous->c_str(), name->c_str(), t->begin);
+            fail(SNN_ERR_FILE_FORMAT, "tensors '%s' and '%s' overlap (byte %llu of the data belongs to both)",
+                 previous->c_str(), name->c_str(), (unsigned long long)t->begin);
         if (t->begin > cursor)
-            fail(SNN_ERR_FILE_FORMAT, "bytes [%zu, %zu) of the data belong to no tensor (a gap before '%s')",
-                 cursor, t->begin, name->c_str());
+            fail(SNN_ERR_FILE_FORMAT, "bytes [%llu, %llu) of the data belong to no tensor (a gap before '%s')",
+                 (unsigned long long)cursor, (unsigned long long)t->begin, name->c_str());
         cursor = t->end;
         previous = name;
     }
     if (cursor != data_size)
-        fail(SNN_ERR_FILE_FORMAT, "the data section has %zu bytes but the tensors cover %zu: %zu trailing bytes",
-             data_size, cursor, data_size - cursor);
+        fail(SNN_ERR_FILE_FORMAT, "the data section has %llu bytes but the tensors cover %llu: %llu trailing bytes",
+             (unsigned long long)data_size, (unsigned long long)cursor, (unsigned long long)(data_size - cursor));
+}
+
+// Parses JSON text refusing what nlohmann::json would silently accept: an
+// object with the same key twice (it would keep one of them) and nesting
+// deeper than kMaxJsonDepth.
+nlohmann::json parse_json(const char *text, size_t length) {
+    std::vector<std::set<std::string>> keys;  // of each object being parsed
+    auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+        if (depth > kMaxJsonDepth)
+            fail(SNN_ERR_FILE_FORMAT, "the JSON header nests deeper than %d levels", kMaxJsonDepth);
+        using E = nlohmann::json::parse_event_t;
+        if (event == E::object_start) keys.emplace_back();
+        if (event == E::object_end) keys.pop_back();
+        if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second)
+            fail(SNN_ERR_FILE_FORMAT, "the JSON header has the key \"%s\" twice in one object",
+                 parsed.get<std::string>().c_str());
+        return true;
+    };
+    try {
+        return nlohmann::json::parse(text, text + length, check);
+    } catch (const nlohmann::json::exception &e) {
+        fail(SNN_ERR_FILE_FORMAT, "the JSON header is malformed: %s", e.what());
+    }
 }
 
 }  // namespace
@@ -173,50 +200,48 @@ void read_le_f32(const unsigned char *src, size_t count, float *dst) {
     }
 }
 
-SafetensorsView safetensors_parse(const unsigned char *bytes, size_t size) {
-    if (size < 8) fail(SNN_ERR_FILE_FORMAT, "truncated: %zu bytes, shorter than the 8-byte header length", size);
+uint64_t safetensors_header_length(const unsigned char *bytes, uint64_t file_size) {
+    if (file_size < 8)
+        fail(SNN_ERR_FILE_FORMAT, "truncated: %llu bytes, shorter than the 8-byte header length",
+             (unsigned long long)file_size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
     if (n > kMaxSafetensorsHeader)
         fail(SNN_ERR_FILE_FORMAT, "header length %llu is above the limit of %llu bytes",
              (unsigned long long)n, (unsigned long long)kMaxSafetensorsHeader);
-    if (n > size - 8)
-        fail(SNN_ERR_FILE_FORMAT, "truncated: header length %llu but only %zu bytes follow it",
-             (unsigned long long)n, size - 8);
-    const char *text = reinterpret_cast<const char *>(bytes + 8);
+    if (n > file_size - 8)
+        fail(SNN_ERR_FILE_FORMAT, "truncated: header length %llu but only %llu bytes follow it",
+             (unsigned long long)n, (unsigned long long)(file_size - 8));
+    return n;
+}
 
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text, text + n,
-                                  [](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
-                                      if (depth > kMaxJsonDepth)
-                                          fail(SNN_ERR_FILE_FORMAT, "the JSON header nests deeper than %d levels",
-                                               kMaxJsonDepth);
-                                      return true;
-                                  });
-    } catch (const nlohmann::json::exception &e) {
-        fail(SNN_ERR_FILE_FORMAT, "the JSON header is malformed: %s", e.what());
-    }
+SafetensorsHeader safetensors_parse_header(const char *json, size_t length, uint64_t file_size) {
+    const nlohmann::json j = parse_json(json, length);
     if (!j.is_object()) fail(SNN_ERR_FILE_FORMAT, "the JSON header is not an object");
 
-    SafetensorsView view;
-    view.data = bytes + 8 + n;
-    view.data_size = size_t(size - 8 - n);
+    SafetensorsHeader header;
+    header.data_offset = 8 + uint64_t(length);
+    header.data_size = file_size - header.data_offset;
     for (const auto &[name, entry] : j.items()) {
         if (name == "__metadata__") {
             if (!entry.is_object()) fail(SNN_ERR_FILE_FORMAT, "__metadata__ is not a JSON object");
             for (const auto &[key, value] : entry.items()) {
                 if (!value.is_string())
                     fail(SNN_ERR_FILE_FORMAT, "__metadata__ value '%s' is not a string", key.c_str());
-                view.metadata[key] = value.get<std::string>();
+                header.metadata[key] = value.get<std::string>();
             }
-            view.has_metadata = true;
+            header.has_metadata = true;
             continue;
         }
-        view.tensors[name] = parse_entry(name, entry, view.data_size);
+        header.tensors[name] = parse_entry(name, entry, header.data_size);
     }
-    check_coverage(view.tensors, view.data_size);
-    return view;
+    check_coverage(header.tensors, header.data_size);
+    return header;
+}
+
+SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size) {
+    const uint64_t n = safetensors_header_length(bytes, size);
+    return safetensors_parse_header(reinterpret_cast<const char *>(bytes + 8), size_t(n), size);
 }
 
 }  // namespace snn

@@ -39,30 +39,43 @@ size_t safetensors_size(const std::string &header, const std::vector<TensorOut> 
 void safetensors_write(const std::string &header, const std::vector<TensorOut> &tensors,
                        const std::function<void(const void *, size_t)> &sink);
 
-// One tensor as the header describes it; its bytes are
-// data + begin .. data + end of the parsed file.
+// One tensor as the header describes it: its bytes are [begin, end) of the
+// data section.
 struct TensorIn {
     std::string dtype;
     std::vector<int64_t> shape;
     size_t elements = 0;
-    size_t begin = 0, end = 0;
+    uint64_t begin = 0, end = 0;
 };
 
-// A validated view of a safetensors file in memory (the bytes are not copied
-// and must outlive it).
-struct SafetensorsView {
+// A validated header: the metadata and the tensors, whose offsets count
+// from the start of the data section, data_offset bytes into the file.
+struct SafetensorsHeader {
     bool has_metadata = false;
     std::map<std::string, std::string> metadata;
     std::map<std::string, TensorIn> tensors;
-    const unsigned char *data = nullptr;  // start of the data section
-    size_t data_size = 0;
+    uint64_t data_offset = 0;  // 8 + the JSON header's length
+    uint64_t data_size = 0;    // the rest of the file
 };
 
-// Checks the container completely: sizes, header length, JSON, every entry's
-// dtype, shape and offsets, and that the tensors cover the data section
-// exactly, without overlap or gaps. Throws SNN_ERR_FILE_FORMAT naming the
-// tensor or field and the problem.
-SafetensorsView safetensors_parse(const unsigned char *bytes, size_t size);
+// The JSON header's length, from the first 8 bytes of a file of file_size
+// bytes (bytes holds min(8, file_size) of them). Throws SNN_ERR_FILE_FORMAT
+// when the file is shorter than 8 bytes or the length is above
+// kMaxSafetensorsHeader or longer than the rest of the file, so a reader
+// checks it before reading the header.
+uint64_t safetensors_header_length(const unsigned char *bytes, uint64_t file_size);
+
+// Checks the JSON header (`length` bytes, as safetensors_header_length
+// returned for a file of file_size bytes) completely: JSON, no key twice in
+// any object, every entry's dtype, shape and offsets, and that the tensors
+// cover the data section (the rest of the file) exactly, without overlap,
+// gaps or trailing bytes. Nothing of the data section is needed. Throws
+// SNN_ERR_FILE_FORMAT naming the tensor or field and the problem.
+SafetensorsHeader safetensors_parse_header(const char *json, size_t length, uint64_t file_size);
+
+// Both checks above on a whole file in memory; the data section starts at
+// bytes + data_offset.
+SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size);
 
 // Reads `count` little-endian floats from possibly unaligned memory.
 void read_le_f32(const unsigned char *src, size_t count, float *dst);

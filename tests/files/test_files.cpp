@@ -1,18 +1,27 @@
 // Model files and checkpoints: round trips, resumed training, atomic saves,
 // malformed files, and files written by PyTorch without the library.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "snn.h"
@@ -342,6 +351,113 @@ TEST_F(Files, LoadingAMissingFileIsAnIoError) {
     EXPECT_EQ(snn_model_load(dir.c_str(), &m), SNN_ERR_IO);  // a directory
 }
 
+// ---- killed saves ------------------------------------------------------------------
+
+// Names of temporary files of `target` in dir: target + ".tmp-" + 16 hex digits.
+std::vector<std::string> temp_files_of(const std::string &dir, const std::string &target) {
+    std::vector<std::string> names;
+    for (const auto &name : list_dir(dir))
+        if (name.size() == target.size() + 5 + 16 && name.compare(0, target.size() + 5, target + ".tmp-") == 0)
+            names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+void set_age(const std::string &path, int seconds) {
+    const timespec now = {time(nullptr) - seconds, 0};
+    const timespec times[2] = {now, now};
+    ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << path;
+}
+
+void kill_myself(int) { kill(getpid(), SIGKILL); }
+
+// 20 processes forked after a save are each killed with SIGKILL in the
+// middle of their own save (their write crosses a file size limit, whose
+// signal kills them). Each leaves its own temporary file: no two chose the
+// same name, so none failed with "File exists", and the parent still saves.
+TEST_F(Files, SavesKilledInForkedChildrenNeverShareATemporaryName) {
+    snn_model *m = make_model(kCnn, 5);
+    const std::string target = path("model");
+    ASSERT_EQ(snn_model_save(m, target.c_str()), SNN_OK) << snn_last_error();
+    for (int child = 0; child < 20; ++child) {
+        const pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            signal(SIGXFSZ, kill_myself);
+            const rlimit small = {256, 256};
+            setrlimit(RLIMIT_FSIZE, &small);
+            _exit(snn_model_save(m, target.c_str()) == SNN_OK ? 2 : 1);  // never reached if killed
+        }
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+            << "child " << child << " was not killed mid-save: exit code "
+            << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << " (1: its save failed)";
+    }
+    const std::vector<std::string> left = temp_files_of(dir, "model");
+    EXPECT_EQ(left.size(), 20u);
+    for (const auto &name : left) {
+        struct stat st;
+        ASSERT_EQ(stat(path(name.c_str()).c_str(), &st), 0);
+        EXPECT_EQ(st.st_size, 256) << name;  // cut off where the limit stopped it
+    }
+    // Fresh temporary files may belong to saves in progress: kept.
+    snn_model_init(m, 6);
+    ASSERT_EQ(snn_model_save(m, target.c_str()), SNN_OK) << snn_last_error();
+    EXPECT_EQ(temp_files_of(dir, "model"), left);
+    snn_model *loaded = nullptr;
+    ASSERT_EQ(snn_model_load(target.c_str(), &loaded), SNN_OK) << snn_last_error();
+    EXPECT_TRUE(bit_equal(params_of(m), params_of(loaded)));
+    snn_model_destroy(loaded);
+    snn_model_destroy(m);
+}
+
+// A save removes its target's temporary files that are more than a minute
+// old, and nothing else: not a younger one (another save in progress), not
+// one of another target, not a name snn would not write, not a directory.
+TEST_F(Files, ASaveRemovesStaleTemporaryFilesOfItsTargetOnly) {
+    const std::string hex = "0123456789abcdef";
+    std::vector<std::string> stale;
+    for (int i = 0; i < 32; ++i) {
+        std::string name = "model.tmp-";
+        for (int d = 0; d < 16; ++d) name += hex[size_t((i * 7 + d * 3) % 16)];
+        stale.push_back(name);
+    }
+    const std::vector<std::string> kept = {
+        "model.tmp-00000000000000ff",   // a save in progress: 10 s old
+        "other.tmp-0123456789abcdef",   // another target
+        "model.tmp-0123456789ABCDEF",   // not a name snn writes (upper case)
+        "model.tmp-0123456789abcde",    // 15 digits
+        "model.tmp-0123456789abcdef0",  // 17 digits
+        "model.tmp-0123456789abcdeg",   // not hex
+        "xmodel.tmp-0123456789abcdef",  // another target's prefix
+        "model.tmp-fedcba9876543210",   // a directory
+        "model",
+    };
+    for (const auto &name : stale) {
+        write_bytes(path(name.c_str()), Bytes(100, 1));
+        set_age(path(name.c_str()), 61 + int(name[10] - '0') % 7);
+    }
+    for (const auto &name : kept) {
+        if (name == "model.tmp-fedcba9876543210") {
+            ASSERT_EQ(mkdir(path(name.c_str()).c_str(), 0755), 0);
+        } else {
+            write_bytes(path(name.c_str()), Bytes(10, 2));
+        }
+        set_age(path(name.c_str()), name == "model.tmp-00000000000000ff" ? 10 : 3600);
+    }
+    snn_model *m = make_model(kMlp, 1);
+    ASSERT_EQ(snn_model_save(m, path("model").c_str()), SNN_OK) << snn_last_error();
+    std::vector<std::string> now = list_dir(dir), expected = kept;
+    std::sort(now.begin(), now.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(now, expected);
+    snn_model *loaded = nullptr;
+    EXPECT_EQ(snn_model_load(path("model").c_str(), &loaded), SNN_OK) << snn_last_error();
+    snn_model_destroy(loaded);
+    snn_model_destroy(m);
+}
+
 // ---- malformed files -----------------------------------------------------------------
 
 // A file from a JSON header (padded here) and data bytes.
@@ -432,6 +548,36 @@ TEST(MalformedFiles, EachProblemIsReportedWithItsCause) {
         {"entry without shape",
          make_file("{" + kMeta + "," + kWeight + R"(,"layers.1.bias":{"dtype":"F32","data_offsets":[24,32]}})", 32),
          SNN_ERR_FILE_FORMAT, "'layers.1.bias' has no shape"},
+        // Sizes whose product overflows: the input's 2^64 elements wrapped
+        // to 0 and this file loaded, with a network taking 0 inputs.
+        {"spec whose sizes overflow",
+         make_file(R"({"__metadata__":{"format":"snn","format_version":"1","spec":)"
+                   R"("input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1"},)" +
+                       entry("layers.4.weight", "F32", "[1,65536]", 0, 262144) + "," +
+                       entry("layers.4.bias", "F32", "[1]", 262144, 262148) + "}", 262148),
+         SNN_ERR_SHAPE, "the file's spec: layer 0 (input): input 16777216x16777216x65536 is too large"},
+        // nlohmann::json keeps one of two equal keys: refused at every level.
+        {"key twice in __metadata__",
+         make_file(R"({"__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dense 2",)"
+                   R"("spec":"input 3; dense 2"},)" + kWeight + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "the JSON header has the key \"spec\" twice in one object"},
+        {"tensor twice", make_file("{" + kMeta + "," + kWeight + "," + kWeight + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "the key \"layers.1.weight\" twice"},
+        {"field twice in a tensor",
+         make_file("{" + kMeta + "," + kWeight +
+                       R"(,"layers.1.bias":{"dtype":"F64","dtype":"F32","shape":[2],"data_offsets":[24,32]}})", 32),
+         SNN_ERR_FILE_FORMAT, "the key \"dtype\" twice"},
+        // A model file has no optimiser state or settings.
+        {"optimiser.m in a model file",
+         make_file("{" + kMeta + "," + kWeight + "," + kBias + "," + entry("optimiser.m", "F32", "[8]", 32, 64) + "}", 64),
+         SNN_ERR_FILE_FORMAT, "unexpected tensor 'optimiser.m' (optimiser state in a file whose __metadata__ has no"},
+        {"optimiser.v in a model file",
+         make_file("{" + kMeta + "," + kWeight + "," + kBias + "," + entry("optimiser.v", "F32", "[8]", 32, 64) + "}", 64),
+         SNN_ERR_FILE_FORMAT, "unexpected tensor 'optimiser.v'"},
+        {"optimiser setting in a model file",
+         make_file(R"({"__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dense 2",)"
+                   R"("optimiser.learning_rate":"0.1"},)" + kWeight + "," + kBias + "}", 32),
+         SNN_ERR_FILE_FORMAT, "__metadata__ has \"optimiser.learning_rate\" but no \"optimiser\""},
     };
     for (const Malformed &c : cases) {
         snn_model *m = nullptr;
@@ -441,6 +587,145 @@ TEST(MalformedFiles, EachProblemIsReportedWithItsCause) {
         EXPECT_EQ(m == nullptr, c.status != SNN_OK) << c.what;
         snn_model_destroy(m);
     }
+}
+
+// ---- what is not a regular file ------------------------------------------------------
+
+// A load run in a child process, so that a call that blocks fails the test
+// instead of hanging it: its status, message and duration.
+struct ChildLoad {
+    bool finished = false;
+    snn_status status = SNN_OK;
+    std::string message;
+    double seconds = 0;
+};
+
+ChildLoad load_in_child(const std::string &file, double limit_seconds) {
+    ChildLoad r;
+    int fds[2];
+    if (pipe(fds) != 0) return r;
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        snn_model *m = nullptr;
+        const snn_status st = snn_model_load(file.c_str(), &m);
+        const std::string out = std::to_string(st) + "\n" + snn_last_error();
+        ssize_t ignored = write(fds[1], out.data(), out.size());
+        (void)ignored;
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string out;
+    for (;;) {
+        const double left = limit_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        pollfd p = {fds[0], POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, int(left * 1000) + 1) == 0) break;
+        char buf[4096];
+        const ssize_t n = read(fds[0], buf, sizeof(buf));
+        if (n <= 0) {
+            r.finished = true;
+            break;
+        }
+        out.append(buf, size_t(n));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!r.finished) kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close(fds[0]);
+    const size_t nl = out.find('\n');
+    if (r.finished && nl != std::string::npos) {
+        r.status = snn_status(std::stoi(out.substr(0, nl)));
+        r.message = out.substr(nl + 1);
+    }
+    return r;
+}
+
+TEST_F(Files, AFifoWithoutAWriterIsRefusedAtOnce) {
+    ASSERT_EQ(mkfifo(path("pipe").c_str(), 0600), 0);
+    const ChildLoad r = load_in_child(path("pipe"), 5.0);
+    ASSERT_TRUE(r.finished) << "snn_model_load blocked on a FIFO for " << r.seconds << " s";
+    EXPECT_EQ(r.status, SNN_ERR_IO);
+    EXPECT_NE(r.message.find("it is a FIFO (named pipe), not a regular file"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find(path("pipe")), std::string::npos) << r.message;
+}
+
+TEST_F(Files, DirectoriesDevicesAndSocketsAreRefusedNamingWhatTheyAre) {
+    snn_model *m = nullptr;
+    snn_optimiser *o = nullptr;
+    EXPECT_EQ(snn_model_load(dir.c_str(), &m), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("it is a directory, not a regular file"), std::string::npos)
+        << snn_last_error();
+    EXPECT_EQ(snn_checkpoint_load(dir.c_str(), &m, &o), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("a directory"), std::string::npos) << snn_last_error();
+    for (const char *device : {"/dev/zero", "/dev/null"}) {
+        EXPECT_EQ(snn_model_load(device, &m), SNN_ERR_IO) << device;
+        EXPECT_NE(std::string(snn_last_error()).find("it is a character device"), std::string::npos)
+            << snn_last_error();
+    }
+    const int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(s, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    const std::string sock = path("sock");
+    ASSERT_LT(sock.size(), sizeof(addr.sun_path));
+    std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+    ASSERT_EQ(bind(s, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(snn_model_load(sock.c_str(), &m), SNN_ERR_IO);
+    EXPECT_NE(std::string(snn_last_error()).find("it is a socket"), std::string::npos) << snn_last_error();
+    close(s);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_EQ(o, nullptr);
+}
+
+// A file of 20 GB (sparse: it takes no disk) is refused from its header
+// alone: the 8-byte length, then the JSON, are checked before any data is
+// read, and only what the header declares would be. The bound is generous;
+// reading the file would take far longer.
+TEST_F(Files, AHugeFileIsRefusedFromItsHeaderWithoutReadingTheRest) {
+    const off_t huge = off_t(20) << 30;
+    auto sparse = [&](const char *name, const Bytes &start) {
+        write_bytes(path(name), start);
+        return truncate(path(name).c_str(), huge) == 0;
+    };
+    struct Case {
+        const char *name;
+        Bytes start;
+        const char *message;
+    };
+    snn_model *small = make_model("input 3; dense 2", 1);
+    size_t size = 0;
+    ASSERT_EQ(snn_model_save_to_buffer(small, nullptr, 0, &size), SNN_OK);
+    Bytes valid(size);
+    ASSERT_EQ(snn_model_save_to_buffer(small, valid.data(), valid.size(), &size), SNN_OK);
+    snn_model_destroy(small);
+    const Case cases[] = {
+        {"bad-json", make_file("{\"a\":", 0), "JSON header is malformed"},
+        {"huge-length", make_file("{}", 0, uint64_t(1) << 40), "header length 1099511627776 is above the limit"},
+        {"zero-length", make_file("", 0, 0), "JSON header is malformed"},
+        {"valid-model-then-zeros", valid, "trailing bytes"},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.name);
+        if (!sparse(c.name, c.start)) GTEST_SKIP() << "this file system has no sparse 20 GB files";
+        const ChildLoad r = load_in_child(path(c.name), 5.0);
+        ASSERT_TRUE(r.finished) << "still loading after " << r.seconds << " s";
+        EXPECT_EQ(r.status, SNN_ERR_FILE_FORMAT) << r.message;
+        EXPECT_NE(r.message.find(c.message), std::string::npos) << r.message;
+        unlink(path(c.name).c_str());
+    }
+}
+
+TEST_F(Files, AHeaderLengthBeyondTheFileIsRefusedBeforeReadingIt) {
+    write_bytes(path("long"), make_file("{}", 0, 99999992));  // below the limit, beyond the file
+    snn_model *m = nullptr;
+    EXPECT_EQ(snn_model_load(path("long").c_str(), &m), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("truncated: header length 99999992 but only 8 bytes follow it"),
+              std::string::npos) << snn_last_error();
+    write_bytes(path("short"), Bytes(5, 0));
+    EXPECT_EQ(snn_model_load(path("short").c_str(), &m), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("truncated: 5 bytes"), std::string::npos) << snn_last_error();
+    EXPECT_EQ(m, nullptr);
 }
 
 TEST_F(Files, ACheckpointNeedsOptimiserStateAndValidHyperparameters) {
@@ -464,6 +749,116 @@ TEST_F(Files, ACheckpointNeedsOptimiserStateAndValidHyperparameters) {
         << snn_last_error();
     EXPECT_EQ(mo, nullptr);
     EXPECT_EQ(oo, nullptr);
+    snn_model_destroy(m);
+}
+
+// An Adam checkpoint of "input 3; dense 2" (8 parameters) with the given
+// metadata: weight, bias, then the moments m and v.
+using Meta = std::vector<std::pair<std::string, std::string>>;
+
+Meta adam_meta() {
+    return {{"format", "snn"},           {"format_version", "1"},          {"spec", "input 3; dense 2"},
+            {"optimiser", "adam"},       {"optimiser.steps", "2"},         {"optimiser.learning_rate", "0.001"},
+            {"optimiser.beta1", "0.9"},  {"optimiser.beta2", "0.999"},     {"optimiser.epsilon", "1e-08"},
+            {"optimiser.weight_decay", "0"}};
+}
+
+Meta with(Meta meta, const std::string &key, const std::string &value) {
+    for (auto &kv : meta)
+        if (kv.first == key) {
+            kv.second = value;
+            return meta;
+        }
+    meta.emplace_back(key, value);
+    return meta;
+}
+
+Bytes checkpoint_file(const Meta &meta) {
+    std::string json = "{\"__metadata__\":{";
+    for (size_t i = 0; i < meta.size(); ++i)
+        json += (i ? "," : "") + ("\"" + meta[i].first + "\":\"" + meta[i].second + "\"");
+    json += "}," + kWeight + "," + kBias + "," + entry("optimiser.m", "F32", "[8]", 32, 64) + "," +
+            entry("optimiser.v", "F32", "[8]", 64, 96) + "}";
+    return make_file(json, 96);
+}
+
+// A checkpoint is validated as snn_optimiser_set validates: values that are
+// not finite in float32, a step count whose t + 1 would overflow, settings
+// the kind does not have. snn_model_load checks the same part of a
+// checkpoint, since it is the same file.
+TEST_F(Files, CheckpointsWithSettingsSnnWouldRefuseAreFileFormatErrors) {
+    struct Case {
+        Meta meta;
+        const char *message;
+    };
+    const Case cases[] = {
+        {with(adam_meta(), "optimiser.steps", "9223372036854775807"),
+         "\"optimiser.steps\" = \"9223372036854775807\" is not a step count in [0, 2^53]"},
+        {with(adam_meta(), "optimiser.steps", "9007199254740993"), "is not a step count in [0, 2^53]"},
+        {with(adam_meta(), "optimiser.steps", "99999999999999999999"), "is not a step count"},
+        {with(adam_meta(), "optimiser.steps", "-1"), "is not a step count"},
+        {with(adam_meta(), "optimiser.learning_rate", "1e300"),
+         "\"optimiser.learning_rate\" = \"1e300\" is refused: learning rate must be in [0, 3.40282347e+38]"},
+        {with(adam_meta(), "optimiser.learning_rate", "3.5e38"), "learning rate must be in [0, 3.40282347e+38]"},
+        {with(adam_meta(), "optimiser.learning_rate", "1e400"), "\"optimiser.learning_rate\" = \"1e400\" is not a number"},
+        {with(adam_meta(), "optimiser.learning_rate", "inf"), "learning rate must be finite"},
+        {with(adam_meta(), "optimiser.weight_decay", "1e300"), "weight decay must be in [0, 3.40282347e+38]"},
+        {with(with(adam_meta(), "optimiser.learning_rate", "1e20"), "optimiser.weight_decay", "1e20"),
+         "weight decay 1e+20 times learning rate 1e+20 is above the largest float32"},
+        {with(adam_meta(), "optimiser.epsilon", "1e-320"), "epsilon must be in [1.17549435e-38, 3.40282347e+38]"},
+        {with(adam_meta(), "optimiser.beta2", "nan"), "beta2 must be in [0, 1)"},
+        {with(adam_meta(), "optimiser.beta1", "1"), "beta1 must be in [0, 1)"},
+        {with(adam_meta(), "optimiser.momentum", "0.9"), "\"optimiser.momentum\", which Adam does not have"},
+        {with(adam_meta(), "optimiser.lr", "0.1"), "unknown key \"optimiser.lr\""},
+        {with(adam_meta(), "optimiser", "lbfgs"), "\"optimiser\" is \"lbfgs\""},
+    };
+    for (const Case &c : cases) {
+        const Bytes file = checkpoint_file(c.meta);
+        write_bytes(path("ckpt"), file);
+        snn_model *m = nullptr;
+        snn_optimiser *o = nullptr;
+        EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_ERR_FILE_FORMAT) << c.message;
+        EXPECT_NE(std::string(snn_last_error()).find(c.message), std::string::npos) << snn_last_error();
+        EXPECT_EQ(snn_model_load_from_buffer(file.data(), file.size(), &m), SNN_ERR_FILE_FORMAT) << c.message;
+        EXPECT_NE(std::string(snn_last_error()).find(c.message), std::string::npos) << snn_last_error();
+        EXPECT_EQ(m, nullptr);
+        EXPECT_EQ(o, nullptr);
+    }
+    // A metadata key twice: nlohmann::json would keep one of them.
+    Meta twice = adam_meta();
+    twice.emplace_back("optimiser.learning_rate", "1e300");
+    write_bytes(path("ckpt"), checkpoint_file(twice));
+    snn_model *m = nullptr;
+    snn_optimiser *o = nullptr;
+    EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("the key \"optimiser.learning_rate\" twice"), std::string::npos)
+        << snn_last_error();
+}
+
+// The largest step count a checkpoint may hold, 2^53, loads; the optimiser
+// then refuses to count further until it is reset.
+TEST_F(Files, AnOptimiserStopsAtTheLargestStepCount) {
+    write_bytes(path("ckpt"), checkpoint_file(with(adam_meta(), "optimiser.steps", "9007199254740992")));
+    snn_model *m = nullptr;
+    snn_optimiser *o = nullptr;
+    ASSERT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_OK) << snn_last_error();
+    int64_t steps = 0;
+    ASSERT_EQ(snn_optimiser_step_count(o, &steps), SNN_OK);
+    EXPECT_EQ(steps, int64_t(1) << 53);
+    snn_backward_cache *b = nullptr;
+    ASSERT_EQ(snn_preallocate_grads(m, 1, &b), SNN_OK);
+    const std::vector<float> g(8, 0.5f);
+    ASSERT_EQ(snn_set_gradients(b, g.data(), g.size()), SNN_OK);
+    const std::vector<float> before = params_of(m);
+    EXPECT_EQ(snn_optimiser_step(o, m, b), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("2^53 steps"), std::string::npos) << snn_last_error();
+    EXPECT_TRUE(bit_equal(params_of(m), before));
+    ASSERT_EQ(snn_optimiser_reset(o), SNN_OK);
+    EXPECT_EQ(snn_optimiser_step(o, m, b), SNN_OK) << snn_last_error();
+    snn_optimiser_step_count(o, &steps);
+    EXPECT_EQ(steps, 1);
+    snn_backward_cache_destroy(b);
+    snn_optimiser_destroy(o);
     snn_model_destroy(m);
 }
 

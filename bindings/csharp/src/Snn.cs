@@ -5,9 +5,15 @@
 // memory at once, GPU memory included; a finalizer frees it too, but only when
 // the garbage collector gets round to it, which does not see GPU memory, so
 // dispose models, caches, optimisers and data sets that live on a GPU.
+//
+// Handles may be disposed (or finalized) in any order. A cache or an optimiser
+// keeps working after its model is disposed for every call that takes only
+// itself; a call that needs the disposed model (Forward, Backprop, Step)
+// throws ObjectDisposedException.
 using System;
 using System.Runtime.InteropServices;
 using System.Text;
+using System.Threading;
 
 namespace Snn
 {
@@ -55,8 +61,12 @@ namespace Snn
         public const int CpuDevice = -1;
         const int BindingMajor = 0;
         static bool versionChecked;
-        static LogCallback logTrampoline;
-        static Action<LogLevel, string> logReceiver;
+        // One delegate for the whole process, never collected: the library may
+        // still call the pointer it was given while another thread replaces the
+        // receiver, so the pointer must stay valid for good.
+        static readonly LogCallback logTrampoline = Log;
+        static volatile Action<LogLevel, string> logReceiver;
+        static Exception logReceiverException;
 
         internal static string Text(IntPtr p)
         {
@@ -72,6 +82,16 @@ namespace Snn
         }
 
         internal static UIntPtr Size(long n) { return new UIntPtr((ulong)n); }
+
+        /// <summary>A handle about to be passed along with others, checked first:
+        /// Mono's marshaller, finding a closed SafeHandle after it has taken a
+        /// reference on the ones before it, throws without giving that reference
+        /// back, so those would never be freed.</summary>
+        internal static T Live<T>(T handle, string type, string message) where T : SafeHandle
+        {
+            if (handle.IsClosed) throw new ObjectDisposedException(type, message);
+            return handle;
+        }
 
         /// <summary>Checks once that the loaded library's major version is this binding's.</summary>
         public static void CheckVersion()
@@ -100,21 +120,41 @@ namespace Snn
         public static void SetAllowTf32(bool on) { Check(NativeMethods.snn_set_allow_tf32(on ? 1 : 0)); }
 
         /// <summary>Installs (or with null removes) the log receiver. It runs on
-        /// the thread of the failing call and must not call into snn.</summary>
+        /// the thread of the failing call and must not call into snn. An
+        /// exception it throws never reaches the library (unwinding through
+        /// native frames would crash the runtime): the message is dropped, the
+        /// failing call still throws its own SnnException, the receiver stays
+        /// installed, and TakeLogCallbackException returns the exception.</summary>
         public static void SetLogCallback(Action<LogLevel, string> receiver)
         {
             if (receiver == null)
             {
                 Check(NativeMethods.snn_set_log_callback(null, IntPtr.Zero));
                 logReceiver = null;
-                logTrampoline = null;
                 return;
             }
-            // The delegate is kept in a static field so that the collector never
-            // frees it while the library holds its pointer.
             logReceiver = receiver;
-            logTrampoline = (userData, level, message) => logReceiver((LogLevel)level, Text(message));
             Check(NativeMethods.snn_set_log_callback(logTrampoline, IntPtr.Zero));
+        }
+
+        /// <summary>The last exception the log receiver threw since the previous
+        /// call, or null; taking it clears it.</summary>
+        public static Exception TakeLogCallbackException()
+        {
+            return Interlocked.Exchange(ref logReceiverException, null);
+        }
+
+        static void Log(IntPtr userData, int level, IntPtr message)
+        {
+            try
+            {
+                var receiver = logReceiver;
+                if (receiver != null) receiver((LogLevel)level, Text(message));
+            }
+            catch (Exception e)
+            {
+                Interlocked.Exchange(ref logReceiverException, e);
+            }
         }
 
         public static int GpuCount { get { return NativeMethods.snn_gpu_count(); } }
@@ -168,7 +208,7 @@ namespace Snn
 
         public void SaveCheckpoint(Optimiser optimiser, string path)
         {
-            Library.Check(NativeMethods.snn_checkpoint_save(Handle, optimiser.Handle, path));
+            Library.Check(NativeMethods.snn_checkpoint_save(Live, optimiser.Live, path));
         }
 
         public byte[] ToBytes()
@@ -280,20 +320,40 @@ namespace Snn
         public BackwardCache PreallocateGrads(long maxBatch) { return new BackwardCache(this, maxBatch); }
         public Optimiser CreateOptimiser(OptimiserKind kind) { return new Optimiser(this, kind); }
 
-        /// <summary>Frees the model's parameters now (GPU memory included).</summary>
+        /// <summary>Frees the model's parameters now (GPU memory included). Its
+        /// caches and optimisers stay usable for the calls that take only them.</summary>
         public void Dispose() { Handle.Dispose(); }
+
+        public bool IsDisposed { get { return Handle.IsClosed; } }
+
+        /// <summary>The handle, for calls that pass other handles too; a disposed
+        /// model throws ObjectDisposedException instead of reaching the library.</summary>
+        internal ModelHandle Live
+        {
+            get
+            {
+                return Library.Live(Handle, "Snn.Model",
+                    "the model was disposed; its caches and optimisers answer only the calls that do not need it");
+            }
+        }
     }
 
     /// <summary>The buffers of forward passes of one model. It keeps its model
-    /// reachable, so the model is not finalized while the cache is in use.</summary>
+    /// reachable, so the model is not finalized while the cache is in use; after
+    /// the model is disposed, every call but Forward keeps working.</summary>
     public sealed class ForwardCache : IDisposable
     {
         internal readonly ForwardCacheHandle Handle;
+        readonly long inputSize, outputSize;
+
+        internal ForwardCacheHandle Live { get { return Library.Live(Handle, "Snn.ForwardCache", "the forward cache was disposed"); } }
         public Model Model { get; private set; }
 
         internal ForwardCache(Model model, long maxBatch)
         {
             Model = model;
+            inputSize = model.InputSize;
+            outputSize = model.OutputSize;
             Library.Check(NativeMethods.snn_preallocate(model.Handle, maxBatch, out Handle));
         }
 
@@ -317,15 +377,14 @@ namespace Snn
         /// <summary>Gathers whole samples of data by index; the batch becomes indices.Length.</summary>
         public void SetInputsGather(float[] data, long[] indices)
         {
-            long features = Model.InputSize;
-            long samples = features == 0 ? 0 : data.Length / features;
+            long samples = inputSize == 0 ? 0 : data.Length / inputSize;
             Library.Check(NativeMethods.snn_set_inputs_gather(Handle, data, Library.Size(samples), indices,
                                                               Library.Size(indices.Length)));
         }
 
         public void SetInputsFromDataset(Dataset dataset, long[] indices)
         {
-            Library.Check(NativeMethods.snn_set_inputs_from_dataset(Handle, dataset.Handle, indices,
+            Library.Check(NativeMethods.snn_set_inputs_from_dataset(Live, dataset.Live, indices,
                                                                     Library.Size(indices.Length)));
         }
 
@@ -335,7 +394,9 @@ namespace Snn
             Library.Check(NativeMethods.snn_set_inputs_device(Handle, deviceInputs, Library.Size(count)));
         }
 
-        public void Forward() { Library.Check(NativeMethods.snn_forward(Handle, Model.Handle)); }
+        /// <summary>Runs the model on the cache's inputs (ObjectDisposedException
+        /// when the model was disposed).</summary>
+        public void Forward() { Library.Check(NativeMethods.snn_forward(Live, Model.Live)); }
 
         /// <summary>Zero-copy pointer to the outputs (CPU caches), valid until the next Forward.</summary>
         public IntPtr OutputsPointer(out long count)
@@ -350,7 +411,7 @@ namespace Snn
         /// <summary>The outputs, [batch][outputs], copied into a new array (any device).</summary>
         public float[] GetOutputs()
         {
-            var dst = new float[Batch * Model.OutputSize];
+            var dst = new float[Batch * outputSize];
             GetOutputs(dst);
             return dst;
         }
@@ -363,15 +424,20 @@ namespace Snn
         public void Dispose() { Handle.Dispose(); }
     }
 
-    /// <summary>Gradient buffers for one model.</summary>
+    /// <summary>Gradient buffers for one model. After the model is disposed,
+    /// every call but the backprops keeps working.</summary>
     public sealed class BackwardCache : IDisposable
     {
         internal readonly BackwardCacheHandle Handle;
+        readonly long parameterCount;
+
+        internal BackwardCacheHandle Live { get { return Library.Live(Handle, "Snn.BackwardCache", "the backward cache was disposed"); } }
         public Model Model { get; private set; }
 
         internal BackwardCache(Model model, long maxBatch)
         {
             Model = model;
+            parameterCount = model.ParameterCount;
             Library.Check(NativeMethods.snn_preallocate_grads(model.Handle, maxBatch, out Handle));
         }
 
@@ -394,7 +460,7 @@ namespace Snn
 
         public void SetLabelsFromDataset(Dataset dataset, long[] indices)
         {
-            Library.Check(NativeMethods.snn_set_labels_from_dataset(Handle, dataset.Handle, indices,
+            Library.Check(NativeMethods.snn_set_labels_from_dataset(Live, dataset.Live, indices,
                                                                     Library.Size(indices.Length)));
         }
 
@@ -407,13 +473,13 @@ namespace Snn
         public float Backprop(ForwardCache fwd, Loss loss)
         {
             float value;
-            Library.Check(NativeMethods.snn_backprop(Handle, fwd.Handle, Model.Handle, (int)loss, out value));
+            Library.Check(NativeMethods.snn_backprop(Live, fwd.Live, Model.Live, (int)loss, out value));
             return value;
         }
 
         public void BackpropWithOutputGradient(ForwardCache fwd, float[] outputGradient)
         {
-            Library.Check(NativeMethods.snn_backprop_with_output_gradient(Handle, fwd.Handle, Model.Handle,
+            Library.Check(NativeMethods.snn_backprop_with_output_gradient(Live, fwd.Live, Model.Live,
                                                                           outputGradient,
                                                                           Library.Size(outputGradient.Length)));
         }
@@ -430,7 +496,7 @@ namespace Snn
 
         public float[] GetGradients()
         {
-            var dst = new float[Model.ParameterCount];
+            var dst = new float[parameterCount];
             Library.Check(NativeMethods.snn_get_gradients(Handle, dst, Library.Size(dst.Length)));
             return dst;
         }
@@ -449,10 +515,13 @@ namespace Snn
         public void Dispose() { Handle.Dispose(); }
     }
 
-    /// <summary>An optimiser's state for one model; each Step names the model.</summary>
+    /// <summary>An optimiser's state for one model; each Step names the model.
+    /// It holds no model object and stays usable after its model is disposed.</summary>
     public sealed class Optimiser : IDisposable
     {
         internal readonly OptimiserHandle Handle;
+
+        internal OptimiserHandle Live { get { return Library.Live(Handle, "Snn.Optimiser", "the optimiser was disposed"); } }
 
         internal Optimiser(OptimiserHandle handle) { Handle = handle; }
 
@@ -475,7 +544,7 @@ namespace Snn
 
         public void Step(Model model, BackwardCache grads)
         {
-            Library.Check(NativeMethods.snn_optimiser_step(Handle, model.Handle, grads.Handle));
+            Library.Check(NativeMethods.snn_optimiser_step(Live, model.Live, grads.Live));
         }
 
         public void Reset() { Library.Check(NativeMethods.snn_optimiser_reset(Handle)); }
@@ -492,6 +561,8 @@ namespace Snn
     public sealed class Dataset : IDisposable
     {
         internal readonly DatasetHandle Handle;
+
+        internal DatasetHandle Live { get { return Library.Live(Handle, "Snn.Dataset", "the data set was disposed"); } }
 
         /// <summary>samples holds whole samples of `features` floats; labels
         /// (may be null) one 0-based label per sample.</summary>

@@ -1,9 +1,13 @@
 // NUnit tests of the C# binding: the getting-started sine example trains, a
-// CNN runs forwards and backwards, failures become SnnExceptions, and
-// disposing frees the native memory.
+// CNN runs forwards and backwards, failures become SnnExceptions, disposing
+// frees the native memory, handles may be disposed in any order, and a log
+// receiver that throws is contained.
 using System;
+using System.Collections.Generic;
 using System.Diagnostics;
 using System.IO;
+using System.Linq;
+using System.Threading;
 using NUnit.Framework;
 using Snn;
 
@@ -270,6 +274,246 @@ namespace Snn.Tests
             model.Dispose();
             model.Dispose();
             Assert.Throws<ObjectDisposedException>(() => model.Init(1));
+        }
+    }
+
+    [TestFixture]
+    public class Lifetimes
+    {
+        const string Spec = "input 6x6x1; conv 3x3 2 relu; maxpool 2; flatten; dense 3";
+
+        static float[] Images()
+        {
+            var x = new float[72];
+            for (int i = 0; i < x.Length; i++) x[i] = ((i * 7 % 13) - 6f) / 6f;
+            return x;
+        }
+
+        /// <summary>A model, its caches and an Adam optimiser after one step.</summary>
+        sealed class Trained
+        {
+            public readonly Model Model = new Model(Spec);
+            public readonly ForwardCache Fwd;
+            public readonly BackwardCache Bwd;
+            public readonly Optimiser Opt;
+            public readonly float[] Outputs, Gradients, Parameters;
+
+            public Trained()
+            {
+                Model.Init(5);
+                Fwd = Model.Preallocate(2);
+                Bwd = Model.PreallocateGrads(2);
+                Opt = Model.CreateOptimiser(OptimiserKind.Adam);
+                Opt.Set(Hyperparameter.LearningRate, 0.05);
+                Fwd.SetInputs(Images());
+                Bwd.SetLabels(new[] { 0, 2 });
+                Fwd.Forward();
+                Assert.Greater(Bwd.Backprop(Fwd, Loss.LogitCrossEntropy), 0f);
+                Opt.Step(Model, Bwd);
+                Fwd.Forward();
+                Outputs = Fwd.GetOutputs();
+                Gradients = Bwd.GetGradients();
+                Parameters = Model.GetParameters();
+                Assert.AreEqual(6, Outputs.Length);
+                Assert.IsTrue(Gradients.Any(g => g != 0f));
+            }
+
+            public IDisposable[] Handles { get { return new IDisposable[] { Model, Fwd, Bwd, Opt }; } }
+
+            /// <summary>Every handle not yet disposed answers with what it held;
+            /// a call that needs a disposed handle throws ObjectDisposedException.</summary>
+            public void CheckSurvivors(HashSet<IDisposable> disposed)
+            {
+                bool model = !disposed.Contains(Model), fwd = !disposed.Contains(Fwd),
+                     bwd = !disposed.Contains(Bwd), opt = !disposed.Contains(Opt);
+                if (model)
+                    Assert.AreEqual(Parameters, Model.GetParameters());
+                if (fwd)
+                {
+                    Assert.AreEqual(2, Fwd.Batch);
+                    Assert.AreEqual(Outputs, Fwd.GetOutputs());
+                    if (model)
+                    {
+                        Fwd.Forward();
+                        Assert.AreEqual(Outputs, Fwd.GetOutputs());
+                    }
+                    else
+                        Assert.Throws<ObjectDisposedException>(() => Fwd.Forward());
+                }
+                if (bwd)
+                {
+                    Assert.AreEqual(Gradients, Bwd.GetGradients());
+                    if (!model || !fwd)
+                        Assert.Throws<ObjectDisposedException>(() => Bwd.Backprop(Fwd, Loss.LogitCrossEntropy));
+                }
+                if (opt)
+                {
+                    Assert.AreEqual(1, Opt.StepCount);
+                    Assert.AreEqual(0.05, Opt.Get(Hyperparameter.LearningRate));
+                    if (!model || !bwd)
+                        Assert.Throws<ObjectDisposedException>(() => Opt.Step(Model, Bwd));
+                    Assert.AreEqual(1, Opt.StepCount);
+                }
+            }
+        }
+
+        static IEnumerable<int[]> Permutations(int n)
+        {
+            if (n == 0)
+            {
+                yield return new int[0];
+                yield break;
+            }
+            foreach (var rest in Permutations(n - 1))
+                for (int at = 0; at <= rest.Length; at++)
+                {
+                    var p = new List<int>(rest);
+                    p.Insert(at, n - 1);
+                    yield return p.ToArray();
+                }
+        }
+
+        [Test]
+        public void EveryDisposalOrderOfModelCachesAndOptimiserIsSafe()
+        {
+            int orders = 0;
+            foreach (var order in Permutations(4))
+            {
+                var t = new Trained();
+                var handles = t.Handles;
+                var disposed = new HashSet<IDisposable>();
+                foreach (int i in order)
+                {
+                    handles[i].Dispose();
+                    disposed.Add(handles[i]);
+                    t.CheckSurvivors(disposed);
+                }
+                orders++;
+            }
+            Assert.AreEqual(24, orders);
+        }
+
+        [Test]
+        public void ACacheAnswersAfterItsModelIsDisposed()
+        {
+            var t = new Trained();
+            t.Model.Dispose();
+            Assert.IsTrue(t.Model.IsDisposed);
+            var e = Assert.Throws<ObjectDisposedException>(() => t.Fwd.Forward());
+            StringAssert.Contains("model was disposed", e.Message);
+            Assert.AreEqual(t.Outputs, t.Fwd.GetOutputs());
+            t.Fwd.SetInputsGather(Images(), new long[] { 1 });
+            Assert.AreEqual(1, t.Fwd.Batch);
+            Assert.AreEqual(Status.Count, Assert.Throws<SnnException>(() => t.Fwd.SetInputs(new float[35])).Status);
+            t.Bwd.SetLabels(new[] { 1 });
+            t.Bwd.SetGradients(new float[t.Gradients.Length]);
+            Assert.AreEqual(new float[t.Gradients.Length], t.Bwd.GetGradients());
+            t.Opt.Reset();
+            Assert.AreEqual(0, t.Opt.StepCount);
+            foreach (var h in t.Handles) h.Dispose();
+        }
+
+        [Test]
+        public void ADisposedHandlePassedWithLiveOnesLeavesThemDisposable()
+        {
+            var t = new Trained();
+            t.Fwd.Dispose();
+            var e = Assert.Throws<ObjectDisposedException>(() => t.Bwd.Backprop(t.Fwd, Loss.LogitCrossEntropy));
+            StringAssert.Contains("forward cache was disposed", e.Message);
+            t.Bwd.Dispose();
+            Assert.Throws<ObjectDisposedException>(() => t.Bwd.GetGradients());
+            t.Model.Dispose();
+            Assert.Throws<ObjectDisposedException>(() => t.Opt.Step(t.Model, t.Bwd));
+            t.Opt.Dispose();
+            Assert.Throws<ObjectDisposedException>(() => t.Opt.Reset());
+        }
+
+        static void Abandon(int sets)
+        {
+            for (int i = 0; i < sets; i++)
+            {
+                var t = new Trained();
+                GC.KeepAlive(t);
+            }
+        }
+
+        [Test]
+        public void HandlesLeftToTheFinalizersAreFreedInAnyOrder()
+        {
+            for (int round = 0; round < 5; round++)
+            {
+                Abandon(40);
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+            }
+            var t = new Trained();
+            t.CheckSurvivors(new HashSet<IDisposable>());
+            foreach (var h in t.Handles) h.Dispose();
+        }
+    }
+
+    [TestFixture]
+    public class LogCallback
+    {
+        static SnnException FailingCall()
+        {
+            return Assert.Throws<SnnException>(() => Library.NumThreads = 0);
+        }
+
+        /// <summary>Runs f on another thread; fails instead of hanging when it
+        /// has not finished within 30 s (a deadlock).</summary>
+        static void Within30s(Action f)
+        {
+            Exception failure = null;
+            var thread = new Thread(() => { try { f(); } catch (Exception e) { failure = e; } });
+            thread.IsBackground = true;
+            thread.Start();
+            Assert.IsTrue(thread.Join(TimeSpan.FromSeconds(30)), "the calls did not finish: deadlock");
+            if (failure != null) throw failure;
+        }
+
+        [Test]
+        public void AThrowingReceiverIsContainedAndLoggingGoesOn()
+        {
+            var seen = new List<string>();
+            try
+            {
+                Library.SetLogCallback((level, message) =>
+                {
+                    throw new InvalidOperationException("the receiver refused: " + message);
+                });
+                Assert.AreEqual(Status.InvalidArgument, FailingCall().Status);
+                var thrown = Library.TakeLogCallbackException();
+                Assert.IsInstanceOf<InvalidOperationException>(thrown);
+                StringAssert.StartsWith("the receiver refused: snn_set_num_threads", thrown.Message);
+                Assert.IsNull(Library.TakeLogCallbackException());
+
+                int failed = 0;
+                Within30s(() =>
+                {
+                    var others = Enumerable.Range(0, 4).Select(_ => new Thread(() =>
+                    {
+                        for (int i = 0; i < 50; i++) { FailingCall(); Interlocked.Increment(ref failed); }
+                    })).ToList();
+                    others.ForEach(t => t.Start());
+                    for (int i = 0; i < 50; i++) { FailingCall(); Interlocked.Increment(ref failed); }
+                    others.ForEach(t => t.Join());
+                });
+                Assert.AreEqual(250, failed);
+                StringAssert.Contains("snn_set_num_threads", Library.TakeLogCallbackException().Message);
+
+                Library.SetLogCallback((level, message) => { lock (seen) seen.Add(message); });
+                string expected = null;
+                Within30s(() => expected = FailingCall().Message);
+                Assert.AreEqual(new[] { expected }, seen.ToArray());
+            }
+            finally
+            {
+                Library.SetLogCallback(null);
+            }
+            FailingCall();
+            Assert.AreEqual(1, seen.Count);
+            Assert.IsNull(Library.TakeLogCallbackException());
         }
     }
 }

@@ -22,10 +22,18 @@ end
 end
 
 const LOG_RECEIVER = Ref{Any}(nothing)
+const LOG_RECEIVER_ERROR = Ref{Any}(nothing)
 
+# Called by the library through a C function pointer: nothing may be thrown
+# from here (unwinding through the library's C frames is undefined), so an
+# exception of the receiver is caught and kept for take_log_callback_error.
 function log_trampoline(user_data::Ptr{Cvoid}, level::Int32, message::Cstring)::Cvoid
-    receiver = LOG_RECEIVER[]
-    receiver === nothing || receiver(Int(level), unsafe_string(message))
+    try
+        receiver = LOG_RECEIVER[]
+        receiver === nothing || receiver(Int(level), unsafe_string(message))
+    catch e
+        LOG_RECEIVER_ERROR[] = e
+    end
     nothing
 end
 
@@ -34,7 +42,9 @@ end
 
 Calls `f(level, message)` for every failed call (level 0) and the library's
 notes; `nothing` removes it. It runs on the thread of the call and must not call
-into snn.
+into snn. An exception thrown by `f` never reaches the library: that message is
+dropped, the failing call still throws its own `SNNError`, `f` stays installed,
+and `take_log_callback_error()` returns the exception.
 """
 function set_log_callback(f)
     if f === nothing
@@ -46,4 +56,16 @@ function set_log_callback(f)
         check(snn_set_log_callback(fptr, C_NULL))
     end
     nothing
+end
+
+"""
+    take_log_callback_error()
+
+The last exception the log callback threw since the previous call, or
+`nothing`; taking it clears it.
+"""
+function take_log_callback_error()
+    e = LOG_RECEIVER_ERROR[]
+    LOG_RECEIVER_ERROR[] = nothing
+    e
 end

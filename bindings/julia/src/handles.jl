@@ -1,5 +1,9 @@
 # Owned handles: each frees its native object in a finalizer and in `close`,
-# whichever comes first. Caches keep their model reachable.
+# whichever comes first, in any order (the library allows it). Caches keep their
+# model reachable and the sizes they need, so after `close(model)` they answer
+# every call that takes only the cache; a call given a closed handle (such as
+# `forward!(cache, closed_model)`) throws an ArgumentError and never passes a
+# dangling pointer.
 
 function destroy!(x, f)
     if x.ptr != C_NULL
@@ -10,7 +14,7 @@ function destroy!(x, f)
 end
 
 function live(x)
-    x.ptr == C_NULL && throw(ArgumentError("$(typeof(x)) has been closed"))
+    x.ptr == C_NULL && throw(ArgumentError("this SNN.$(nameof(typeof(x))) has been closed"))
     x.ptr
 end
 
@@ -151,8 +155,9 @@ end
 mutable struct ForwardCache
     ptr::Ptr{Cvoid}
     model::Model
-    function ForwardCache(ptr::Ptr{Cvoid}, model::Model)
-        c = new(ptr, model)
+    outputs::Int
+    function ForwardCache(ptr::Ptr{Cvoid}, model::Model, outputs::Int)
+        c = new(ptr, model, outputs)
         finalizer(close, c)
     end
 end
@@ -160,8 +165,10 @@ Base.close(c::ForwardCache) = destroy!(c, snn_forward_cache_destroy)
 Base.unsafe_convert(::Type{Ptr{Cvoid}}, c::ForwardCache) = live(c)
 
 "    preallocate(model, max_batch)  — every buffer a forward pass needs."
-preallocate(m::Model, max_batch::Integer) =
-    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m)
+function preallocate(m::Model, max_batch::Integer)
+    outputs = output_size(m)
+    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, outputs)
+end
 
 function batch_size(c::ForwardCache)
     b, mx = Ref{Int64}(0), Ref{Int64}(0)
@@ -210,16 +217,16 @@ forward!(c::ForwardCache, m::Model) = (check(snn_forward(c, m)); c)
     get_outputs(cache)
 
 The outputs of the last forward pass as an (outputs, batch) matrix: a
-zero-copy view on the CPU (valid until the next `forward!`), a copy on a GPU.
+zero-copy view on the CPU (valid until the next `forward!`), a copy on a GPU
+or once the model is closed.
 """
 function get_outputs(c::ForwardCache)
-    outputs = output_size(c.model)
-    if device(c.model) === :cpu
+    if isopen(c.model) && device(c.model) === :cpu
         data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
         check(snn_outputs(c, data, n))
-        return unsafe_wrap(Array, data[], (outputs, Int(n[]) ÷ outputs); own=false)
+        return unsafe_wrap(Array, data[], (c.outputs, Int(n[]) ÷ c.outputs); own=false)
     end
-    dst = Matrix{Float32}(undef, outputs, batch_size(c).batch)
+    dst = Matrix{Float32}(undef, c.outputs, batch_size(c).batch)
     GC.@preserve dst check(snn_get_outputs(c, pointer(dst), length(dst)))
     dst
 end
@@ -228,8 +235,10 @@ end
 mutable struct BackwardCache
     ptr::Ptr{Cvoid}
     model::Model
-    function BackwardCache(ptr::Ptr{Cvoid}, model::Model)
-        c = new(ptr, model)
+    inputs::Int
+    parameters::Int
+    function BackwardCache(ptr::Ptr{Cvoid}, model::Model, inputs::Int, parameters::Int)
+        c = new(ptr, model, inputs, parameters)
         finalizer(close, c)
     end
 end
@@ -237,22 +246,24 @@ Base.close(c::BackwardCache) = destroy!(c, snn_backward_cache_destroy)
 Base.unsafe_convert(::Type{Ptr{Cvoid}}, c::BackwardCache) = live(c)
 
 "    preallocate_grads(model, max_batch)  — the buffers backprop! needs."
-preallocate_grads(m::Model, max_batch::Integer) =
-    BackwardCache(new_handle(out -> snn_preallocate_grads(m, Int64(max_batch), out)), m)
+function preallocate_grads(m::Model, max_batch::Integer)
+    inputs, parameters = input_size(m), parameter_count(m)
+    BackwardCache(new_handle(out -> snn_preallocate_grads(m, Int64(max_batch), out)), m, inputs, parameters)
+end
 
 """
     gradients(cache)
 
 Zero-copy view of the flat gradient of the last `backprop!` (CPU), laid out as
-`parameters(model)`; a copy on a GPU.
+`parameters(model)`; a copy on a GPU or once the model is closed.
 """
 function gradients(c::BackwardCache)
-    if device(c.model) === :cpu
+    if isopen(c.model) && device(c.model) === :cpu
         data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
         check(snn_gradients(c, data, n))
         return unsafe_wrap(Array, data[], Int(n[]); own=false)
     end
-    dst = Vector{Float32}(undef, parameter_count(c.model))
+    dst = Vector{Float32}(undef, c.parameters)
     GC.@preserve dst check(snn_get_gradients(c, pointer(dst), length(dst)))
     dst
 end
@@ -268,7 +279,7 @@ input_gradients!(c::BackwardCache, enabled::Bool) = (check(snn_set_input_gradien
 
 "The gradient with respect to the inputs, shaped as the inputs of `fwd`."
 function input_gradients(c::BackwardCache, fwd::ForwardCache)
-    dst = Matrix{Float32}(undef, input_size(c.model), batch_size(fwd).batch)
+    dst = Matrix{Float32}(undef, c.inputs, batch_size(fwd).batch)
     GC.@preserve dst check(snn_get_input_gradients(c, pointer(dst), length(dst)))
     dst
 end
@@ -318,6 +329,9 @@ function Dataset(samples::DenseArray{Float32}; labels=nothing, device=:cpu)
         lab === nothing ? Ptr{Int32}(C_NULL) : pointer(lab), out))
     Dataset(ptr)
 end
+
+"Whether a handle is still open (not yet `close`d)."
+Base.isopen(x::Union{Model,ForwardCache,BackwardCache,Optimiser,Dataset}) = x.ptr != C_NULL
 
 "    set_inputs!(cache, dataset, indices)  — gathers samples (1-based) of a data set."
 function set_inputs!(c::ForwardCache, d::Dataset, indices::AbstractVector{<:Integer})

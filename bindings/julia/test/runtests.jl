@@ -91,4 +91,141 @@ using Test
         @test SNN.get_parameters(again) == SNN.get_parameters(model)
         rm(path)
     end
+
+    # A model, its caches and an Adam optimiser after one step, and what they hold.
+    function trained()
+        model = chain(Static((6, 6, 1)), Conv((3, 3), 2, activation_fn=relu), MaxPool((2, 2)), Flatten(), Dense(3))
+        initialise!(model; seed=5)
+        fwd = preallocate(model, 2)
+        bwd = preallocate_grads(model, 2)
+        opt = AdamOptimiser(model; lr=0.05)
+        x = reshape(Float32[((i * 7 % 13) - 6) / 6 for i in 0:71], 6, 6, 1, 2)
+        loss = LogitCrossEntropyLoss([1, 3], 3)
+        set_inputs!(fwd, x)
+        forward!(fwd, model)
+        backprop!(bwd, fwd, model, loss)
+        update!(model, bwd, opt)
+        forward!(fwd, model)
+        (model=model, fwd=fwd, bwd=bwd, opt=opt, x=x, loss=loss, outputs=copy(get_outputs(fwd)),
+         gradients=copy(gradients(bwd)), parameters=SNN.get_parameters(model))
+    end
+
+    # Every handle still open answers with what it held; a call given a closed
+    # handle throws an ArgumentError.
+    function check_survivors(t)
+        if isopen(t.model)
+            @test SNN.get_parameters(t.model) == t.parameters
+        end
+        if isopen(t.fwd)
+            @test SNN.batch_size(t.fwd).batch == 2
+            @test get_outputs(t.fwd) == t.outputs
+            if isopen(t.model)
+                forward!(t.fwd, t.model)
+                @test get_outputs(t.fwd) == t.outputs
+            else
+                @test_throws ArgumentError forward!(t.fwd, t.model)
+            end
+        end
+        if isopen(t.bwd)
+            @test gradients(t.bwd) == t.gradients
+            if !isopen(t.model) || !isopen(t.fwd)
+                @test_throws ArgumentError backprop!(t.bwd, t.fwd, t.model, t.loss)
+            end
+        end
+        if isopen(t.opt)
+            @test SNN.step_count(t.opt) == 1
+            @test SNN.hyperparameter(t.opt, :lr) == 0.05
+            if !isopen(t.model) || !isopen(t.bwd)
+                @test_throws ArgumentError update!(t.model, t.bwd, t.opt)
+            end
+            @test SNN.step_count(t.opt) == 1
+        end
+    end
+
+    permutations(v) = length(v) <= 1 ? [v] : [[v[i]; p] for i in eachindex(v) for p in permutations(deleteat!(copy(v), i))]
+
+    @testset "handles closed in every order" begin
+        orders = permutations([:model, :fwd, :bwd, :opt])
+        @test length(unique(orders)) == 24
+        for order in orders
+            t = trained()
+            for name in order
+                close(getfield(t, name))
+                @test !isopen(getfield(t, name))
+                check_survivors(t)
+            end
+        end
+    end
+
+    @testset "a cache answers after its model is closed" begin
+        t = trained()
+        close(t.model)
+        e = try
+            forward!(t.fwd, t.model)
+        catch err
+            err
+        end
+        @test e isa ArgumentError && occursin("Model has been closed", e.msg)
+        @test get_outputs(t.fwd) == t.outputs
+        set_inputs!(t.fwd, t.x[:, :, :, 2:2])
+        @test SNN.batch_size(t.fwd).batch == 1
+        @test_throws SNNError set_inputs!(t.fwd, zeros(Float32, 35, 1))
+        @test gradients(t.bwd) == t.gradients
+        SNN.set_gradients!(t.bwd, zeros(Float32, length(t.gradients)))
+        @test all(iszero, gradients(t.bwd))
+        reset!(t.opt)
+        @test SNN.step_count(t.opt) == 0
+        foreach(close, (t.opt, t.bwd, t.fwd))
+        close(t.fwd)
+        @test_throws ArgumentError get_outputs(t.fwd)
+    end
+
+    @testset "handles left to the finalizers are freed in any order" begin
+        for round in 1:5
+            foreach(_ -> trained(), 1:40)
+            GC.gc()
+        end
+        t = trained()
+        check_survivors(t)
+        foreach(close, (t.model, t.fwd, t.bwd, t.opt))
+    end
+
+    @testset "a throwing log callback is contained and logging goes on" begin
+        failing_call() = try
+            SNN.set_num_threads(0)
+            nothing
+        catch err
+            err
+        end
+        seen = String[]
+        try
+            SNN.set_log_callback((level, message) -> error("the receiver refused: ", message))
+            e = failing_call()
+            @test e isa SNNError && e.status == 2
+            thrown = SNN.take_log_callback_error()
+            @test thrown isa ErrorException && startswith(thrown.msg, "the receiver refused: snn_set_num_threads")
+            @test SNN.take_log_callback_error() === nothing
+
+            # Many more failing calls on several threads while the callback keeps
+            # throwing: none blocks (a deadlock fails after 30 s), each throws.
+            tasks = [Threads.@spawn [failing_call() for _ in 1:50] for _ in 1:4]
+            finished = timedwait(() -> all(istaskdone, tasks), 30.0)
+            @test finished === :ok
+            if finished === :ok
+                errors = reduce(vcat, fetch.(tasks))
+                @test length(errors) == 200
+                @test all(err -> err isa SNNError && err.status == 2, errors)
+            end
+            @test occursin("snn_set_num_threads", SNN.take_log_callback_error().msg)
+
+            SNN.set_log_callback((level, message) -> push!(seen, message))
+            e = failing_call()
+            @test seen == [e.message]
+        finally
+            SNN.set_log_callback(nothing)
+        end
+        failing_call()
+        @test length(seen) == 1
+        @test SNN.take_log_callback_error() === nothing
+    end
 end

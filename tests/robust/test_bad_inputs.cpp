@@ -325,6 +325,11 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_INVALID_ARGUMENT, "alpha", snn_optimiser_set(w.rms, SNN_HP_ALPHA, 1.0));
     ROW(SNN_ERR_INVALID_ARGUMENT, "alpha", snn_optimiser_set(w.rms, SNN_HP_ALPHA, kNaN));
     ROW(SNN_ERR_INVALID_ARGUMENT, "beta2 does not apply to RMSProp", snn_optimiser_set(w.rms, SNN_HP_BETA2, 0.9));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 3.40282347e+38] (finite in float32", snn_optimiser_set(w.adam, SNN_HP_LEARNING_RATE, 1e300));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "learning rate must be in [0, 3.40282347e+38]", snn_optimiser_set(w.sgd, SNN_HP_LEARNING_RATE, 3.5e38));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "weight decay must be in [0, 3.40282347e+38]", snn_optimiser_set(w.sgd, SNN_HP_WEIGHT_DECAY, 1e300));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "epsilon must be in [1.17549435e-38, 3.40282347e+38] (a normal float32", snn_optimiser_set(w.adam, SNN_HP_EPSILON, 1e-320));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "epsilon must be in [1.17549435e-38", snn_optimiser_set(w.rms, SNN_HP_EPSILON, 1e-39));
     ROW(SNN_ERR_NULL_ARGUMENT, "optimiser is NULL", snn_optimiser_get(nullptr, SNN_HP_LEARNING_RATE, &value));
     ROW(SNN_ERR_NULL_ARGUMENT, "value is NULL", snn_optimiser_get(w.adam, SNN_HP_LEARNING_RATE, nullptr));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter 0", snn_optimiser_get(w.adam, 0, &value));

@@ -1,5 +1,6 @@
 // Caches, gathers, loss values, optimiser settings and state, determinism
 // and concurrent forward passes.
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -244,6 +245,88 @@ TEST(Optimiser, OutOfRangeOrForeignHyperparametersAreRefused) {
     EXPECT_EQ(snn_optimiser_create(m.get(), 0, &o), SNN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(snn_optimiser_create(m.get(), 5, &o), SNN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(o, nullptr);
+}
+
+// The updates run in float32: a value finite as a double but not as a float
+// (1e300, 3.5e38), or an epsilon a float32 update reads as 0 (1e-320, or a
+// subnormal, which the updates flush), made the next step's parameters
+// infinite or NaN. Such values are refused; the limits themselves are not.
+TEST(Optimiser, ValuesOutsideFloat32AreRefused) {
+    Model m = make_model("input 2; dense 1");
+    Optimiser sgd = make_optimiser(m.get(), SNN_OPTIMISER_SGD);
+    Optimiser adam = make_optimiser(m.get(), SNN_OPTIMISER_ADAM);
+    Optimiser adamw = make_optimiser(m.get(), SNN_OPTIMISER_ADAMW);
+    Optimiser rms = make_optimiser(m.get(), SNN_OPTIMISER_RMSPROP);
+    for (snn_optimiser *o : {sgd.get(), adam.get(), adamw.get(), rms.get()}) {
+        for (double v : {1e300, 3.5e38, -1e300}) {
+            EXPECT_EQ(snn_optimiser_set(o, SNN_HP_LEARNING_RATE, v), SNN_ERR_INVALID_ARGUMENT) << v;
+            EXPECT_NE(std::string(snn_last_error()).find("learning rate must be in [0, 3.40282347e+38] (finite in float32"),
+                      std::string::npos) << snn_last_error();
+            EXPECT_EQ(snn_optimiser_set(o, SNN_HP_WEIGHT_DECAY, v), SNN_ERR_INVALID_ARGUMENT) << v;
+            EXPECT_NE(std::string(snn_last_error()).find("weight decay must be in [0, 3.40282347e+38]"),
+                      std::string::npos) << snn_last_error();
+        }
+    }
+    for (snn_optimiser *o : {adam.get(), adamw.get(), rms.get()}) {
+        for (double v : {1e-320, 1e-39, 1e-46, 3.5e38}) {
+            EXPECT_EQ(snn_optimiser_set(o, SNN_HP_EPSILON, v), SNN_ERR_INVALID_ARGUMENT) << v;
+            EXPECT_NE(std::string(snn_last_error()).find("epsilon must be in [1.17549435e-38, 3.40282347e+38] (a normal float32"),
+                      std::string::npos) << snn_last_error();
+        }
+    }
+    // Failed calls leave the values untouched.
+    EXPECT_EQ(hp(adam.get(), SNN_HP_LEARNING_RATE), 0.001);
+    EXPECT_EQ(hp(adam.get(), SNN_HP_WEIGHT_DECAY), 0.0);
+    EXPECT_EQ(hp(rms.get(), SNN_HP_EPSILON), 1e-8);
+
+    EXPECT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_LEARNING_RATE, FLT_MAX), SNN_OK);
+    EXPECT_EQ(snn_optimiser_set(adam.get(), SNN_HP_EPSILON, FLT_MIN), SNN_OK);
+    EXPECT_EQ(snn_optimiser_set(rms.get(), SNN_HP_EPSILON, FLT_MAX), SNN_OK);
+    EXPECT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_WEIGHT_DECAY, 2.0), SNN_ERR_INVALID_ARGUMENT);  // x FLT_MAX
+
+    // AdamW decays by lr x weight decay in one float32 factor: the product
+    // is bounded too, whichever of the two is set last.
+    EXPECT_EQ(snn_optimiser_set(adamw.get(), SNN_HP_WEIGHT_DECAY, 1e20), SNN_OK);  // x 0.001
+    EXPECT_EQ(snn_optimiser_set(adamw.get(), SNN_HP_LEARNING_RATE, 1e20), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("learning rate 1e+20 times weight decay 1e+20 is above the largest float32"),
+              std::string::npos) << snn_last_error();
+    EXPECT_EQ(snn_optimiser_set(adamw.get(), SNN_HP_LEARNING_RATE, 1e18), SNN_OK);
+    EXPECT_EQ(snn_optimiser_set(adamw.get(), SNN_HP_WEIGHT_DECAY, 1e21), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(hp(adamw.get(), SNN_HP_WEIGHT_DECAY), 1e20);
+}
+
+// One step from a caller's gradient g on "input 2; dense 1": the parameter
+// changes.
+std::vector<float> step_changes(snn_optimiser_kind kind, const std::vector<std::pair<snn_hyperparameter, double>> &hps,
+                                float g) {
+    Model m = make_model("input 2; dense 1");
+    Backward b = make_backward(m.get(), 1);
+    Optimiser o = make_optimiser(m.get(), kind);
+    for (const auto &[which, value] : hps) EXPECT_EQ(snn_optimiser_set(o.get(), which, value), SNN_OK) << snn_last_error();
+    const std::vector<float> start = get_params(m.get());
+    const std::vector<float> grad(start.size(), g);
+    EXPECT_EQ(snn_set_gradients(b.get(), grad.data(), grad.size()), SNN_OK);
+    EXPECT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_OK) << snn_last_error();
+    const std::vector<float> end = get_params(m.get());
+    std::vector<float> change(start.size());
+    for (size_t i = 0; i < change.size(); ++i) change[i] = end[i] - start[i];
+    return change;
+}
+
+// At the edges of their ranges the settings still give finite steps: the
+// smallest epsilon with a zero gradient (0 / (0 + eps)), and betas or alpha
+// so close to 1 that they round to 1.0f (their complement is computed in
+// double: Adam's first step is then -lr sign(g), as in PyTorch).
+TEST(Optimiser, SettingsAtTheEdgesOfTheirRangesGiveFiniteSteps) {
+    for (snn_optimiser_kind kind : {SNN_OPTIMISER_ADAM, SNN_OPTIMISER_ADAMW, SNN_OPTIMISER_RMSPROP})
+        for (float change : step_changes(kind, {{SNN_HP_EPSILON, FLT_MIN}, {SNN_HP_WEIGHT_DECAY, 0.0}}, 0.0f))
+            EXPECT_EQ(change, 0.0f) << kind;
+    for (float change : step_changes(SNN_OPTIMISER_ADAM, {{SNN_HP_BETA1, 0.99999999}, {SNN_HP_BETA2, 0.99999999}}, 1.0f))
+        EXPECT_NEAR(change, -0.001f, 1e-6f);
+    for (float change : step_changes(SNN_OPTIMISER_RMSPROP, {{SNN_HP_ALPHA, 0.99999999}}, 1e-3f)) {
+        EXPECT_TRUE(std::isfinite(change));
+        EXPECT_LT(change, 0.0f);
+    }
 }
 
 // One training step on a fixed batch: forward, cross-entropy backprop, step.

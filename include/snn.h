@@ -433,15 +433,22 @@ enum {
     SNN_OPTIMISER_RMSPROP = 4  /* lr 0.01, alpha 0.99, eps 1e-8 */
 };
 
+/* Hyperparameters and their ranges. The updates run in float32, so every
+ * value must be finite there: FLT_MAX is 3.40282347e+38 and FLT_MIN, the
+ * smallest normal float32, 1.17549435e-38 (the updates flush subnormals to
+ * zero, so a smaller epsilon would act as 0). learning_rate x weight_decay
+ * must not exceed FLT_MAX either (AdamW applies their product as one
+ * factor). Betas and alpha are checked as doubles: 1 - beta is computed in
+ * double, so a beta such as 0.99999999, which rounds to 1.0f, still works. */
 typedef int32_t snn_hyperparameter;
 enum {
-    SNN_HP_LEARNING_RATE = 1, /* >= 0 */
+    SNN_HP_LEARNING_RATE = 1, /* [0, FLT_MAX] */
     SNN_HP_MOMENTUM = 2,      /* SGD: [0, 1) */
     SNN_HP_NESTEROV = 3,      /* SGD: 0 or 1 (needs momentum > 0) */
     SNN_HP_BETA1 = 4,         /* Adam(W): [0, 1) */
     SNN_HP_BETA2 = 5,         /* Adam(W): [0, 1) */
-    SNN_HP_EPSILON = 6,       /* > 0 */
-    SNN_HP_WEIGHT_DECAY = 7,  /* >= 0; L2 for SGD/Adam/RMSProp, decoupled for AdamW */
+    SNN_HP_EPSILON = 6,       /* [FLT_MIN, FLT_MAX] */
+    SNN_HP_WEIGHT_DECAY = 7,  /* [0, FLT_MAX]; L2 for SGD/Adam/RMSProp, decoupled for AdamW */
     SNN_HP_ALPHA = 8          /* RMSProp smoothing: [0, 1) */
 };
 
@@ -458,7 +465,9 @@ SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser);
 
 /* Sets / reads a hyperparameter; may be called between steps (schedules).
  * Errors: SNN_ERR_INVALID_ARGUMENT for a parameter the kind lacks or a value
- * out of its range (NaN included). */
+ * out of its range above (NaN and infinities included; for the learning rate
+ * and the weight decay, also a product of the two above FLT_MAX: lower the
+ * other first). A failed call changes nothing. */
 SNN_API snn_status snn_optimiser_set(snn_optimiser *optimiser, snn_hyperparameter which,
                                      double value);
 SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperparameter which,
@@ -468,7 +477,9 @@ SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperpa
  * An optimiser or cache made before the model moved follows it first (its
  * moments and step count move with it: training resumes exactly).
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH, SNN_ERR_STATE (no
- * backprop yet), SNN_ERR_OUT_OF_MEMORY (following the model). */
+ * backprop yet, or the optimiser has counted 2^53 steps, the most it counts:
+ * snn_optimiser_reset starts again), SNN_ERR_OUT_OF_MEMORY (following the
+ * model). */
 SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model,
                                       const snn_backward_cache *grads);
 
@@ -488,19 +499,34 @@ SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int6
  * [out, in, kh, kw]) and "layers.<i>.bias" ([out]), i the layer index
  * (layer 0 is the input). PyTorch's safetensors readers open these files. */
 
-/* Saves atomically: writes <path>.tmp-<random> in the same directory,
- * flushes and fsyncs it, then renames it over `path`. A failed save leaves
- * any existing file untouched. Works for a model on any device.
+/* Saves atomically: writes <path>.tmp-<16 hex digits> in the same directory
+ * (created with O_EXCL, the digits fresh from the kernel's entropy source on
+ * every save, so processes and their forks never share a name), fsyncs it,
+ * then renames it over `path`. A failed save removes its temporary file and
+ * leaves any existing file untouched. Works for a model on any device.
+ * A save that is killed (SIGKILL, power loss) before the rename leaves
+ * `path` as it was and its temporary file behind, partly written. Every
+ * save removes the temporary files of the same `path` (exactly that name
+ * pattern, regular files) that have not been modified for more than a
+ * minute; younger ones are kept, as they may be saves in progress.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_IO (message names the path and the
  * system's reason). */
 SNN_API snn_status snn_model_save(const snn_model *model, const char *path);
 
 /* Loads a model file onto the CPU (a model saved from a GPU loads on a
- * machine without one). Everything is validated before use: header length,
- * JSON, metadata, every tensor's presence, dtype, shape, offsets (in range,
- * non-overlapping, covering the data exactly).
- * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_IO, SNN_ERR_FILE_FORMAT (message
- * says what is wrong), SNN_ERR_SPEC / SNN_ERR_SHAPE (bad spec inside). */
+ * machine without one). Only a regular file is read: a directory, FIFO,
+ * device or socket is refused without blocking. Everything is validated
+ * before use, in the order of the file, so nothing beyond what the header
+ * declares is read: the header length (against the file's size and a limit
+ * of 100 MB), the JSON (a key twice in one object is an error), metadata,
+ * every tensor's presence, dtype, shape, offsets (in range, non-overlapping,
+ * covering the rest of the file exactly). A tensor the spec does not imply
+ * is an error, and so is optimiser state or an "optimiser.*" setting that is
+ * not part of a valid checkpoint (see snn_checkpoint_load): a checkpoint
+ * loads as a model only when its optimiser part is valid too.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_IO (no such file, not a regular
+ * file, a read failed), SNN_ERR_FILE_FORMAT (message says what is wrong),
+ * SNN_ERR_SPEC / SNN_ERR_SHAPE (bad spec inside). */
 SNN_API snn_status snn_model_load(const char *path, snn_model **out);
 
 /* The same format in memory (game assets). With buf NULL and capacity 0,
@@ -517,7 +543,10 @@ SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn
 SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimiser *optimiser,
                                        const char *path);
 /* Creates a CPU model and its optimiser from a checkpoint; both are the
- * caller's to destroy. Errors as snn_model_load. */
+ * caller's to destroy. The optimiser's settings are checked as
+ * snn_optimiser_set checks them, the step count is in [0, 2^53], and every
+ * "optimiser.*" key belongs to the kind. Errors as snn_model_load; any
+ * setting snn_optimiser_set would refuse is SNN_ERR_FILE_FORMAT. */
 SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
                                        snn_optimiser **optimiser_out);
 

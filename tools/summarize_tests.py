@@ -3,84 +3,184 @@
 
     N passed, N failed, N skipped
 
-Reads Meson's JSON test logs (one or more meson-logs/testlog.json files).
-A Meson test whose output holds the results of an inner runner (cargo test,
-NUnit, or a table-driven check printing "checks: N passed, N failed") is
-counted by those inner results instead of as one test.
+    summarize_tests.py [--run NAME STATUS LOG]... [LOG]...
+
+Each LOG is a file of JSON lines, one test or check per line, with at least
+"name" and "result" (Meson's meson-logs/testlog.json, or the checks .ci/run
+records). A test whose output holds the results of an inner runner is
+counted by those inner results instead of as one test:
+
+  - GoogleTest: passed, failed and skipped cases (GTEST_SKIP) from its
+    closing summary; disabled cases count as skipped;
+  - cargo test: each "test result:" line (ignored tests count as skipped);
+  - NUnit 2.6 console: Inconclusive, Ignored and other tests not run count
+    as skipped, Errors, Failures and Invalid as failed.
+
+A test that exited with a failure counts at least one failure, whatever its
+output says, and a test whose runner reports failures fails even if it
+exited with 0.
+
+--run names one `meson test` invocation: its exit status and the log it
+wrote. It counts one failure when the log is missing, or when the status is
+not 0 but the log records no failure (Meson itself failed: a build error,
+a test that could not start), so a run cannot fail unseen.
+
 Exit status: 1 if anything failed, else 0.
 """
+import argparse
 import json
 import re
 import sys
 
+GTEST_RAN = re.compile(r"^\[==========\] (\d+) tests? from \d+ test (?:suites?|cases?) ran\.", re.M)
+GTEST_PASSED = re.compile(r"^\[  PASSED  \] (\d+) tests?\.", re.M)
+GTEST_SKIPPED = re.compile(r"^\[  SKIPPED \] (\d+) tests?, listed below:", re.M)
+GTEST_DISABLED = re.compile(r"^\s*YOU HAVE (\d+) DISABLED TESTS?", re.M)
 CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", re.M)
+# NUnit 2.6 prints its summary on two lines:
+#   Tests run: 5, Errors: 1, Failures: 1, Inconclusive: 2, Time: 0.23 seconds
+#     Not run: 2, Invalid: 0, Ignored: 2, Skipped: 0
+# "Tests run" includes the inconclusive tests; "Not run" includes the
+# invalid, ignored and skipped ones.
 NUNIT = re.compile(r"^Tests run: (\d+), Errors: (\d+), Failures: (\d+), Inconclusive: (\d+), "
-                   r"Time: [^,]*, Not run: (\d+), Invalid: (\d+), Ignored: (\d+)", re.M)
-NUNIT_SHORT = re.compile(r"^Tests run: (\d+), Errors: (\d+), Failures: (\d+)", re.M)
-PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$", re.M)
+                   r"Time: [^\n]*?(?:\n\s*|, )Not run: (\d+), Invalid: (\d+)", re.M)
+
+
+class Counts:
+    def __init__(self, passed=0, failed=0, skipped=0):
+        self.passed, self.failed, self.skipped = passed, failed, skipped
+
+    def add(self, other):
+        self.passed += other.passed
+        self.failed += other.failed
+        self.skipped += other.skipped
+
+    def total(self):
+        return self.passed + self.failed + self.skipped
+
+
+def gtest_counts(output):
+    counts = Counts()
+    found = False
+    # One summary per program run; PASSED and SKIPPED follow their RAN line.
+    for ran in GTEST_RAN.finditer(output):
+        found = True
+        rest = output[ran.end():]
+        following = GTEST_RAN.search(rest)
+        block = rest[:following.start()] if following else rest
+        n = int(ran.group(1))
+        p = GTEST_PASSED.search(block)
+        s = GTEST_SKIPPED.search(block)
+        d = GTEST_DISABLED.search(block)
+        passed = int(p.group(1)) if p else 0
+        skipped = int(s.group(1)) if s else 0
+        counts.add(Counts(passed, n - passed - skipped, skipped + (int(d.group(1)) if d else 0)))
+    return counts if found else None
+
+
+def cargo_counts(output):
+    found = list(CARGO.finditer(output))
+    if not found:
+        return None
+    counts = Counts()
+    for m in found:
+        counts.add(Counts(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    return counts
+
+
+def nunit_counts(output):
+    found = list(NUNIT.finditer(output))
+    if not found:
+        return None
+    counts = Counts()
+    for m in found:
+        run, errors, failures, inconclusive, not_run, invalid = (int(g) for g in m.groups())
+        counts.add(Counts(run - errors - failures - inconclusive, errors + failures + invalid,
+                          inconclusive + not_run - invalid))
+    return counts
 
 
 def inner_counts(output):
-    """(passed, failed, skipped) from an inner runner's output, or None."""
-    found = False
-    passed = failed = skipped = 0
-    for m in CARGO.finditer(output):
-        found = True
-        passed += int(m.group(1))
-        failed += int(m.group(2))
-        skipped += int(m.group(3))
-    long_form = list(NUNIT.finditer(output))
-    for m in long_form:
-        found = True
-        run, errors, failures = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        failed += errors + failures
-        passed += run - errors - failures
-        skipped += int(m.group(5)) + int(m.group(7))
-    if not long_form:
-        for m in NUNIT_SHORT.finditer(output):
-            found = True
-            run, errors, failures = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            failed += errors + failures
-            passed += run - errors - failures
-    for m in PLAIN.finditer(output):
-        found = True
-        passed += int(m.group(1))
-        failed += int(m.group(2))
-        skipped += int(m.group(3) or 0)
-    return (passed, failed, skipped) if found else None
+    """Counts from an inner runner's output, or None when there is none."""
+    for parse in (gtest_counts, cargo_counts, nunit_counts):
+        counts = parse(output)
+        if counts is not None:
+            return counts
+    return None
 
 
-def main(paths):
-    passed = failed = skipped = 0
+def count_test(t):
+    """(Counts, failure description or None) of one line of a log."""
+    name = t.get("name", "?")
+    result = t.get("result", "")
+    output = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
+    inner = inner_counts(output) if result in ("OK", "FAIL") else None
+    if inner is not None and inner.total() > 0:
+        if result == "FAIL" and inner.failed == 0:
+            inner.failed = 1  # the runner failed outside its own tests
+        return inner, ("%s (%d failed)" % (name, inner.failed) if inner.failed else None)
+    if result in ("OK", "EXPECTEDFAIL"):
+        return Counts(passed=1), None
+    if result == "SKIP":
+        return Counts(skipped=1), None
+    return Counts(failed=1), "%s (%s)" % (name, result or "no result")
+
+
+def read_log(path):
+    """The tests of one log, or raises OSError / ValueError."""
+    tests = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                tests.append(json.loads(line))
+    return tests
+
+
+def summarize(runs, logs):
+    """(Counts, failure descriptions) over every --run and plain log."""
+    total = Counts()
     failures = []
-    for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                t = json.loads(line)
-                result = t.get("result", "")
-                output = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
-                inner = inner_counts(output) if result in ("OK", "FAIL", "EXPECTEDFAIL") else None
-                if inner is not None:
-                    p, fl, s = inner
-                    if result == "FAIL" and fl == 0:
-                        fl = 1  # the runner failed outside its own tests
-                    passed, failed, skipped = passed + p, failed + fl, skipped + s
-                    if fl:
-                        failures.append(t.get("name", "?"))
-                elif result in ("OK", "EXPECTEDFAIL"):
-                    passed += 1
-                elif result == "SKIP":
-                    skipped += 1
-                else:
-                    failed += 1
-                    failures.append("%s (%s)" % (t.get("name", "?"), result))
-    for name in failures:
-        print("FAILED: %s" % name)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    return 1 if failed else 0
+
+    def count_log(path):
+        counts = Counts()
+        try:
+            tests = read_log(path)
+        except (OSError, ValueError) as e:
+            counts.failed += 1
+            failures.append("%s cannot be read (%s)" % (path, e))
+            return counts
+        for t in tests:
+            c, failure = count_test(t)
+            counts.add(c)
+            if failure:
+                failures.append(failure)
+        return counts
+
+    for name, status, path in runs:
+        counts = count_log(path)
+        if status != "0" and counts.failed == 0:
+            counts.failed += 1
+            failures.append("%s: meson test exited with %s and its log records no failure"
+                            % (name, status))
+        total.add(counts)
+    for path in logs:
+        total.add(count_log(path))
+    return total, failures
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Sums test results over test logs.")
+    parser.add_argument("--run", nargs=3, action="append", default=[],
+                        metavar=("NAME", "STATUS", "LOG"),
+                        help="a meson test invocation: its exit status and its JSON log")
+    parser.add_argument("logs", nargs="*", metavar="LOG", help="a JSON lines log")
+    args = parser.parse_args(argv)
+    total, failures = summarize(args.run, args.logs)
+    for f in failures:
+        print("FAILED: %s" % f)
+    print("%d passed, %d failed, %d skipped" % (total.passed, total.failed, total.skipped))
+    return 1 if total.failed else 0
 
 
 if __name__ == "__main__":

@@ -4,17 +4,22 @@
 Each case builds a PyTorch model equivalent to an snn spec, draws its
 parameters, inputs and targets from a fixed seed, and records what PyTorch
 computes: outputs, loss, the flat gradient, the gradient of the inputs, and
-the parameters after five optimiser steps on the same batch. The C++ test
-(test_golden.cpp) replays every case through the snn C API. PyTorch is needed
-only to regenerate the files:
+the parameters after five optimiser steps on the same batch. Two
+exceptions: tanh is rounded from float64 (RoundedTanh: PyTorch's float32
+tanh is one ulp off near saturation), and a few extreme cases compute in
+float64 where float32 PyTorch loses the digits they check (in_double). The
+C++ test (test_golden.cpp) replays every case through the snn C API. PyTorch
+is needed only to regenerate the files (all of them, or the cases named; the
+files written by another PyTorch version may differ in the last digits):
 
-    python3 tests/golden/generate.py
+    python3 tests/golden/generate.py [case ...]
 
 File format (text, one case per file):
     spec <the snn spec>
     loss mse | xent
     optimiser <sgd|adam|adamw|rmsprop> <name>=<value> ...
     batch <n>
+    tolerance <absolute tolerance>   (optional, stricter than the default)
     then arrays, each a line "<name> <count>" followed by <count> numbers:
     params, inputs, targets (mse) or labels (xent), outputs, loss_value, gradients,
     input_gradients, params_after_steps.
@@ -23,6 +28,7 @@ per layer the weight ([out][in] or [out][in][kh][kw]) then the bias.
 """
 import os
 import re
+import sys
 
 import torch
 from torch import nn
@@ -30,11 +36,33 @@ from torch import nn
 STEPS = 5
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
+class RoundedTanhFunction(torch.autograd.Function):
+    """tanh rounded from float64 (PyTorch's float32 tanh is one ulp off near
+    saturation: it gives -1 at z = -8.73, where the rounded tanh is
+    -0.99999994), with PyTorch's own derivative from the output."""
+
+    @staticmethod
+    def forward(ctx, z):
+        y = torch.tanh(z.double()).to(z.dtype)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class RoundedTanh(nn.Module):
+    def forward(self, z):
+        return RoundedTanhFunction.apply(z)
+
+
 ACTIVATIONS = {
     "identity": None,
     "relu": nn.ReLU,
     "leaky_relu": lambda: nn.LeakyReLU(0.01),
-    "tanh": nn.Tanh,
+    "tanh": RoundedTanh,
     "sigmoid": nn.Sigmoid,
 }
 
@@ -88,18 +116,20 @@ def build(spec):
 
 
 def make_optimiser(name, hp, params):
+    betas = (hp.get("beta1", 0.9), hp.get("beta2", 0.999))
+    eps = hp.get("epsilon", 1e-8)
     if name == "sgd":
         return torch.optim.SGD(params, lr=hp["lr"], momentum=hp.get("momentum", 0.0),
                                nesterov=bool(hp.get("nesterov", 0)),
                                weight_decay=hp.get("weight_decay", 0.0))
     if name == "adam":
-        return torch.optim.Adam(params, lr=hp["lr"], betas=(0.9, 0.999), eps=1e-8,
+        return torch.optim.Adam(params, lr=hp["lr"], betas=betas, eps=eps,
                                 weight_decay=hp.get("weight_decay", 0.0))
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=hp["lr"], betas=(0.9, 0.999), eps=1e-8,
+        return torch.optim.AdamW(params, lr=hp["lr"], betas=betas, eps=eps,
                                  weight_decay=hp["weight_decay"])
     if name == "rmsprop":
-        return torch.optim.RMSprop(params, lr=hp["lr"], alpha=0.99, eps=1e-8,
+        return torch.optim.RMSprop(params, lr=hp["lr"], alpha=hp.get("alpha", 0.99), eps=eps,
                                    weight_decay=hp.get("weight_decay", 0.0))
     raise ValueError(name)
 
@@ -122,15 +152,31 @@ def write_array(f, name, values, integer=False):
         f.write(" ".join(("%d" % v) if integer else ("%.9g" % v) for v in chunk) + "\n")
 
 
-def generate(name, spec, loss, optimiser, hp, batch, seed):
+def generate(name, spec, loss, optimiser, hp, batch, seed, prepare=None, in_double=False,
+             tolerance=None):
+    """prepare(model, x) may change the drawn parameters and inputs and fix
+    the labels. in_double computes the reference in float64 (from the same
+    float32 parameters and inputs) where float32 PyTorch itself loses the
+    digits the case is about; tolerance is then a stricter absolute
+    tolerance of the single-pass values than the test's default."""
     torch.manual_seed(seed)
     model, shape = build(spec)
     params = list(model.parameters())
     x = torch.randn((batch,) + shape)
+    labels = None
+    if prepare is not None:
+        with torch.no_grad():
+            x, labels = prepare(model, x)
+    if in_double:
+        model = model.double()
+        params = list(model.parameters())
+        x = x.double()
     with torch.no_grad():
         outputs = model(x).reshape(batch, -1)
     if loss == "mse":
-        target = torch.randn(outputs.shape)
+        target = torch.randn(outputs.shape).to(outputs.dtype)
+    elif labels is not None:
+        target = torch.tensor(labels)
     else:
         target = torch.randint(0, outputs.shape[1], (batch,))
     initial = flat(params)
@@ -153,6 +199,8 @@ def generate(name, spec, loss, optimiser, hp, batch, seed):
         f.write("loss %s\n" % loss)
         f.write("optimiser %s %s\n" % (optimiser, " ".join("%s=%r" % kv for kv in hp.items())))
         f.write("batch %d\n" % batch)
+        if tolerance is not None:
+            f.write("tolerance %r\n" % tolerance)
         write_array(f, "params", initial)
         write_array(f, "inputs", x)
         if loss == "mse":
@@ -164,6 +212,28 @@ def generate(name, spec, loss, optimiser, hp, batch, seed):
         write_array(f, "gradients", gradients)
         write_array(f, "input_gradients", input_gradients)
         write_array(f, "params_after_steps", flat(params))
+
+
+def fixed_logits(logits, labels):
+    """Makes every row's logits `logits` (the bias of the one dense layer, the
+    inputs zero) and the labels `labels`: the loss is checked on exactly these
+    values, and the SGD steps move only the bias, so no sum of large products
+    is rounded differently by the two libraries."""
+    def prepare(model, x):
+        model[0].bias.copy_(torch.tensor(logits))
+        return torch.zeros_like(x), labels
+    return prepare
+
+
+def saturated_first_layer(biases, weight_scale):
+    """Sets the first layer's biases to `biases` and scales its weights by
+    `weight_scale`, so that every sample's pre-activation of unit j stays
+    near biases[j]: in the saturated range of tanh and sigmoid."""
+    def prepare(model, x):
+        model[0].bias.copy_(torch.tensor(biases))
+        model[0].weight.mul_(weight_scale)
+        return x, None
+    return prepare
 
 
 ADAM = ("adam", {"lr": 0.01})
@@ -210,16 +280,58 @@ CASES = [
     ("cnn_xent_adam",
      "input 12x12x2; conv 3x3 4 relu pad=1; maxpool 2; conv 3x3 6 tanh stride=2; avgpool 2; "
      "flatten; dense 5", "xent", *ADAM, 4),
+    # Extremes. Logits: tied at 1e4 (loss log 2, gradient +-0.5), a confident
+    # row (loss 6.1e-7, where float32 PyTorch gives 7.2e-7), logits near +-88
+    # (exp of their differences underflows). The references are computed in
+    # double and held to 1e-9.
+    ("xent_logits_1e4_tied", "input 4; dense 3", "xent", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([1e4, 1e4, -1e4], [1, 0]), "in_double": True, "tolerance": 1e-9}),
+    ("xent_logits_confident", "input 4; dense 3", "xent", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([20.0, 5.0, 5.0], [0, 0]), "in_double": True, "tolerance": 1e-9}),
+    ("xent_logits_88", "input 4; dense 4", "xent", "sgd", {"lr": 0.1, "momentum": 0.9}, 4,
+     {"prepare": fixed_logits([88.0, -88.0, 87.5, -87.0], [0, 1, 2, 3]), "in_double": True,
+      "tolerance": 1e-9}),
+    # Saturated activations: pre-activations near |z| 8 to 20, where the
+    # derivatives are tiny but not zero (tanh's until |z| = 9.01, sigmoid's
+    # until z = 16.6), and Adam or RMSProp turns a tiny gradient into a full
+    # step.
+    ("saturated_tanh_mse_adam", "input 4; dense 6 tanh", "mse", *ADAM, 5,
+     {"prepare": saturated_first_layer([8.0, -8.3, 8.6, -8.8, 9.5, -12.0], 0.2)}),
+    ("saturated_sigmoid_mse_adam", "input 4; dense 6 sigmoid", "mse", *ADAM, 5,
+     {"prepare": saturated_first_layer([8.0, -8.0, 12.0, -12.0, 16.0, -20.0], 0.2)}),
+    ("saturated_tanh_sigmoid_xent_rmsprop", "input 5; dense 8 tanh; dense 6 sigmoid; dense 3",
+     "xent", "rmsprop", {"lr": 0.01}, 4,
+     {"prepare": saturated_first_layer([8.0, -8.2, 8.4, -8.6, 8.8, -9.0, 7.9, -20.0], 0.2)}),
+    # Optimiser settings near their limits: decay rates near 1 (whose
+    # complements lose three digits if rounded in float), epsilon near the
+    # smallest normal float, large learning rates.
+    ("adam_beta2_0_99999", "input 6; dense 8 tanh; dense 3", "mse",
+     "adam", {"lr": 0.1, "beta2": 0.99999}, 4),
+    ("adamw_beta1_beta2_near_1", "input 6; dense 8 sigmoid; dense 3", "xent",
+     "adamw", {"lr": 0.1, "beta1": 0.9999, "beta2": 0.99999, "weight_decay": 0.01}, 4),
+    ("rmsprop_alpha_0_99999", "input 6; dense 8 sigmoid; dense 3", "mse",
+     "rmsprop", {"lr": 3e-4, "alpha": 0.99999}, 4),
+    ("adam_large_lr_tiny_epsilon", "input 6; dense 8 tanh; dense 3", "mse",
+     "adam", {"lr": 1.0, "epsilon": 1.2e-38}, 4),
+    ("sgd_large_lr", "input 6; dense 8 sigmoid; dense 3", "mse", "sgd", {"lr": 2.0}, 4),
 ]
 
 
-def main():
+def main(names):
     os.makedirs(OUT_DIR, exist_ok=True)
-    for seed, (name, spec, loss, optimiser, hp, batch) in enumerate(CASES):
+    unknown = set(names) - {case[0] for case in CASES}
+    if unknown:
+        raise SystemExit("no such case: " + ", ".join(sorted(unknown)))
+    written = 0
+    for seed, (name, spec, loss, optimiser, hp, batch, *options) in enumerate(CASES):
         assert re.fullmatch(r"[a-z0-9_]+", name)
-        generate(name, spec, loss, optimiser, hp, batch, 1000 + seed)
-    print("wrote %d cases to %s" % (len(CASES), OUT_DIR))
+        if names and name not in names:
+            continue
+        generate(name, spec, loss, optimiser, hp, batch, 1000 + seed,
+                 **(options[0] if options else {}))
+        written += 1
+    print("wrote %d cases to %s" % (written, OUT_DIR))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -553,8 +553,8 @@ TEST(MalformedFiles, EachProblemIsReportedWithItsCause) {
         {"spec whose sizes overflow",
          make_file(R"({"__metadata__":{"format":"snn","format_version":"1","spec":)"
                    R"("input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1"},)" +
-                       entry("layers.4.weight", "F32", "[1,65536]", 0, 262144) + "," +
-                       entry("layers.4.bias", "F32", "[1]", 262144, 262148) + "}", 262148),
+                       entry("layers.3.weight", "F32", "[1,65536]", 0, 262144) + "," +
+                       entry("layers.3.bias", "F32", "[1]", 262144, 262148) + "}", 262148),
          SNN_ERR_SHAPE, "the file's spec: layer 0 (input): input 16777216x16777216x65536 is too large"},
         // nlohmann::json keeps one of two equal keys: refused at every level.
         {"key twice in __metadata__",

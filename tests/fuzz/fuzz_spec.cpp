@@ -1,6 +1,7 @@
 // Fuzz target: the model spec parser, through snn_model_create, on arbitrary
-// bytes. Property checked besides "never crashes": a spec that parses prints
-// a canonical spec that parses back to the same canonical spec.
+// bytes. Properties checked besides "never crashes": no SNN_ERR_INTERNAL, and
+// a spec that parses prints a canonical spec that parses back to the same
+// canonical spec.
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "snn.h"
 
 #include "fuzz_options.h"
+#include "fuzz_target.h"
 
 namespace {
 
@@ -27,7 +29,8 @@ std::string describe(const snn_model *m) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string spec(reinterpret_cast<const char *>(data), size);  // NUL-terminated copy
     snn_model *m = nullptr;
-    if (snn_model_create(spec.c_str(), &m) != SNN_OK) return 0;
+    fuzz_last_status = fuzz_check(snn_model_create(spec.c_str(), &m));
+    if (fuzz_last_status != SNN_OK) return 0;
     const std::string canonical = describe(m);
     snn_model *again = nullptr;
     if (snn_model_create(canonical.c_str(), &again) != SNN_OK) abort();

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora (standard library only):
-corpus/spec/ holds model specs, corpus/model/ small valid model files and a
-checkpoint in the safetensors layout that snn writes.
+corpus/spec/ holds model specs, corpus/model/ small valid model files and
+checkpoints in the safetensors layout that snn writes. Crafted inputs that
+snn must refuse (sizes that overflow, bad header lengths, a save cut short,
+checkpoint settings out of range, keys twice, optimiser state in a model
+file) go, named bad-*, to both corpus/ and regressions/, whose replay in the
+normal test suites checks that each is refused.
 Run from anywhere:  python3 tests/fuzz/make_seeds.py
 """
 import json
@@ -62,6 +66,110 @@ def safetensors(metadata, tensors, rng):
     return struct.pack("<Q", len(text)) + text + data
 
 
+# Specs whose sizes overflow or pass a limit: the input's elements (which
+# wrapped to 0), a layer's weights, a convolution's lowered input.
+BAD_SPECS = {
+    "bad-input-elements-wrap.txt": "input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1",
+    "bad-input-above-2-31.txt": "input 46341x46341x1; maxpool 46341",
+    "bad-conv-output-too-large.txt": "input 2x2x1; conv 1 16777216 pad=16777216",
+    "bad-dense-weights-too-large.txt": "input 16777216; dense 16777216",
+    "bad-conv-lowered-too-large.txt": "input 1x1x1; conv 1024x2048 1 pad=1023x1535",
+}
+
+# An Adam checkpoint of "input 3; dense 2" (8 parameters).
+ADAM_META = [("format", "snn"), ("format_version", "1"), ("spec", "input 3; dense 2"), ("optimiser", "adam"),
+             ("optimiser.steps", "2"), ("optimiser.learning_rate", "0.001"), ("optimiser.beta1", "0.9"),
+             ("optimiser.beta2", "0.999"), ("optimiser.epsilon", "1e-08"), ("optimiser.weight_decay", "0")]
+SMALL_TENSORS = [("layers.1.weight", [2, 3]), ("layers.1.bias", [2])]
+MOMENTS = [("optimiser.m", [8]), ("optimiser.v", [8])]
+
+
+def with_meta(meta, key, value):
+    out = [(k, value if k == key else v) for k, v in meta]
+    return out if any(k == key for k, _ in meta) else out + [(key, value)]
+
+
+def raw_file(json_text, data):
+    """A file from JSON text written by hand (keys may repeat), padded."""
+    text = json_text.encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def tensor_json(tensors):
+    """Entries of F32 tensors stored back to back, and the data size."""
+    entries, offset = [], 0
+    for name, shape in tensors:
+        count = 1
+        for d in shape:
+            count *= d
+        entries.append('"%s":{"dtype":"F32","shape":%s,"data_offsets":[%d,%d]}'
+                       % (name, json.dumps(shape, separators=(",", ":")), offset, offset + 4 * count))
+        offset += 4 * count
+    return entries, offset
+
+
+def file_with(meta, tensors, extra_entries=()):
+    """A file whose __metadata__ is the list of pairs `meta` (in order, keys
+    may repeat) and whose tensors are zero."""
+    entries, size = tensor_json(tensors)
+    meta_json = ",".join('"%s":"%s"' % kv for kv in meta)
+    return raw_file("{" + ",".join(['"__metadata__":{%s}' % meta_json] + entries + list(extra_entries)) + "}",
+                    b"\0" * size)
+
+
+def bad_models():
+    """Crafted model files snn must refuse, by name."""
+    small_meta = ADAM_META[:3]
+    valid = file_with(small_meta, SMALL_TENSORS)
+    files = {
+        # The spec's sizes overflow (the file loaded, with 0 inputs).
+        "bad-spec-sizes-overflow.safetensors": file_with(
+            [("format", "snn"), ("format_version", "1"),
+             ("spec", "input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1")],
+            [("layers.3.weight", [1, 65536]), ("layers.3.bias", [1])]),
+        # Header lengths checked before the header is read.
+        "bad-header-length-above-limit.safetensors": struct.pack("<Q", 1 << 40) + b"{}      ",
+        "bad-header-length-past-end.safetensors": struct.pack("<Q", 99999992) + b"{}      ",
+        "bad-header-length-zero.safetensors": struct.pack("<Q", 0) + b"\0" * 32,
+        "bad-trailing-bytes.safetensors": valid + b"\0" * 64,
+        # What a killed save leaves: a file cut off in its data.
+        "bad-save-cut-short.safetensors": valid[:len(valid) - 12],
+        # Keys twice, at each level of the header.
+        "bad-metadata-key-twice.safetensors": file_with(small_meta + [("spec", "input 3; dense 2")], SMALL_TENSORS),
+        "bad-tensor-twice.safetensors": file_with(
+            small_meta, SMALL_TENSORS, ['"layers.1.bias":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}']),
+        "bad-tensor-field-twice.safetensors": raw_file(
+            '{"__metadata__":{"format":"snn","format_version":"1","spec":"input 3; dense 2"},'
+            '"layers.1.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},'
+            '"layers.1.bias":{"dtype":"F64","dtype":"F32","shape":[2],"data_offsets":[24,32]}}', b"\0" * 32),
+        # Optimiser state or settings in a model file.
+        "bad-model-with-optimiser-m.safetensors": file_with(small_meta, SMALL_TENSORS + MOMENTS[:1]),
+        "bad-model-with-optimiser-v.safetensors": file_with(small_meta, SMALL_TENSORS + MOMENTS[1:]),
+        "bad-model-with-optimiser-setting.safetensors": file_with(
+            small_meta + [("optimiser.learning_rate", "0.1")], SMALL_TENSORS),
+    }
+    # Checkpoint settings snn_optimiser_set refuses, and step counts whose
+    # t + 1 would overflow.
+    for name, key, value in [
+            ("steps-int64-max", "optimiser.steps", "9223372036854775807"),
+            ("steps-2-53-plus-1", "optimiser.steps", "9007199254740993"),
+            ("learning-rate-1e300", "optimiser.learning_rate", "1e300"),
+            ("learning-rate-3.5e38", "optimiser.learning_rate", "3.5e38"),
+            ("weight-decay-1e300", "optimiser.weight_decay", "1e300"),
+            ("epsilon-1e-320", "optimiser.epsilon", "1e-320"),
+            ("beta1-1", "optimiser.beta1", "1"),
+            ("momentum-in-adam", "optimiser.momentum", "0.9")]:
+        files["bad-checkpoint-%s.safetensors" % name] = file_with(with_meta(ADAM_META, key, value),
+                                                                  SMALL_TENSORS + MOMENTS)
+    files["bad-checkpoint-learning-rate-times-weight-decay.safetensors"] = file_with(
+        with_meta(with_meta(ADAM_META, "optimiser.learning_rate", "1e20"), "optimiser.weight_decay", "1e20"),
+        SMALL_TENSORS + MOMENTS)
+    files["bad-checkpoint-setting-twice.safetensors"] = file_with(
+        ADAM_META + [("optimiser.learning_rate", "1e300")], SMALL_TENSORS + MOMENTS)
+    return files
+
+
 def main():
     rng = random.Random(7)
     for i, spec in enumerate(SPECS):
@@ -78,6 +186,16 @@ def main():
     count = 8 * 4 + 8 + 2 * 8 + 2
     with open(os.path.join(HERE, "corpus", "model", "checkpoint.safetensors"), "wb") as f:
         f.write(safetensors(meta, tensors + [("optimiser.m", [count]), ("optimiser.v", [count])], rng))
+    # The largest step count a checkpoint may hold.
+    with open(os.path.join(HERE, "corpus", "model", "checkpoint-steps-2-53.safetensors"), "wb") as f:
+        f.write(file_with(with_meta(ADAM_META, "optimiser.steps", "9007199254740992"), SMALL_TENSORS + MOMENTS))
+    for folder in ("corpus", "regressions"):
+        for name, spec in BAD_SPECS.items():
+            with open(os.path.join(HERE, folder, "spec", name), "w") as f:
+                f.write(spec)
+        for name, data in bad_models().items():
+            with open(os.path.join(HERE, folder, "model", name), "wb") as f:
+                f.write(data)
 
 
 if __name__ == "__main__":

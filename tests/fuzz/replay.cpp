@@ -1,6 +1,8 @@
 // Replays files through a fuzz target without libFuzzer: each argument is a
 // file or a directory of files. Used by the normal test suite to keep every
-// seed and every input that once crashed (regressions/) working.
+// seed and every input that once crashed (regressions/) working. A file
+// whose name starts with "bad-" is a crafted input the target must refuse
+// (its main call must return an error status).
 #include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_target.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int replay_file(const std::string &path) {
@@ -22,6 +26,11 @@ static int replay_file(const std::string &path) {
     }
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+    const size_t slash = path.find_last_of('/');
+    if (path.compare(slash == std::string::npos ? 0 : slash + 1, 4, "bad-") == 0 && fuzz_last_status == SNN_OK) {
+        fprintf(stderr, "%s: accepted, but a bad- input must be refused\n", path.c_str());
+        return 1;
+    }
     return 0;
 }
 

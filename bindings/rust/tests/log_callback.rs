@@ -38,7 +38,8 @@ fn a_panicking_callback_is_contained_and_logging_goes_on() {
     // Failures reach an installed callback.
     snn::set_log_callback(Some(record)).unwrap();
     assert_eq!(Model::new("input 4; dense banana").unwrap_err().kind(), ErrorKind::Spec);
-    assert!(SEEN.lock().unwrap().iter().any(|m| m.contains("snn_model_create")), "{:?}", SEEN.lock().unwrap());
+    let seen = SEEN.lock().unwrap().clone();
+    assert!(seen.iter().any(|m| m.contains("snn_model_create")), "{seen:?}");
 
     // A panic in the callback stops in the binding: the failing call returns
     // its own error and the panic's message is kept.
@@ -53,7 +54,9 @@ fn a_panicking_callback_is_contained_and_logging_goes_on() {
     // Many more failing calls, on this thread and on others, while the
     // callback keeps panicking: none blocks, each returns its error.
     let kinds = within_30_s(|| {
-        let others: Vec<_> = (0..4).map(|_| thread::spawn(|| (0..50).map(|_| failing_call().kind()).collect::<Vec<_>>())).collect();
+        let others: Vec<_> = (0..4)
+            .map(|_| thread::spawn(|| (0..50).map(|_| failing_call().kind()).collect::<Vec<_>>()))
+            .collect();
         let mut kinds: Vec<ErrorKind> = (0..50).map(|_| failing_call().kind()).collect();
         for t in others {
             kinds.extend(t.join().unwrap());

@@ -1,0 +1,210 @@
+// The golden cases of data/ (written by generate.py from PyTorch): reading
+// a case, replaying it through the C API on a device, and comparing values
+// element by element. Shared by the CPU test (test_golden.cpp) and the GPU
+// suite (tests/gpu/test_gpu_golden.cpp).
+#pragma once
+
+#include <snn.h>
+
+#include "../common/handles.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace golden {
+
+// Optimiser steps taken by every case.
+constexpr int kSteps = 5;
+
+struct GoldenCase {
+    std::string spec;
+    snn_loss loss = 0;
+    snn_optimiser_kind optimiser = 0;
+    std::vector<std::pair<snn_hyperparameter, double>> hyperparameters;
+    int64_t batch = 0;
+    double abs_tolerance = 1.0;  // a case's own, stricter absolute tolerance
+    std::map<std::string, std::vector<double>> arrays;
+
+    std::vector<float> floats(const std::string &name) const {
+        const std::vector<double> &v = arrays.at(name);
+        return std::vector<float>(v.begin(), v.end());
+    }
+};
+
+inline snn_hyperparameter hyperparameter_named(const std::string &name) {
+    static const std::map<std::string, snn_hyperparameter> names = {
+        {"lr", SNN_HP_LEARNING_RATE}, {"momentum", SNN_HP_MOMENTUM},
+        {"nesterov", SNN_HP_NESTEROV}, {"weight_decay", SNN_HP_WEIGHT_DECAY},
+        {"alpha", SNN_HP_ALPHA},       {"epsilon", SNN_HP_EPSILON},
+        {"beta1", SNN_HP_BETA1},       {"beta2", SNN_HP_BETA2}};
+    return names.at(name);
+}
+
+inline snn_optimiser_kind optimiser_named(const std::string &name) {
+    static const std::map<std::string, snn_optimiser_kind> names = {
+        {"sgd", SNN_OPTIMISER_SGD},
+        {"adam", SNN_OPTIMISER_ADAM},
+        {"adamw", SNN_OPTIMISER_ADAMW},
+        {"rmsprop", SNN_OPTIMISER_RMSPROP}};
+    return names.at(name);
+}
+
+// Reads the format described in generate.py; throws std::runtime_error for
+// a file that cannot be read or parsed.
+inline GoldenCase read_case(const std::string &path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    GoldenCase c;
+    std::string key;
+    while (in >> key) {
+        if (key == "spec") {
+            std::getline(in >> std::ws, c.spec);
+        } else if (key == "loss") {
+            std::string name;
+            in >> name;
+            c.loss = name == "mse" ? SNN_LOSS_MSE : SNN_LOSS_LOGIT_CROSSENTROPY;
+        } else if (key == "optimiser") {
+            std::string line, name, option;
+            std::getline(in, line);
+            std::istringstream words(line);
+            words >> name;
+            c.optimiser = optimiser_named(name);
+            // Momentum comes before Nesterov: snn checks Nesterov needs momentum.
+            while (words >> option) {
+                const size_t eq = option.find('=');
+                c.hyperparameters.emplace_back(hyperparameter_named(option.substr(0, eq)),
+                                               std::stod(option.substr(eq + 1)));
+            }
+            std::stable_sort(c.hyperparameters.begin(), c.hyperparameters.end(),
+                             [](const auto &a, const auto &b) { return a.first < b.first; });
+        } else if (key == "batch") {
+            in >> c.batch;
+        } else if (key == "tolerance") {
+            in >> c.abs_tolerance;
+        } else {
+            size_t count = 0;
+            in >> count;
+            std::vector<double> &values = c.arrays[key];
+            values.resize(count);
+            for (double &v : values) in >> v;
+        }
+        if (!in) throw std::runtime_error("malformed golden file " + path + " near '" + key + "'");
+    }
+    return c;
+}
+
+// The names (file stems) of the cases in `dir`, sorted.
+inline std::vector<std::string> case_names(const std::string &dir) {
+    std::vector<std::string> names;
+    for (const auto &entry : std::filesystem::directory_iterator(dir))
+        if (entry.path().extension() == ".golden") names.push_back(entry.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// What snn computes for a case: the forward outputs, the loss, the gradient
+// of every parameter and of the inputs, and the parameters after kSteps
+// optimiser steps on the same batch.
+struct Replay {
+    std::vector<float> outputs, gradients, input_gradients, params_after_steps;
+    float loss = 0.0f;
+    std::string error;  // the first call that failed, empty if none did
+};
+
+// Replays `g` with the model on `device` (SNN_DEVICE_CPU or a GPU index).
+inline Replay replay(const GoldenCase &g, int32_t device) {
+    Replay r;
+    auto ok = [&r](snn_status st, const char *call) {
+        if (st != SNN_OK && r.error.empty())
+            r.error = std::string(call) + ": " + snn_status_string(st) + ": " + snn_last_error();
+        return st == SNN_OK;
+    };
+#define GOLDEN_CALL(call) \
+    if (!ok((call), #call)) return r
+    snn_model *raw_model = nullptr;
+    GOLDEN_CALL(snn_model_create(g.spec.c_str(), &raw_model));
+    snn_handles::Model model(raw_model);
+    const std::vector<float> params = g.floats("params");
+    GOLDEN_CALL(snn_set_parameters(model.get(), params.data(), params.size()));
+    if (device != SNN_DEVICE_CPU) GOLDEN_CALL(snn_to_gpu(model.get(), device));
+
+    snn_forward_cache *raw_fwd = nullptr;
+    snn_backward_cache *raw_bwd = nullptr;
+    GOLDEN_CALL(snn_preallocate(model.get(), g.batch, &raw_fwd));
+    snn_handles::Forward fwd(raw_fwd);
+    GOLDEN_CALL(snn_preallocate_grads(model.get(), g.batch, &raw_bwd));
+    snn_handles::Backward bwd(raw_bwd);
+    GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
+
+    const std::vector<float> inputs = g.floats("inputs");
+    GOLDEN_CALL(snn_set_inputs(fwd.get(), inputs.data(), inputs.size()));
+    if (g.loss == SNN_LOSS_MSE) {
+        const std::vector<float> targets = g.floats("targets");
+        GOLDEN_CALL(snn_set_targets(bwd.get(), targets.data(), targets.size()));
+    } else {
+        const std::vector<double> &l = g.arrays.at("labels");
+        const std::vector<int32_t> labels(l.begin(), l.end());
+        GOLDEN_CALL(snn_set_labels(bwd.get(), labels.data(), labels.size()));
+    }
+
+    GOLDEN_CALL(snn_forward(fwd.get(), model.get()));
+    r.outputs.resize(g.arrays.at("outputs").size());
+    GOLDEN_CALL(snn_get_outputs(fwd.get(), r.outputs.data(), r.outputs.size()));
+    GOLDEN_CALL(snn_backprop(bwd.get(), fwd.get(), model.get(), g.loss, &r.loss));
+    r.gradients.resize(params.size());
+    GOLDEN_CALL(snn_get_gradients(bwd.get(), r.gradients.data(), r.gradients.size()));
+    r.input_gradients.resize(inputs.size());
+    GOLDEN_CALL(snn_get_input_gradients(bwd.get(), r.input_gradients.data(),
+                                        r.input_gradients.size()));
+
+    snn_optimiser *raw_opt = nullptr;
+    GOLDEN_CALL(snn_optimiser_create(model.get(), g.optimiser, &raw_opt));
+    snn_handles::Optimiser opt(raw_opt);
+    for (const auto &[which, value] : g.hyperparameters)
+        GOLDEN_CALL(snn_optimiser_set(opt.get(), which, value));
+    for (int step = 0; step < kSteps; ++step) {
+        if (step > 0) {
+            GOLDEN_CALL(snn_forward(fwd.get(), model.get()));
+            GOLDEN_CALL(snn_backprop(bwd.get(), fwd.get(), model.get(), g.loss, nullptr));
+        }
+        GOLDEN_CALL(snn_optimiser_step(opt.get(), model.get(), bwd.get()));
+    }
+    r.params_after_steps.resize(params.size());
+    GOLDEN_CALL(snn_get_parameters(model.get(), r.params_after_steps.data(),
+                                   r.params_after_steps.size()));
+#undef GOLDEN_CALL
+    return r;
+}
+
+// Largest |actual - expected|, and how many elements lie outside
+// abs_tol + rel_tol * |expected| (each element against its own value).
+struct Comparison {
+    double max_abs_error = 0.0;
+    size_t worst_index = 0;
+    size_t failures = 0;
+};
+
+inline Comparison compare(const std::vector<float> &actual, const std::vector<double> &expected,
+                          double rel_tol, double abs_tol) {
+    Comparison c;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const double err = std::fabs(double(actual[i]) - expected[i]);
+        if (!(err <= abs_tol + rel_tol * std::fabs(expected[i]))) ++c.failures;
+        if (!(err <= c.max_abs_error)) {
+            c.max_abs_error = err;
+            c.worst_index = i;
+        }
+    }
+    return c;
+}
+
+}  // namespace golden

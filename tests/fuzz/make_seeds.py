@@ -128,6 +128,9 @@ def bad_models():
             [("format", "snn"), ("format_version", "1"),
              ("spec", "input 16777216x16777216x65536; maxpool 16777216; flatten; dense 1")],
             [("layers.3.weight", [1, 65536]), ("layers.3.bias", [1])]),
+        "bad-spec-sizes-overflow-no-parameters.safetensors": file_with(
+            [("format", "snn"), ("format_version", "1"), ("spec", "input 16777216x16777216x65536; maxpool 16777216")],
+            []),
         # Header lengths checked before the header is read.
         "bad-header-length-above-limit.safetensors": struct.pack("<Q", 1 << 40) + b"{}      ",
         "bad-header-length-past-end.safetensors": struct.pack("<Q", 99999992) + b"{}      ",

@@ -1,13 +1,13 @@
 #!/bin/sh
 # Builds the fuzz targets with clang, libFuzzer, AddressSanitizer and UBSan in
-# build-fuzz/ and runs each for SECONDS seconds (default 60) from the seed
-# corpus. New interesting inputs go to build-fuzz/corpus-*/, crashes to
-# build-fuzz/crash-*. Exits non-zero if any target crashed.
+# build-fuzz/ (or $SNN_FUZZ_BUILD) and runs each for SECONDS seconds (default
+# 60) from the seed corpus. New interesting inputs go to build-fuzz/corpus-*/,
+# crashes to build-fuzz/crash-*. Exits non-zero if any target crashed.
 #   tests/fuzz/run.sh [SECONDS]
 set -eu
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build="$root/build-fuzz"
+build="${SNN_FUZZ_BUILD:-$root/build-fuzz}"
 
 if [ ! -f "$build/build.ninja" ]; then
   # Everything, libsnn.so included, is built with AddressSanitizer and UBSan

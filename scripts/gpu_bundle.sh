@@ -83,7 +83,7 @@ for t in "$here"/bin/test_gpu_*; do
   esac
 done
 check device_status "$here/bin/test_device_status" status
-check fashion_mnist_gpu sh "$here/bin/fashion_mnist_gpu.sh" "$here/bin/fashion_mnist"
+check fashion_mnist_gpu sh "$here/bin/fashion_mnist_gpu.sh" "$here/bin/fashion_mnist" "$here/bin/test_device_status"
 if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
   # The main job on the GPU, then compute-sanitizer over GPU test programs.
   check main_job "$here/bin/fashion_mnist" --device gpu --data "$here/data" --out "$out"

@@ -7,6 +7,9 @@
  *                                           status when there is no GPU
  *   test_device_status missing-plugin PATH  run with SNN_CUDA_PLUGIN=PATH, a
  *                                           file that does not exist
+ *   test_device_status skip-unless-gpu      exits 0 when GPU 0 can be used, 77
+ *                                           (skip) or 1 as every GPU test
+ *                                           would (gpu_skip.h), for scripts
  *
  * Compiled as C99: it uses only the public header. */
 #include <dlfcn.h>
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpu_skip.h"
 
 static int failures = 0;
 
@@ -149,8 +154,12 @@ int main(int argc, char **argv) {
         status();
     else if (argc >= 3 && strcmp(argv[1], "missing-plugin") == 0)
         missing_plugin(argv[2]);
+    else if (argc >= 2 && strcmp(argv[1], "skip-unless-gpu") == 0)
+        gpu_skip_unless_gpu();
     else {
-        fprintf(stderr, "usage: %s plugin-symbol PATH | status | missing-plugin PATH\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s plugin-symbol PATH | status | missing-plugin PATH | skip-unless-gpu\n",
+                argv[0]);
         return 2;
     }
     printf("%s: %s\n", argv[1], failures == 0 ? "all checks passed" : "checks failed");

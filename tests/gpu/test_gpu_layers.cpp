@@ -1,22 +1,38 @@
 // Every layer kind, activation and loss on the GPU against the CPU backend
 // on random data: outputs, loss, parameter gradients and input gradients,
 // at the full batch and at a smaller one (which re-plans the convolutions).
+// Besides small shapes, sizes that take every kernel path: a batch of 257
+// (more rows than one block of 256 threads, and an odd count for the
+// reductions), dense layers of 1000 outputs and 1000 classes, and
+// convolutions of 64 channels in and out on odd image sizes (the shapes for
+// which cuDNN picks other algorithms than for a few channels).
 #include "gpu_test.h"
 
 using namespace gpu_test;
 
 namespace {
 
-// Tolerances for plain fp32 on both sides: only the order of the sums
-// differs (cuBLAS, cuDNN and the reductions against OpenBLAS and loops).
-constexpr float kForwardRtol = 1e-4f;
-constexpr float kGradRtol = 1e-3f;
-// TF32 keeps 10 mantissa bits in the products.
-constexpr float kTf32Rtol = 2e-2f;
+// Per-element tolerances, |gpu - cpu| <= atol + rtol * |cpu| (gpu_test.h).
+struct Tolerance {
+    float forward_rtol, forward_atol;  // outputs and loss
+    float grad_rtol, grad_atol;        // parameter gradients
+    float input_grad_atol;             // input gradients (with grad_rtol)
+};
+// Plain fp32 on both sides: only the order of the sums differs (cuBLAS,
+// cuDNN and the reductions against OpenBLAS and loops).
+constexpr Tolerance kFp32 = {1e-4f, 1e-6f, 1e-3f, 1e-6f, 1e-7f};
+// TF32 keeps 10 mantissa bits in the products, so an element's error scales
+// with the size of the products summed into it rather than with its own
+// value: each atol is a hundredth of the largest value of that quantity in
+// the cases compared (outputs up to 0.8, parameter gradients 0.3, input
+// gradients 0.006), the error an H100 shows being at most a quarter of it.
+constexpr Tolerance kTf32 = {1e-2f, 1e-3f, 1e-2f, 5e-4f, 5e-5f};
 
 struct Case {
     const char *what;
     const char *spec;
+    int64_t max_batch = 8;    // the caches' size, and the first and last batch
+    int64_t small_batch = 5;  // the batch in between
 };
 
 const Case kCases[] = {
@@ -34,12 +50,18 @@ const Case kCases[] = {
      "input 11x8x1; conv 3x2 2 relu stride=2x1 pad=1x0; maxpool 2x3; flatten; dense 3"},
     {"the Fashion-MNIST network",
      "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10"},
+    {"dense layers of 1000 outputs and 1000 classes",
+     "input 40; dense 1000 relu; dense 1000 tanh; dense 1000", 257, 67},
+    {"64 channels in and out, odd image sizes",
+     "input 9x7x64; conv 3x3 64 relu pad=1; conv 3x3 64 tanh stride=2; maxpool 2; "
+     "conv 1x1 64 sigmoid; avgpool 2x1; flatten; dense 10",
+     257, 67},
 };
 
 // Runs forward and backprop with `loss` on two copies of `spec` (one on the
-// CPU, one on `device`) for batches 8, 5, 8 and compares everything.
-void compare(const Case &c, snn_loss loss, int32_t device, float forward_rtol, float grad_rtol) {
-    const int64_t max_batch = 8;
+// CPU, one on `device`) for batches max, small, max and compares everything.
+void compare(const Case &c, snn_loss loss, int32_t device, const Tolerance &tol) {
+    const int64_t max_batch = c.max_batch;
     Model cpu = make_model(c.spec, 11);
     Model gpu = make_model(c.spec, 11);
     move_to(gpu.get(), device);
@@ -52,7 +74,7 @@ void compare(const Case &c, snn_loss loss, int32_t device, float forward_rtol, f
     const size_t params = param_count(cpu.get());
     Random rng(uint64_t(loss) * 1000 + in);
 
-    for (int64_t n : {max_batch, int64_t(5), max_batch}) {
+    for (int64_t n : {max_batch, c.small_batch, max_batch}) {
         std::string label = std::string(c.what) + (loss == SNN_LOSS_MSE ? ", mse" : ", xent") +
                             ", batch " + std::to_string(n);
         std::vector<float> x = rng.floats(size_t(n) * in, -1.0f, 1.0f);
@@ -80,10 +102,11 @@ void compare(const Case &c, snn_loss loss, int32_t device, float forward_rtol, f
             dx[side].resize(size_t(n) * in);
             CHECK_OK(snn_get_input_gradients(bs[side], dx[side].data(), dx[side].size()));
         }
-        close((label + ": outputs").c_str(), y[1], y[0], forward_rtol, 1e-6f);
-        close((label + ": loss").c_str(), l[1], l[0], forward_rtol, 1e-6f);
-        close((label + ": parameter gradients").c_str(), g[1], g[0], grad_rtol, 1e-6f);
-        close((label + ": input gradients").c_str(), dx[1], dx[0], grad_rtol, 1e-7f);
+        close((label + ": outputs").c_str(), y[1], y[0], tol.forward_rtol, tol.forward_atol);
+        close((label + ": loss").c_str(), l[1], l[0], tol.forward_rtol, tol.forward_atol);
+        close((label + ": parameter gradients").c_str(), g[1], g[0], tol.grad_rtol, tol.grad_atol);
+        close((label + ": input gradients").c_str(), dx[1], dx[0], tol.grad_rtol,
+              tol.input_grad_atol);
     }
 }
 
@@ -118,15 +141,15 @@ void check_reproducible(const Case &c, int32_t device) {
 int main() {
     const int32_t device = test_device();
     for (const Case &c : kCases) {
-        compare(c, SNN_LOSS_MSE, device, kForwardRtol, kGradRtol);
-        compare(c, SNN_LOSS_LOGIT_CROSSENTROPY, device, kForwardRtol, kGradRtol);
+        compare(c, SNN_LOSS_MSE, device, kFp32);
+        compare(c, SNN_LOSS_LOGIT_CROSSENTROPY, device, kFp32);
         check_reproducible(c, device);
     }
 
     // TF32 applies to caches created after it is allowed.
     CHECK_OK(snn_set_allow_tf32(1));
-    compare(kCases[0], SNN_LOSS_MSE, device, kTf32Rtol, kTf32Rtol);
-    compare(kCases[6], SNN_LOSS_LOGIT_CROSSENTROPY, device, kTf32Rtol, kTf32Rtol);
+    compare(kCases[0], SNN_LOSS_MSE, device, kTf32);
+    compare(kCases[6], SNN_LOSS_LOGIT_CROSSENTROPY, device, kTf32);
     CHECK_OK(snn_set_allow_tf32(0));
     return finish("gpu layers");
 }

@@ -1,6 +1,8 @@
 // The library's only mutable globals: settings and the log callback.
 #include "api/log.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -21,6 +23,13 @@ std::atomic<bool> g_allow_tf32{false};
 std::atomic<int32_t> g_threads{0};
 std::once_flag g_threads_once;
 
+// g_log_mutex is held across fork(), so a child never inherits it locked by
+// a thread that does not exist there. Installed when the library is loaded,
+// before anything can take the lock.
+void lock_log() { g_log_mutex.lock(); }
+void unlock_log() { g_log_mutex.unlock(); }
+__attribute__((constructor)) void install_log_fork_handlers() { pthread_atfork(lock_log, unlock_log, unlock_log); }
+
 int32_t default_threads() {
     const char *env = std::getenv("SNN_NUM_THREADS");
     if (env && *env) {
@@ -34,9 +43,25 @@ int32_t default_threads() {
 
 }  // namespace
 
-void log_message(int32_t level, const char *message) {
-    std::lock_guard<std::mutex> lock(g_log_mutex);
-    if (g_log_fn) g_log_fn(g_log_user, level, message);
+// No lock is held while the host's callback runs: it may install or remove
+// the callback, and one that leaves by unwinding or longjmp (C#, Julia)
+// skips no destructor of ours and leaves nothing locked. A C++ exception it
+// throws is dropped here, so none reaches the calling entry point or the CUDA
+// plugin, and the failure to log is not itself logged.
+void log_message(int32_t level, const char *message) noexcept {
+    snn_log_fn fn;
+    void *user;
+    {
+        std::lock_guard<std::mutex> lock(g_log_mutex);
+        fn = g_log_fn;
+        user = g_log_user;
+    }
+    if (fn == nullptr) return;
+    try {
+        fn(user, level, message);
+    } catch (...) {
+        // The host's own failure: the failing call keeps its status.
+    }
 }
 
 bool check_finite_enabled() { return g_check_finite.load(std::memory_order_relaxed); }

@@ -5,7 +5,8 @@
 
 namespace snn {
 
-// Sends a message to the host's log callback, if one is installed.
-void log_message(int32_t level, const char *message);
+// Sends a message to the host's log callback, if one is installed, with no
+// lock held during the call; an exception the callback throws is dropped.
+void log_message(int32_t level, const char *message) noexcept;
 
 }  // namespace snn

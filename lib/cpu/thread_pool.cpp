@@ -6,12 +6,30 @@
 // participant finish. A worker takes a job only while it is open, reading the
 // job and its generation together under mutex_, so no job runs twice and a
 // thread that starts late never runs a finished job.
+//
+// fork(): a child has only the thread that forked, so the pool's threads are
+// gone there. Fork handlers take every lock of the pool before the fork (a
+// job under way on another host thread ends first), release them in the
+// parent, and in the child mark the pool as having no threads: the child's
+// first parallel job starts them again.
+//
+// Unloading: the pool's threads are never stopped (the Pool is leaked), which
+// is safe only because libsnn is linked with -z nodelete (see meson.build):
+// dlclose never unmaps the code they run. Joining them from a destructor of
+// the shared object instead would run at process exit too, while other host
+// threads may still be inside a job, and the CUDA plugin and thread-local
+// storage keep pointers into libsnn that an unmap would leave dangling.
 #include "cpu/thread_pool.h"
+
+#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <thread>
+
+#include "common/error.h"
 
 namespace snn {
 namespace {
@@ -81,6 +99,34 @@ public:
         open_ = false;
     }
 
+    // The fork handlers (see the top of this file). Lock order: job_mutex_,
+    // threads_mutex_, mutex_; no other path holds two of them but run(),
+    // which takes mutex_ under job_mutex_.
+    void before_fork() {
+        job_mutex_.lock();
+        threads_mutex_.lock();
+        mutex_.lock();
+    }
+
+    void after_fork_in_parent() {
+        mutex_.unlock();
+        threads_mutex_.unlock();
+        job_mutex_.unlock();
+    }
+
+    // The parent's pool threads may have been waiting on the condition
+    // variables, which would keep counting those waiters in the child: both
+    // are made anew (the old ones are abandoned, not destroyed, as destroying
+    // a condition variable with waiters is undefined).
+    void after_fork_in_child() {
+        threads_ = 0;
+        new (&wake_) std::condition_variable();
+        new (&done_) std::condition_variable();
+        mutex_.unlock();
+        threads_mutex_.unlock();
+        job_mutex_.unlock();
+    }
+
 private:
     void worker_loop(int32_t index) {
         t_in_job = true;
@@ -115,6 +161,7 @@ private:
         }
     }
 
+private:
     std::mutex threads_mutex_;  // guards threads_ (pool threads started)
     std::mutex job_mutex_;      // one job at a time
     std::mutex mutex_;          // guards the job fields below
@@ -128,8 +175,26 @@ private:
     bool open_ = false;
 };
 
+Pool *g_pool = nullptr;
+
+void pool_before_fork() { g_pool->before_fork(); }
+void pool_after_fork_in_parent() { g_pool->after_fork_in_parent(); }
+void pool_after_fork_in_child() { g_pool->after_fork_in_child(); }
+
+Pool *make_pool() {
+    Pool *p = new Pool();
+    g_pool = p;
+    const int err = pthread_atfork(pool_before_fork, pool_after_fork_in_parent, pool_after_fork_in_child);
+    if (err != 0) {
+        g_pool = nullptr;
+        delete p;
+        fail(SNN_ERR_OUT_OF_MEMORY, "out of memory while installing the thread pool's fork handlers");
+    }
+    return p;
+}
+
 Pool &pool() {
-    static Pool *p = new Pool();  // never destroyed: its threads outlive static destruction
+    static Pool *p = make_pool();  // never destroyed: its threads outlive static destruction
     return *p;
 }
 

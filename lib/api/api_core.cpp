@@ -10,17 +10,64 @@
 namespace snn {
 namespace {
 thread_local std::string t_last_error;
+
+// Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF) that starts at s[i], or 0.
+size_t utf8_sequence_length(const std::string &s, size_t i) {
+    const auto byte = [&](size_t k) { return k < s.size() ? (unsigned char)s[k] : 0u; };
+    const unsigned lead = byte(i);
+    if (lead < 0x80) return 1;
+    size_t length;
+    unsigned low = 0x80, high = 0xBF;  // the range of the second byte
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0) low = 0xA0;
+        if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;
+    } else {
+        return 0;
+    }
+    if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+    for (size_t k = 2; k < length; ++k)
+        if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+    return length;
 }
+
+// s with every byte that does not start a well-formed UTF-8 sequence written
+// as \xNN: messages quote specs and files, which may hold any bytes.
+std::string escape_invalid_utf8(const std::string &s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        const size_t length = utf8_sequence_length(s, i);
+        if (length == 0) {
+            out += format("\\x%02x", unsigned((unsigned char)s[i]));
+            ++i;
+        } else {
+            out.append(s, i, length);
+            i += length;
+        }
+    }
+    return out;
+}
+}  // namespace
 
 snn_status record_error(const char *function, snn_status status, const char *message) {
     try {
-        t_last_error = std::string(function) + ": " + message;
-        log_message(SNN_LOG_ERROR, t_last_error.c_str());
+        t_last_error = escape_invalid_utf8(std::string(function) + ": " + message);
     } catch (...) {
         // Out of memory while formatting: keep the status, lose the text.
+        t_last_error.clear();
     }
     return status;
 }
+
+void log_last_error() noexcept { log_message(SNN_LOG_ERROR, t_last_error.c_str()); }
 
 void check_max_batch(int64_t max_batch) {
     if (max_batch < 1 || max_batch > (int64_t(1) << 31))

@@ -32,28 +32,35 @@ struct snn_dataset {
 
 namespace snn {
 
-// Records "<function>: <message>" as this thread's last error, sends it to
-// the log callback, and returns status.
+// Records "<function>: <message>" as this thread's last error (bytes that
+// are not UTF-8 written as \xNN) and returns status.
 snn_status record_error(const char *function, snn_status status, const char *message);
+// Sends this thread's last error to the log callback.
+void log_last_error() noexcept;
 
 void ensure_threads_configured();
 void set_threads(int32_t n);
 
 // Runs body; any exception becomes a status. Nothing allocates on success.
+// The failure is logged after the handler has ended, so a log callback that
+// leaves by longjmp or a foreign unwind skips no active catch.
 template <class Body>
 snn_status guarded(const char *function, Body &&body) noexcept {
+    snn_status status;
     try {
         body();
         return SNN_OK;
     } catch (const Error &e) {
-        return record_error(function, e.status(), e.what());
+        status = record_error(function, e.status(), e.what());
     } catch (const std::bad_alloc &) {
-        return record_error(function, SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+        status = record_error(function, SNN_ERR_OUT_OF_MEMORY, "out of host memory");
     } catch (const std::exception &e) {
-        return record_error(function, SNN_ERR_INTERNAL, e.what());
+        status = record_error(function, SNN_ERR_INTERNAL, e.what());
     } catch (...) {
-        return record_error(function, SNN_ERR_INTERNAL, "unknown internal error");
+        status = record_error(function, SNN_ERR_INTERNAL, "unknown internal error");
     }
+    log_last_error();
+    return status;
 }
 
 inline void need(const void *p, const char *name) {

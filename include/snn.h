@@ -97,6 +97,19 @@
  *     snn_preallocate / snn_preallocate_grads / snn_optimiser_create.
  *   - The library never calls back into the host from a thread it created;
  *     the log callback runs on the thread that made the failing call.
+ *   - No lock is held while the log callback runs: it may remove or replace
+ *     itself with snn_set_log_callback, a C++ exception it throws is caught
+ *     and dropped, and one that unwinds or longjmps out (C#, Julia) leaves
+ *     nothing locked. Another thread's call may still run the previous
+ *     callback after snn_set_log_callback returns.
+ *   - fork(): the child may go on using the library (CPU handles). It has
+ *     none of the parent's CPU threads; its first parallel job starts them
+ *     again. fork() waits for a parallel job under way on another thread to
+ *     end. A child must not use GPU handles (CUDA does not survive fork).
+ *   - Unloading: libsnn is linked nodelete, so dlclose() never unmaps it nor
+ *     stops its threads (a thread running unmapped code would crash the
+ *     host); a later dlopen() gets the same copy, settings and threads.
+ *     Destroy every handle before dlclose(), or it stays allocated.
  * ---------------------------------------------------------------------------
  */
 #ifndef SNN_H
@@ -182,7 +195,8 @@ SNN_API const char *snn_status_string(snn_status status);
 /* The message of the last failed call on this thread, UTF-8, e.g.
  * "snn_set_inputs: expected 12800 floats (batch 128 x 100), got 12700".
  * Empty string when no call has failed. The pointer stays valid until the
- * next snn_* call on this thread. Never NULL. */
+ * next snn_* call on this thread. Never NULL. Bytes quoted from a spec or
+ * file that are not UTF-8 appear escaped as \xNN. */
 SNN_API const char *snn_last_error(void);
 
 /* ======================================================================== */
@@ -202,7 +216,8 @@ enum { SNN_LOG_ERROR = 0, SNN_LOG_WARNING = 1, SNN_LOG_INFO = 2 };
 /* Receives the library's diagnostics: every failed call's message (level
  * SNN_LOG_ERROR) and notes such as the backend chosen (SNN_LOG_INFO).
  * `message` is valid only during the call. The callback runs on the thread
- * that made the snn_* call and must not call back into snn. */
+ * that made the snn_* call, with no lock held, and must not call back into
+ * snn except snn_set_log_callback. A C++ exception it throws is dropped. */
 typedef void (*snn_log_fn)(void *user_data, int32_t level, const char *message);
 /* Installs (or with NULL removes) the log callback. `user_data` is kept and
  * passed back unchanged; the library never dereferences it. */

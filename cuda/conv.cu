@@ -2,10 +2,10 @@
 // cross-correlation (what PyTorch and the CPU backend compute).
 //
 // conv_plan makes every descriptor and picks the three algorithms once; the
-// workspace it reports covers them at max_batch. A call with another batch
-// re-sets the two tensor descriptors (no allocation) and re-picks the
-// algorithms among those that fit the planned workspace, so a call never
-// needs more scratch than was planned. The pick is a pure function of the
+// workspace it reports covers them and the fallback algorithms at max_batch.
+// A call with another batch re-sets the two tensor descriptors (no
+// allocation) and re-picks the algorithms among those that fit the planned
+// workspace, so a call never needs more scratch than was planned. The pick is a pure function of the
 // batch, so results do not depend on the order of batch sizes.
 #include <climits>
 #include <new>
@@ -103,9 +103,7 @@ void choose(const Perf *perf, int count, Algo fallback, bool tf32, size_t limit,
     }
 }
 
-// Sets the tensor descriptors for batch n and picks the algorithms of every
-// direction the plan serves, each within `limit` bytes of workspace.
-void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
+void set_descriptors(ConvPlan &p, int64_t n) {
     const ConvDims &d = p.dims;
     check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
                                      to_int(d.cin, "channels"), to_int(d.hin, "height"),
@@ -115,6 +113,38 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
                                      to_int(d.cout, "channels"), to_int(d.hout, "height"),
                                      to_int(d.wout, "width")),
           "cudnnSetTensor4dDescriptor (conv output)");
+}
+
+// The workspace the fallback algorithms need for the descriptors as set.
+size_t fallback_bytes(ConvPlan &p, cudnnHandle_t dnn) {
+    size_t most = 0, bytes = 0;
+    check(cudnnSetConvolutionMathType(p.fwd, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    check(cudnnGetConvolutionForwardWorkspaceSize(dnn, p.x, p.w, p.fwd, p.y,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, &bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize (fallback)");
+    most = bytes;
+    if (p.backward) {
+        check(cudnnSetConvolutionMathType(p.bwd_data, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+        check(cudnnGetConvolutionBackwardDataWorkspaceSize(dnn, p.w, p.y, p.bwd_data, p.x,
+                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &bytes),
+              "cudnnGetConvolutionBackwardDataWorkspaceSize (fallback)");
+        if (bytes > most) most = bytes;
+        check(cudnnSetConvolutionMathType(p.bwd_filter, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+        check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dnn, p.x, p.y, p.bwd_filter, p.w,
+                                                             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, &bytes),
+              "cudnnGetConvolutionBackwardFilterWorkspaceSize (fallback)");
+        if (bytes > most) most = bytes;
+    }
+    return most;
+}
+
+// Sets the tensor descriptors for batch n and picks the algorithms of every
+// direction the plan serves, each within `limit` bytes of workspace. Until
+// it succeeds the plan is set for no batch, so a failure is never mistaken
+// for a plan set for n (or for the batch before).
+void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
+    p.batch = 0;
+    set_descriptors(p, n);
     // The heuristics are asked under the plan's base math type.
     const cudnnMathType_t base = p.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     int got = 0;
@@ -193,6 +223,18 @@ void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bo
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   "cudnnSetConvolution2dDescriptor");
         }
+        // The most the fallback algorithms need at any batch up to
+        // max_batch: planned in, it guarantees that every batch finds an
+        // algorithm. cuDNN's workspaces are not monotonic in the batch (a
+        // 1x1 filter gradient needed 1 KB at batch 257 and 83 KB at 67), so
+        // every batch is asked: host-side queries, microseconds each, once
+        // per cache.
+        size_t fallback = 0;
+        for (int64_t n = 1; n <= max_batch; ++n) {
+            set_descriptors(*p, n);
+            const size_t bytes = fallback_bytes(*p, cs.dnn);
+            if (bytes > fallback) fallback = bytes;
+        }
         set_batch(*p, cs.dnn, max_batch, kWorkspaceCap);
 
         // cuDNN must agree with the engine's shape inference.
@@ -210,6 +252,9 @@ void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bo
             if (p->data_bytes > bytes) bytes = p->data_bytes;
             if (p->filter_bytes > bytes) bytes = p->filter_bytes;
         }
+        // Smaller batches may rank other algorithms first and fall back to
+        // the plain ones: plan room for those too.
+        if (fallback > bytes) bytes = fallback;
         p->workspace_bytes = bytes;
     } catch (...) {
         free_plan(p);

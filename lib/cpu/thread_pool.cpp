@@ -52,13 +52,20 @@ inline void cpu_relax() {
 
 class Pool {
 public:
+    // Threads live for the process, never joined. They are started with
+    // pthread_create and take their index themselves, so starting one
+    // allocates nothing of ours that a forked child (where the thread is
+    // gone) would leak.
     void reserve(int32_t threads) {
         std::lock_guard<std::mutex> lock(threads_mutex_);
         while (threads_ < threads) {
-            const int32_t index = threads_ + 1;
-            // Lives for the process, never joined at exit.
-            std::thread([this, index] { worker_loop(index); }).detach();
-            threads_ = index;
+            pthread_t thread;
+            const int err = pthread_create(&thread, nullptr, worker_main, this);
+            if (err != 0)
+                fail(SNN_ERR_OUT_OF_MEMORY, "cannot start pool thread %d of %d: pthread_create returned %d",
+                     threads_ + 1, threads, err);
+            pthread_detach(thread);
+            ++threads_;
         }
     }
 
@@ -120,6 +127,7 @@ public:
     // a condition variable with waiters is undefined).
     void after_fork_in_child() {
         threads_ = 0;
+        indices_taken_.store(0, std::memory_order_relaxed);
         new (&wake_) std::condition_variable();
         new (&done_) std::condition_variable();
         mutex_.unlock();
@@ -128,6 +136,13 @@ public:
     }
 
 private:
+    static void *worker_main(void *pool) {
+        Pool *p = static_cast<Pool *>(pool);
+        p->worker_loop(p->indices_taken_.fetch_add(1, std::memory_order_relaxed) + 1);
+        return nullptr;
+    }
+
+    // index in [1, threads_], distinct for every pool thread.
     void worker_loop(int32_t index) {
         t_in_job = true;
         uint64_t seen = 0;
@@ -167,6 +182,7 @@ private:
     std::mutex mutex_;          // guards the job fields below
     std::condition_variable wake_, done_;
     int32_t threads_ = 0;
+    std::atomic<int32_t> indices_taken_{0};  // by pool threads as they start
     std::atomic<uint64_t> generation_{0};
     std::atomic<int32_t> pending_{0};
     WorkerFn fn_ = nullptr;

@@ -95,6 +95,8 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
     }
     check memcheck_follow cs memcheck test_gpu_follow "--leak-check full"
     check memcheck_training cs memcheck test_gpu_training "--leak-check full"
+    check memcheck_golden compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check full \
+      "$here/bin/test_gpu_golden" "$here/golden"
     check racecheck_layers cs racecheck test_gpu_layers
     check synccheck_training cs synccheck test_gpu_training
     check initcheck_follow cs initcheck test_gpu_follow

@@ -69,8 +69,10 @@
  *   optimiser's moments and step count), so training resumes exactly where
  *   it was. That first call allocates on the new device and copies once
  *   (SNN_ERR_OUT_OF_MEMORY leaves the handle where it was); later calls
- *   allocate nothing. Pointers from snn_outputs / snn_gradients become
- *   invalid when their handle moves. GPUs are served by a plugin (libsnn_cuda.so)
+ *   allocate nothing. Until that call, a handle stays on the old device:
+ *   calls that take only the handle (snn_set_inputs, snn_outputs,
+ *   snn_set_inputs_device, ...) act there. Pointers from snn_outputs /
+ *   snn_gradients become invalid when their handle moves. GPUs are served by a plugin (libsnn_cuda.so)
  *   loaded on first use; without it, without a driver or without a device,
  *   every CPU function keeps working and GPU requests fail with a status that
  *   says which of these it was.

@@ -25,8 +25,9 @@ void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_m
     need(bwd, "bwd");
     need(fwd, "fwd");
     need(model, "model");
-    if (fwd->c.model_id != model->m.id) fail(SNN_ERR_MODEL_MISMATCH, "the forward cache was made for another model");
-    if (bwd->c.model_id != model->m.id) fail(SNN_ERR_MODEL_MISMATCH, "the backward cache was made for another model");
+    // Both belong to the model before either follows it to its device.
+    check_model_id(fwd->c, model->m, "the forward cache");
+    check_model_id(bwd->c, model->m, "the backward cache");
     check_model(fwd->c, model->m, "the forward cache");
     check_model(bwd->c, model->m, "the backward cache");
     if (fwd->c.forward_batch < 0)
@@ -288,8 +289,7 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
         need(optimiser, "optimiser");
         need(model, "model");
         need(grads, "grads");
-        if (grads->c.model_id != model->m.id)
-            fail(SNN_ERR_MODEL_MISMATCH, "the backward cache was made for another model");
+        check_model_id(grads->c, model->m, "the backward cache");
         check_model(optimiser->o, model->m, "the optimiser");
         // Following the model to its device moves the gradient without
         // changing it: the cache is const to the caller, not to the library

@@ -82,9 +82,13 @@ inline void follow(ForwardCache &c, const Model &m) { forward_cache_follow(c, m)
 inline void follow(BackwardCache &b, const Model &m) { backward_cache_follow(b, m); }
 inline void follow(Optimiser &o, const Model &m) { optimiser_follow(o, m); }
 template <class Handle>
-void check_model(Handle &h, const Model &m, const char *what) {
+void check_model_id(const Handle &h, const Model &m, const char *what) {
     if (h.model_id != m.id)
         fail(SNN_ERR_MODEL_MISMATCH, "%s was made for another model", what);
+}
+template <class Handle>
+void check_model(Handle &h, const Model &m, const char *what) {
+    check_model_id(h, m, what);
     if (h.placement != m.placement) follow(h, m);
 }
 

@@ -176,7 +176,6 @@ private:
         }
     }
 
-private:
     std::mutex threads_mutex_;  // guards threads_ (pool threads started)
     std::mutex job_mutex_;      // one job at a time
     std::mutex mutex_;          // guards the job fields below

@@ -36,15 +36,15 @@ void optimiser_reset(Optimiser &o) {
 void optimiser_follow(Optimiser &o, const Model &model) {
     Backend &to = *model.backend;
     OwnedStream stream(to, 0, false);
-    DeviceBuffer m, v;
-    if (o.m.get()) {
-        m = DeviceBuffer(to, o.m.bytes());
-        copy_across(*o.backend, o.stream.get(), o.m.get(), to, stream.get(), m.get(), o.m.bytes());
-    }
-    if (o.v.get()) {
-        v = DeviceBuffer(to, o.v.bytes());
-        copy_across(*o.backend, o.stream.get(), o.v.get(), to, stream.get(), v.get(), o.v.bytes());
-    }
+    // A copy of a state buffer on `to` (none for a buffer the kind lacks).
+    auto moved = [&](const DeviceBuffer &from) {
+        DeviceBuffer copy;
+        if (!from.get()) return copy;
+        copy = DeviceBuffer(to, from.bytes());
+        copy_across(*o.backend, o.stream.get(), from.get(), to, stream.get(), copy.get(), from.bytes());
+        return copy;
+    };
+    DeviceBuffer m = moved(o.m), v = moved(o.v);
     o.m = std::move(m);
     o.v = std::move(v);
     o.stream = std::move(stream);

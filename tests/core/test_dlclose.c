@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "snn.h"
+#include "thread_count.h"
 
 static int failures = 0;
 #define CHECK(cond)                                                                    \
@@ -59,18 +60,6 @@ static int resolve(void *lib, struct api *a) {
     RESOLVE(get_outputs, "snn_get_outputs");
 #undef RESOLVE
     return 1;
-}
-
-/* The "Threads:" line of /proc/self/status, or -1. */
-static int thread_count(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL) return -1;
-    char line[256];
-    int n = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
-    fclose(f);
-    return n;
 }
 
 /* One load, forward pass and unload; the outputs go to out. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "snn.h"
+#include "thread_count.h"
 
 /* AddressSanitizer's allocator (as of GCC 12) takes no lock around fork():
  * a child forked while another thread is inside malloc inherits that lock
@@ -73,18 +74,6 @@ static int net_forward(struct net *n, float *out) {
     return snn_set_inputs(n->cache, n->inputs, BATCH * INPUTS) == SNN_OK &&
            snn_forward(n->cache, n->model) == SNN_OK &&
            snn_get_outputs(n->cache, out, BATCH * OUTPUTS) == SNN_OK;
-}
-
-/* The "Threads:" line of /proc/self/status, or -1. */
-static int thread_count(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL) return -1;
-    char line[256];
-    int n = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
-    fclose(f);
-    return n;
 }
 
 static int logged = 0;

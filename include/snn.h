@@ -305,6 +305,26 @@ SNN_API snn_status snn_parameters(snn_model *model, float **data, size_t *count)
 SNN_API snn_status snn_get_parameters(const snn_model *model, float *dst, size_t count);
 SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t count);
 
+/* The model's state: values that are not trained by gradients but updated by
+ * forward passes in training mode (batchnorm's running_mean [C],
+ * running_var [C] and num_batches_tracked [1], layer after layer in the
+ * order of the spec). It starts at PyTorch's initial values (means 0,
+ * variances 1, counts 0), moves with the model between devices and is saved
+ * in model files and checkpoints. num_batches_tracked is held as a float:
+ * it counts exactly up to 2^24 batches, then stays there. Models without
+ * such layers have a state of 0 values.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT (count differs from
+ * snn_state_count; dst/src may be NULL when the count is 0). */
+SNN_API snn_status snn_state_count(const snn_model *model, size_t *count);
+SNN_API snn_status snn_get_state(const snn_model *model, float *dst, size_t count);
+SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t count);
+
+/* Where layer `layer`'s state lies in the state vector: [offset,
+ * offset + count); a count of 0 for layers without state.
+ * Errors: SNN_ERR_INVALID_ARGUMENT for a layer index out of range. */
+SNN_API snn_status snn_model_layer_state(const snn_model *model, int64_t layer, size_t *offset,
+                                         size_t *count);
+
 /* ======================================================================== */
 /* Forward pass                                                             */
 /* ======================================================================== */
@@ -325,6 +345,26 @@ SNN_API snn_status snn_cache_set_batch(snn_forward_cache *cache, int64_t batch);
 /* The current and the maximum batch size. */
 SNN_API snn_status snn_cache_batch(const snn_forward_cache *cache, int64_t *batch,
                                    int64_t *max_batch);
+
+/* Training or inference mode of the cache's forward passes (on = 1 or 0); a
+ * cache starts in training mode, as a PyTorch module does. Training mode:
+ * batchnorm normalises with the batch's statistics and updates the model's
+ * running statistics (so a forward pass in training mode of a model with
+ * batchnorm writes the model's state: it must not run while another thread
+ * uses that model), and dropout drops. Inference mode: batchnorm uses the
+ * running statistics, dropout passes its input through, and the forward
+ * pass only reads the model. A training cache and an inference cache may
+ * serve one model at once (evaluate during training without switching).
+ * Backprop differentiates the pass as it ran, in its mode.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (on not 0 or 1). */
+SNN_API snn_status snn_cache_set_training(snn_forward_cache *cache, int32_t on);
+SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *on);
+
+/* Seeds the cache's dropout generator and restarts its sequence: the masks of
+ * the training passes that follow depend only on the seed, the number of
+ * passes since this call and the layer, the same on the CPU and a GPU and
+ * with any thread count. A new cache has seed 0. */
+SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed);
 
 /* Copies `count` floats of input, [batch][features], into the cache.
  * count must be batch * features for the cache's current batch.

@@ -1,8 +1,9 @@
 // Model files and checkpoints (safetensors; see include/snn.h).
 //
 // A model file holds "__metadata__" {"format": "snn", "format_version": "1",
-// "spec": <canonical spec>} and, per layer i with parameters,
-// "layers.<i>.weight" and "layers.<i>.bias". A checkpoint adds the metadata
+// "spec": <canonical spec>} and each layer's tensors as a PyTorch state_dict
+// names them: "layers.<i>.weight", ".bias", ".running_mean", ".running_var"
+// (F32) and ".num_batches_tracked" (I64). A checkpoint adds the metadata
 // "optimiser" (sgd, adam, adamw, rmsprop), "optimiser.steps" and one
 // "optimiser.<hyperparameter>" per hyperparameter of that kind, written as the
 // shortest decimal text that reads back to the same double, and the tensors
@@ -79,16 +80,13 @@ Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
     Plan p;
     p.metadata = {{"format", kFormat}, {"format_version", kFormatVersion}, {"spec", describe(m.net)}};
     const float *params = host_view(p, m, m.params.get(), m.net.param_count, with_data);
-    for (size_t i = 1; i < m.net.layers.size(); ++i) {
-        const Layer &l = m.net.layers[i];
-        if (l.kind != LayerKind::dense && l.kind != LayerKind::conv) continue;
-        std::vector<int64_t> shape = {l.units, l.in.size()};
-        if (l.kind == LayerKind::conv) shape = {l.units, l.in.c, l.kh, l.kw};
-        const std::string prefix = "layers." + std::to_string(i);
-        auto at = [params](size_t offset) { return params ? params + offset : nullptr; };
-        p.tensors.push_back({prefix + ".weight", shape, at(l.weight_offset), l.weight_count});
-        if (l.bias_count) p.tensors.push_back({prefix + ".bias", {l.units}, at(l.bias_offset), l.bias_count});
-    }
+    const float *state = host_view(p, m, m.state.get(), m.net.state_count, with_data);
+    for (size_t i = 1; i < m.net.layers.size(); ++i)
+        for (const TensorSlot &t : m.net.layers[i].tensors) {
+            const float *base = t.state ? state : params;
+            p.tensors.push_back({"layers." + std::to_string(i) + "." + t.suffix, t.shape,
+                                 base ? base + t.offset : nullptr, t.count, t.int64});
+        }
     if (o) {
         p.metadata.emplace_back("optimiser", kind_key(o->kind));
         p.metadata.emplace_back("optimiser.steps", std::to_string(o->steps));
@@ -291,8 +289,9 @@ private:
     uint64_t size_ = 0;
 };
 
-// Copies one validated F32 tensor's values into dst.
-using TensorReader = std::function<void(const TensorIn &, float *)>;
+// Copies one validated tensor's values into dst (F32 as they are, I64 counts
+// converted to floats).
+using TensorReader = std::function<void(const std::string &name, const TensorIn &, float *)>;
 
 const std::string &metadata_value(const SafetensorsHeader &h, const std::string &key) {
     auto it = h.metadata.find(key);
@@ -300,14 +299,14 @@ const std::string &metadata_value(const SafetensorsHeader &h, const std::string 
     return it->second;
 }
 
-// The tensor exists, is F32, and has exactly the expected shape.
+// The tensor exists, has the dtype, and has exactly the expected shape.
 const TensorIn &expect_tensor(const SafetensorsHeader &h, const std::string &name,
-                              const std::vector<int64_t> &shape) {
+                              const std::vector<int64_t> &shape, const char *dtype = "F32") {
     auto it = h.tensors.find(name);
     if (it == h.tensors.end()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is missing", name.c_str());
     const TensorIn &t = it->second;
-    if (t.dtype != "F32")
-        fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has dtype %s, expected F32", name.c_str(), t.dtype.c_str());
+    if (t.dtype != dtype)
+        fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has dtype %s, expected %s", name.c_str(), t.dtype.c_str(), dtype);
     if (t.shape != shape) {
         auto text = [](const std::vector<int64_t> &s) {
             std::string r = "[";
@@ -392,23 +391,20 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
         fail(e.status(), "the file's spec: %s", e.what());
     }
 
-    // Expected tensors: every parameterised layer, then the optimiser's.
-    std::vector<std::pair<std::string, size_t>> destinations;  // tensor name -> parameter offset
-    for (size_t i = 1; i < net.layers.size(); ++i) {
-        const Layer &l = net.layers[i];
-        if (l.kind != LayerKind::dense && l.kind != LayerKind::conv) continue;
-        std::vector<int64_t> shape = {l.units, l.in.size()};
-        if (l.kind == LayerKind::conv) shape = {l.units, l.in.c, l.kh, l.kw};
-        const std::string prefix = "layers." + std::to_string(i);
-        expect_tensor(h, prefix + ".weight", shape);
-        destinations.emplace_back(prefix + ".weight", l.weight_offset);
-        if (l.bias_count) {
-            expect_tensor(h, prefix + ".bias", {l.units});
-            destinations.emplace_back(prefix + ".bias", l.bias_offset);
+    // Expected tensors: every layer's parameters and state, then the optimiser's.
+    struct Destination {
+        std::string name;
+        const TensorSlot *slot;
+    };
+    std::vector<Destination> destinations;
+    for (size_t i = 1; i < net.layers.size(); ++i)
+        for (const TensorSlot &t : net.layers[i].tensors) {
+            const std::string name = "layers." + std::to_string(i) + "." + t.suffix;
+            expect_tensor(h, name, t.shape, t.int64 ? "I64" : "F32");
+            destinations.push_back({name, &t});
         }
-    }
     std::vector<std::string> expected;
-    for (const auto &d : destinations) expected.push_back(d.first);
+    for (const auto &d : destinations) expected.push_back(d.name);
     Optimiser settings;
     const bool has_optimiser = h.metadata.count("optimiser") != 0;
     if (has_optimiser) {
@@ -432,8 +428,9 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
 
     auto model = std::make_unique<snn_model>();
     model_init_on_cpu(model->m, std::move(net), 0);
-    float *params = model->m.params_ptr();
-    for (const auto &[name, offset] : destinations) read_tensor(h.tensors.at(name), params + offset);
+    float *params = model->m.params_ptr(), *state = model->m.state_ptr();
+    for (const Destination &d : destinations)
+        read_tensor(d.name, h.tensors.at(d.name), (d.slot->state ? state : params) + d.slot->offset);
     if (opt_out) {
         auto opt = std::make_unique<snn_optimiser>();
         Optimiser &o = opt->o;
@@ -441,8 +438,8 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
         for (const Hyperparameter &hp : kHyperparameters)
             if (hyperparameter_applies(hp.id, o.kind)) set_hyperparameter(o, hp.id, get_hyperparameter(settings, hp.id));
         o.steps = settings.steps;
-        if (has_m(o.kind)) read_tensor(h.tensors.at("optimiser.m"), o.m.f());
-        if (has_v(o.kind)) read_tensor(h.tensors.at("optimiser.v"), o.v.f());
+        if (has_m(o.kind)) read_tensor("optimiser.m", h.tensors.at("optimiser.m"), o.m.f());
+        if (has_v(o.kind)) read_tensor("optimiser.v", h.tensors.at("optimiser.v"), o.v.f());
         *opt_out = std::move(opt);
     }
     model_out = std::move(model);
@@ -461,12 +458,16 @@ void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_
         std::string json(size_t(length), '\0');
         file.read(8, &json[0], json.size());
         const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
-        load(h, [&](const TensorIn &t, float *dst) {
+        load(h, [&](const std::string &name, const TensorIn &t, float *dst) {
             unsigned char chunk[1 << 16];
+            const size_t size = t.dtype == "I64" ? 8 : 4;
             for (size_t done = 0; done < t.elements;) {
-                const size_t n = std::min(t.elements - done, sizeof(chunk) / sizeof(float));
-                file.read(h.data_offset + t.begin + done * sizeof(float), chunk, n * sizeof(float));
-                read_le_f32(chunk, n, dst + done);
+                const size_t n = std::min(t.elements - done, sizeof(chunk) / size);
+                file.read(h.data_offset + t.begin + done * size, chunk, n * size);
+                if (size == 8)
+                    read_le_i64_count(chunk, n, dst + done, name);
+                else
+                    read_le_f32(chunk, n, dst + done);
                 done += n;
             }
         }, model, opt);
@@ -478,8 +479,12 @@ void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_
 // Loads from memory.
 void load_buffer(const unsigned char *bytes, size_t size, std::unique_ptr<snn_model> &model) {
     const SafetensorsHeader h = safetensors_parse(bytes, size);
-    load(h, [&](const TensorIn &t, float *dst) { read_le_f32(bytes + h.data_offset + t.begin, t.elements, dst); },
-         model, nullptr);
+    load(h, [&](const std::string &name, const TensorIn &t, float *dst) {
+            if (t.dtype == "I64")
+                read_le_i64_count(bytes + h.data_offset + t.begin, t.elements, dst, name);
+            else
+                read_le_f32(bytes + h.data_offset + t.begin, t.elements, dst);
+        }, model, nullptr);
 }
 
 }  // namespace

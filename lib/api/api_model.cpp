@@ -161,6 +161,50 @@ SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t
     });
 }
 
+SNN_API snn_status snn_state_count(const snn_model *model, size_t *count) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(count, "count");
+        *count = model->m.net.state_count;
+    });
+}
+
+SNN_API snn_status snn_get_state(const snn_model *model, float *dst, size_t count) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        const Model &m = model->m;
+        if (count != m.net.state_count)
+            fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
+        if (count == 0) return;
+        need(dst, "dst");
+        m.backend->download(m.stream.get(), dst, m.state.get(), count * sizeof(float));
+    });
+}
+
+SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t count) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        Model &m = model->m;
+        if (count != m.net.state_count)
+            fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
+        if (count == 0) return;
+        need(src, "src");
+        m.backend->upload(m.stream.get(), m.state.get(), src, count * sizeof(float));
+        m.backend->synchronize(m.stream.get());
+    });
+}
+
+SNN_API snn_status snn_model_layer_state(const snn_model *model, int64_t layer, size_t *offset, size_t *count) {
+    return guarded(__func__, [&] {
+        need(model, "model");
+        need(offset, "offset");
+        need(count, "count");
+        const Layer &l = layer_at(model, layer);
+        *offset = l.state_offset;
+        *count = l.state_count;
+    });
+}
+
 // ---- forward caches ------------------------------------------------------------
 
 SNN_API snn_status snn_preallocate(const snn_model *model, int64_t max_batch,
@@ -198,6 +242,30 @@ SNN_API snn_status snn_cache_batch(const snn_forward_cache *cache, int64_t *batc
         need(max_batch, "max_batch");
         *batch = cache->c.batch;
         *max_batch = cache->c.max_batch;
+    });
+}
+
+SNN_API snn_status snn_cache_set_training(snn_forward_cache *cache, int32_t on) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        if (on != 0 && on != 1) fail(SNN_ERR_INVALID_ARGUMENT, "on is %d; expected 0 (inference) or 1 (training)", on);
+        cache->c.training = on != 0;
+    });
+}
+
+SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *on) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(on, "on");
+        *on = cache->c.training ? 1 : 0;
+    });
+}
+
+SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        cache->c.seed = seed;
+        cache->c.passes = 0;
     });
 }
 

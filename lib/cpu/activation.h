@@ -11,11 +11,14 @@ namespace snn {
 
 // dst[i] = act(src[i] + bias), dst and src distinct
 void activate_span(Act a, const float *src, float bias, float *dst, int64_t n);
+// dst[i] = act(src[i]), dst and src distinct
+void activate_copy(Act a, const float *src, float *dst, int64_t n);
 // y[i] = act(y[i])
 void activate_inplace(Act a, float *y, int64_t n);
 // y[i] += b[i] over one row
 void add_bias_row(float *y, const float *b, int64_t n);
-// dst[i] = g[i] * act'(y[i])   (dst may equal g)
-void derivative_span(Act a, const float *g, const float *y, float *dst, int64_t n);
+// dst[i] = g[i] * act'(v[i]), v the output y, or the input z for the
+// activations of act_uses_input (dst may equal g)
+void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t n);
 
 }  // namespace snn

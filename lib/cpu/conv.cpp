@@ -9,6 +9,8 @@
 #include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
+#include "ops/dims.h"
+#include "ops/op.h"
 
 namespace snn {
 namespace {
@@ -105,6 +107,7 @@ struct ConvJob {
     const float *x, *w, *b, *y;
     float *out, *dy, *dw, *db, *dx;
     float *workspace;
+    float *pre;  // z kept for gelu and silu, or null
 };
 
 // Chunks are dealt round-robin (worker w takes chunks w, w + workers, ...),
@@ -124,7 +127,13 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
             for (int64_t co = 0; co < d.cout; ++co) {
                 const float *src = z + co * ld + img * P;
                 float *dst = j.out + ((i0 + img) * d.cout + co) * P;
-                activate_span(d.act, src, d.bias ? j.b[co] : 0.0f, dst, P);
+                if (j.pre) {
+                    float *pre = j.pre + ((i0 + img) * d.cout + co) * P;
+                    activate_span(Act::identity, src, d.bias ? j.b[co] : 0.0f, pre, P);
+                    activate_span(d.act, pre, 0.0f, dst, P);
+                } else {
+                    activate_span(d.act, src, d.bias ? j.b[co] : 0.0f, dst, P);
+                }
             }
     }
 }
@@ -153,7 +162,7 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
             for (int64_t co = 0; co < d.cout; ++co) {
                 const int64_t off = ((i0 + img) * d.cout + co) * P;
                 const float *g = j.dy + off;
-                const float *out = j.y + off;
+                const float *out = (j.pre ? j.pre : j.y) + off;  // act' from z or y
                 float *dst = z + co * ld + img * P;
                 derivative_span(d.act, g, out, dst, P);
             }
@@ -175,10 +184,8 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     }
 }
 
-}  // namespace
-
-void *CpuBackend::conv_plan(Stream *, const ConvDims &d, int64_t max_batch, bool backward,
-                            size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+    const ConvDims d = conv_dims(l);
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
     // Enough chunks for every worker, each within the lowering budget.
@@ -193,27 +200,29 @@ void *CpuBackend::conv_plan(Stream *, const ConvDims &d, int64_t max_batch, bool
     return plan;
 }
 
-void CpuBackend::conv_plan_release(void *plan) noexcept { delete static_cast<ConvPlan *>(plan); }
+void release(Backend &, void *plan) { delete static_cast<ConvPlan *>(plan); }
 
-static int32_t conv_workers(const ConvPlan &plan, int64_t n) {
+int32_t conv_workers(const ConvPlan &plan, int64_t n) {
     const int64_t chunks = (n + plan.chunk - 1) / plan.chunk;
     return int32_t(std::max<int64_t>(1, std::min<int64_t>({int64_t(cpu_threads()), int64_t(plan.workers), chunks})));
 }
 
-void CpuBackend::conv_forward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
-                              const float *w, const float *b, float *y, void *workspace) {
-    const ConvPlan &p = *static_cast<ConvPlan *>(plan);
-    ConvJob job{&p, &d, n, x, w, b, nullptr, y, nullptr, nullptr, nullptr, nullptr,
-                static_cast<float *>(workspace)};
-    parallel_run(conv_workers(p, n), conv_forward_worker, &job);
+void forward(const OpArgs &a) {
+    const ConvDims d = conv_dims(*a.l);
+    const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
+    ConvJob job{&p, &d, a.n, a.x[0], a.params + a.l->weight_offset, a.params + a.l->bias_offset, nullptr, a.y,
+                nullptr, nullptr, nullptr, nullptr, static_cast<float *>(a.workspace),
+                act_uses_input(d.act) ? a.aux : nullptr};
+    parallel_run(conv_workers(p, a.n), conv_forward_worker, &job);
 }
 
-void CpuBackend::conv_backward(Stream *, void *plan, const ConvDims &d, int64_t n, const float *x,
-                               const float *w, const float *y, float *dy, float *dw, float *db,
-                               float *dx, void *workspace) {
-    const ConvPlan &p = *static_cast<ConvPlan *>(plan);
-    ConvJob job{&p, &d, n, x, w, nullptr, y, nullptr, dy, dw, db, dx, static_cast<float *>(workspace)};
-    const int32_t workers = conv_workers(p, n);
+void backward(const OpArgs &a) {
+    const ConvDims d = conv_dims(*a.l);
+    const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
+    float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
+    ConvJob job{&p, &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y, nullptr, a.dy, dw, db, a.dx[0],
+                static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
+    const int32_t workers = conv_workers(p, a.n);
     parallel_run(workers, conv_backward_worker, &job);
     // Sum the other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * d.cin * d.kh * d.kw);
@@ -224,5 +233,9 @@ void CpuBackend::conv_backward(Stream *, void *plan, const ConvDims &d, int64_t 
             for (int64_t co = 0; co < d.cout; ++co) db[co] += part[params + size_t(co)];
     }
 }
+
+}  // namespace
+
+extern const OpKernels cpu_op_conv{plan, release, forward, backward};
 
 }  // namespace snn

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
+#include "ops/op.h"
 
 namespace snn {
 
@@ -66,6 +67,34 @@ void CpuBackend::gather_device(Stream *st, void *dst, const void *src, const int
 
 void CpuBackend::fill(Stream *, float *dst, float value, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] = value;
+}
+
+void CpuBackend::add(Stream *, float *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void CpuBackend::copy2d(Stream *, void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                        size_t rows) {
+    for (size_t r = 0; r < rows; ++r)
+        std::memcpy(static_cast<char *>(dst) + r * dst_pitch, static_cast<const char *>(src) + r * src_pitch,
+                    row_bytes);
+}
+
+// Each op's CPU kernels, defined in its file (lib/cpu/<op>.cpp); an op without
+// one resolves to null (the CPU, the reference backend, has every op: a
+// model with an op it lacks is refused when made).
+#define SNN_CPU_OP_DECLARE(name) extern const OpKernels cpu_op_##name __attribute__((weak));
+SNN_OP_LIST(SNN_CPU_OP_DECLARE)
+#undef SNN_CPU_OP_DECLARE
+
+const OpKernels *CpuBackend::kernels(OpKind kind) const {
+    static const OpKernels *const table[] = {
+#define SNN_CPU_OP_ENTRY(name) &cpu_op_##name,
+        SNN_OP_LIST(SNN_CPU_OP_ENTRY)
+#undef SNN_CPU_OP_ENTRY
+    };
+    const size_t k = size_t(kind);
+    return k < sizeof(table) / sizeof(table[0]) ? table[k] : nullptr;
 }
 
 bool CpuBackend::all_finite(Stream *, const float *x, size_t n) {

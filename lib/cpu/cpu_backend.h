@@ -37,30 +37,10 @@ public:
     void fill(Stream *s, float *dst, float value, size_t n) override;
     bool all_finite(Stream *s, const float *x, size_t n) override;
 
-    void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
-                       const float *b, float *y) override;
-    void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
-                        const float *y, float *dy, float *dw, float *db, float *dx) override;
-
-    void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
-                    size_t *workspace_bytes) override;
-    void conv_plan_release(void *plan) noexcept override;
-    void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                      const float *w, const float *b, float *y, void *workspace) override;
-    void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                       const float *w, const float *y, float *dy, float *dw, float *db, float *dx,
-                       void *workspace) override;
-
-    void *pool_plan(Stream *, const PoolDims &, bool, int64_t) override { return nullptr; }
-    void pool_plan_release(void *) noexcept override {}
-    void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                         float *y) override;
-    void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                          const float *y, const float *dy, float *dx) override;
-    void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                         float *y) override;
-    void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *dy,
-                          float *dx) override;
+    void add(Stream *s, float *dst, const float *src, size_t n) override;
+    void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
+                size_t rows) override;
+    const OpKernels *kernels(OpKind kind) const override;
 
     void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t, float *dy,
                   float *loss) override;

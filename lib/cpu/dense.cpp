@@ -1,30 +1,45 @@
 // Dense layer on the CPU: y = act(x W^T + b).
 #include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
+#include "ops/dims.h"
+#include "ops/op.h"
 
 namespace snn {
+namespace {
 
-// z = x W^T (+ b) ; y = act(z), bias and activation fused into one pass.
-void CpuBackend::dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x,
-                               const float *w, const float *b, float *y) {
-    gemm_nt(n, d.out, d.in, x, d.in, w, d.in, y, d.out, false, scratch_of(s));
+// z = x W^T (+ b) ; y = act(z), bias and activation fused into one pass. For
+// gelu and silu z is kept in aux (their derivatives need it).
+void forward(const OpArgs &a) {
+    const DenseDims d = dense_dims(*a.l);
+    const float *w = a.params + a.l->weight_offset, *b = a.params + a.l->bias_offset;
+    float *z = act_uses_input(d.act) ? a.aux : a.y;
+    gemm_nt(a.n, d.out, d.in, a.x[0], d.in, w, d.in, z, d.out, false, scratch_of(a.s));
     if (d.bias)
-        for (int64_t i = 0; i < n; ++i) add_bias_row(y + i * d.out, b, d.out);
-    activate_inplace(d.act, y, n * d.out);
+        for (int64_t i = 0; i < a.n; ++i) add_bias_row(z + i * d.out, b, d.out);
+    if (z != a.y)
+        activate_span(d.act, z, 0.0f, a.y, a.n * d.out);
+    else
+        activate_inplace(d.act, a.y, a.n * d.out);
 }
 
-// dz = dy * act'(y) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W
-void CpuBackend::dense_backward(Stream *, const DenseDims &d, int64_t n, const float *x,
-                                const float *w, const float *y, float *dy, float *dw, float *db,
-                                float *dx) {
-    derivative_span(d.act, dy, y, dy, n * d.out);
-    gemm_tn(d.out, d.in, n, dy, d.out, x, d.in, dw, d.in, false);
+// dz = dy * act'(y or z) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W
+void backward(const OpArgs &a) {
+    const DenseDims d = dense_dims(*a.l);
+    const float *w = a.params + a.l->weight_offset;
+    float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
+    float *dy = a.dy;
+    derivative_span(d.act, dy, act_uses_input(d.act) ? a.aux : a.y, dy, a.n * d.out);
+    gemm_tn(d.out, d.in, a.n, dy, d.out, a.x[0], d.in, dw, d.in, false);
     if (d.bias) {
         for (int64_t o = 0; o < d.out; ++o) db[o] = 0.0f;
-        for (int64_t i = 0; i < n; ++i)
+        for (int64_t i = 0; i < a.n; ++i)
             for (int64_t o = 0; o < d.out; ++o) db[o] += dy[i * d.out + o];
     }
-    if (dx) gemm_nn(n, d.in, d.out, dy, d.out, w, d.in, dx, d.in, false);
+    if (a.dx[0]) gemm_nn(a.n, d.in, d.out, dy, d.out, w, d.in, a.dx[0], d.in, false);
 }
+
+}  // namespace
+
+extern const OpKernels cpu_op_dense{nullptr, nullptr, forward, backward};
 
 }  // namespace snn

@@ -3,6 +3,8 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/multiversion.h"
 #include "cpu/thread_pool.h"
+#include "ops/dims.h"
+#include "ops/op.h"
 
 namespace snn {
 namespace {
@@ -138,30 +140,37 @@ void avgpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     }
 }
 
-}  // namespace
-
-void CpuBackend::maxpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                 float *y) {
-    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr};
+void maxpool_forward(const OpArgs &a) {
+    const PoolDims d = pool_dims(*a.l);
+    PoolJob job{&d, a.n * d.c, a.x[0], a.y, nullptr, nullptr};
     parallel_run(pool_workers(d, job.maps), maxpool_forward_worker, &job);
 }
 
-void CpuBackend::maxpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                  const float *y, const float *dy, float *dx) {
-    PoolJob job{&d, n * d.c, x, const_cast<float *>(y), dy, dx};
+void maxpool_backward(const OpArgs &a) {
+    if (!a.dx[0]) return;
+    const PoolDims d = pool_dims(*a.l);
+    PoolJob job{&d, a.n * d.c, a.x[0], a.y, a.dy, a.dx[0]};
     parallel_run(pool_workers(d, job.maps), maxpool_backward_worker, &job);
 }
 
-void CpuBackend::avgpool_forward(Stream *, void *, const PoolDims &d, int64_t n, const float *x,
-                                 float *y) {
-    PoolJob job{&d, n * d.c, x, y, nullptr, nullptr};
+void avgpool_forward(const OpArgs &a) {
+    const PoolDims d = pool_dims(*a.l);
+    PoolJob job{&d, a.n * d.c, a.x[0], a.y, nullptr, nullptr};
     parallel_run(pool_workers(d, job.maps), avgpool_forward_worker, &job);
 }
 
-void CpuBackend::avgpool_backward(Stream *, void *, const PoolDims &d, int64_t n, const float *dy,
-                                  float *dx) {
-    PoolJob job{&d, n * d.c, nullptr, nullptr, dy, dx};
+void avgpool_backward(const OpArgs &a) {
+    if (!a.dx[0]) return;
+    const PoolDims d = pool_dims(*a.l);
+    PoolJob job{&d, a.n * d.c, nullptr, nullptr, a.dy, a.dx[0]};
     parallel_run(pool_workers(d, job.maps), avgpool_backward_worker, &job);
 }
+
+}  // namespace
+
+extern const OpKernels cpu_op_maxpool{nullptr, nullptr, maxpool_forward, maxpool_backward};
+extern const OpKernels cpu_op_avgpool{nullptr, nullptr, avgpool_forward, avgpool_backward};
+// A window over the whole image (the descriptor sets it).
+extern const OpKernels cpu_op_globalavgpool{nullptr, nullptr, avgpool_forward, avgpool_backward};
 
 }  // namespace snn

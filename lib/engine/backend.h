@@ -1,4 +1,5 @@
-// The backend seam: everything the engine asks of a device. The CPU backend
+// The backend seam: everything the engine asks of a device besides the ops'
+// kernels (ops/op.h), which each backend lists in its kernels() table. The CPU backend
 // (lib/cpu) implements it with OpenBLAS and loops; the CUDA plugin (cuda/)
 // with cuBLAS, cuDNN and kernels. The engine never asks which one it has.
 //
@@ -15,8 +16,11 @@
 #include <stdint.h>
 
 #include "engine/math.h"
+#include "ops/op_list.h"
 
 namespace snn {
+
+struct OpKernels;
 
 struct DenseDims {
     int64_t in, out;
@@ -84,46 +88,17 @@ public:
     // Waits for the stream; true when every x[i] is finite.
     virtual bool all_finite(Stream *s, const float *x, size_t n) = 0;
 
-    // ---- dense: y[n][out] = act(x[n][in] W[out][in]^T + b) ---------------
-    virtual void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x,
-                               const float *w, const float *b, float *y) = 0;
-    // In: dy = dL/dy (the backend may overwrite it, e.g. with dL/dz, z the
-    // pre-activation). Out: dw and db (if d.bias) written (not accumulated),
-    // dx written if non-null.
-    virtual void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x,
-                                const float *w, const float *y, float *dy, float *dw, float *db,
-                                float *dx) = 0;
+    // dst[i] += src[i]
+    virtual void add(Stream *s, float *dst, const float *src, size_t n) = 0;
+    // rows rows of row_bytes bytes: dst + r * dst_pitch <- src + r * src_pitch
+    virtual void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                        size_t row_bytes, size_t rows) = 0;
 
-    // ---- convolution (NCHW, weights [cout][cin][kh][kw]) -----------------
-    // A plan holds what a layer needs on this backend (descriptors, chosen
-    // algorithms); *workspace_bytes receives the scratch a call needs for
-    // batches up to max_batch. The engine gives each call a workspace of at
-    // least that size.
-    virtual void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
-                            size_t *workspace_bytes) = 0;
-    virtual void conv_plan_release(void *plan) noexcept = 0;
-    virtual void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                              const float *w, const float *b, float *y, void *workspace) = 0;
-    // As dense_backward.
-    virtual void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                               const float *w, const float *y, float *dy, float *dw, float *db,
-                               float *dx, void *workspace) = 0;
-
-    // ---- pooling ----------------------------------------------------------
-    virtual void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) = 0;
-    virtual void pool_plan_release(void *plan) noexcept = 0;
-    virtual void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                 const float *x, float *y) = 0;
-    // Routes each dy to the first element of its window equal to the
-    // maximum (found again from x and y, as PyTorch routes it); writes every
-    // element of dx.
-    virtual void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                  const float *x, const float *y, const float *dy,
-                                  float *dx) = 0;
-    virtual void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                 const float *x, float *y) = 0;
-    virtual void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                  const float *dy, float *dx) = 0;
+    // ---- ops --------------------------------------------------------------
+    // This backend's kernels of an op, or null when it lacks the op (the
+    // supports query: a model refuses to move to a backend lacking one of
+    // its ops). Ops with generic kernels (ops/op.h) are not asked for.
+    virtual const OpKernels *kernels(OpKind kind) const = 0;
 
     // ---- losses: write dy = dL/dy and *loss (one device float) -----------
     virtual void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t,

@@ -15,7 +15,20 @@
 
 namespace snn {
 
-enum class Act : int32_t { identity = 0, relu = 1, leaky_relu = 2, tanh = 3, sigmoid = 4 };
+// Every activation, in the order of its number (which model files and the
+// spec never store: they store the name). Adding one: a line here, its
+// function in activate(), its derivative in activation_derivative().
+#define SNN_ACT_LIST(X) X(identity) X(relu) X(leaky_relu) X(tanh) X(sigmoid) X(gelu) X(silu)
+
+enum class Act : int32_t {
+#define SNN_ACT_ENUM(name) name,
+    SNN_ACT_LIST(SNN_ACT_ENUM)
+#undef SNN_ACT_ENUM
+};
+
+// Activations whose derivative needs the input z (they are not monotonic, so
+// the output does not determine it); the others need only the output y.
+SNN_HD bool act_uses_input(Act a) { return a == Act::gelu || a == Act::silu; }
 
 constexpr float kLeakySlope = 0.01f;
 
@@ -94,6 +107,24 @@ SNN_HD float sigmoid_approx(float x) {
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
+// GELU, the exact form (PyTorch's default): z Phi(z), Phi the standard
+// normal distribution function, Phi(z) = erfc(-z / sqrt 2) / 2 (erfc keeps
+// the tiny values of the far negative tail that 1 + erf(.) would round to 0).
+SNN_HD float gelu(float z) { return 0.5f * z * erfcf(-z * 0.70710678118654752f); }
+// d/dz z Phi(z) = Phi(z) + z phi(z), phi(z) = e^{-z^2/2} / sqrt(2 pi)
+SNN_HD float gelu_derivative(float z) {
+    const float cdf = 0.5f * erfcf(-z * 0.70710678118654752f);
+    const float pdf = 0.39894228040143268f * exp_approx(-0.5f * z * z);
+    return cdf + z * pdf;
+}
+
+// SiLU (swish): z sigmoid(z); its derivative s (1 + z (1 - s)), s = sigmoid(z).
+SNN_HD float silu(float z) { return z * sigmoid_approx(z); }
+SNN_HD float silu_derivative(float z) {
+    const float s = sigmoid_approx(z);
+    return s * (1.0f + z * (1.0f - s));
+}
+
 // y = act(z)
 SNN_HD float activate(Act a, float z) {
     switch (a) {
@@ -101,20 +132,43 @@ SNN_HD float activate(Act a, float z) {
         case Act::leaky_relu: return z > 0.0f ? z : kLeakySlope * z;
         case Act::tanh: return tanh_approx(z);
         case Act::sigmoid: return sigmoid_approx(z);
+        case Act::gelu: return gelu(z);
+        case Act::silu: return silu(z);
         default: return z;
     }
 }
 
-// d act / dz written in terms of the output y = act(z) (every activation here
-// is monotonic, so y determines the derivative and z need not be stored).
-SNN_HD float activation_derivative(Act a, float y) {
+// d act / dz from v, which is the output y = act(z) for the monotonic
+// activations (y determines the derivative, so z need not be kept) and the
+// input z for those of act_uses_input.
+SNN_HD float activation_derivative(Act a, float v) {
     switch (a) {
-        case Act::relu: return y > 0.0f ? 1.0f : 0.0f;
-        case Act::leaky_relu: return y > 0.0f ? 1.0f : kLeakySlope;
-        case Act::tanh: return 1.0f - y * y;
-        case Act::sigmoid: return y * (1.0f - y);
+        case Act::relu: return v > 0.0f ? 1.0f : 0.0f;
+        case Act::leaky_relu: return v > 0.0f ? 1.0f : kLeakySlope;
+        case Act::tanh: return 1.0f - v * v;
+        case Act::sigmoid: return v * (1.0f - v);
+        case Act::gelu: return gelu_derivative(v);
+        case Act::silu: return silu_derivative(v);
         default: return 1.0f;
     }
+}
+
+// Dropout's random numbers: a counter-based generator, so element i of a
+// pass gets the same number on every backend and with any number of
+// threads. key mixes the cache's seed, its pass count and the layer.
+SNN_HD uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+SNN_HD uint64_t dropout_key(uint64_t seed, uint64_t pass, uint64_t layer) {
+    return mix64(mix64(seed + 0x9E3779B97F4A7C15ull * (pass + 1)) ^ (0xD1B54A32D192ED03ull * (layer + 1)));
+}
+// 1/(1-p) where element i is kept, 0 where dropped (kept with probability
+// 1 - p: a uniform 24-bit number u / 2^24 >= p).
+SNN_HD float dropout_scale(uint64_t key, uint64_t i, float p, float keep_scale) {
+    const uint32_t u = uint32_t(mix64(key ^ (0x9E3779B97F4A7C15ull * (i + 1))) >> 40);
+    return float(u) * (1.0f / 16777216.0f) >= p ? keep_scale : 0.0f;
 }
 
 // MSE term: loss += (y - t)^2 / count ; dL/dy = 2 (y - t) / count

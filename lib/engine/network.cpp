@@ -1,6 +1,7 @@
 // Models, caches, and the forward and backward passes over the layers.
 #include "engine/network.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "common/error.h"
@@ -19,38 +20,131 @@ size_t batch_floats(int64_t n, size_t per_sample) {
     return size_t(n) * per_sample;
 }
 
-bool has_params(const Layer &l) { return l.kind == LayerKind::dense || l.kind == LayerKind::conv; }
-
 }  // namespace
 
 // ---- plans -------------------------------------------------------------------
 
 LayerPlans::~LayerPlans() {
-    for (const Plan &p : plans_) {
-        if (!p.plan) continue;
-        if (p.conv)
-            be_->conv_plan_release(p.plan);
-        else
-            be_->pool_plan_release(p.plan);
-    }
+    for (const Plan &p : plans_)
+        if (p.plan) p.kernels->release(*be_, p.plan);
 }
 
 size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward) {
     be_ = &be;
-    plans_.assign(net.layers.size(), Plan{nullptr, false});
+    plans_.assign(net.layers.size(), Plan{nullptr, nullptr});
     size_t workspace = 0;
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
-        if (l.kind == LayerKind::conv) {
-            size_t ws = 0;
-            plans_[i] = {be.conv_plan(s, l.conv_dims(), max_batch, backward, &ws), true};
-            if (ws > workspace) workspace = ws;
-        } else if (l.kind == LayerKind::maxpool || l.kind == LayerKind::avgpool) {
-            plans_[i] = {be.pool_plan(s, l.pool_dims(), l.kind == LayerKind::maxpool, max_batch), false};
-        }
+        const OpKernels *k = op_kernels(be, l.kind);
+        if (!k) fail(SNN_ERR_UNSUPPORTED, "%s: %s has no '%s' op", layer_label(net, i).c_str(), be.name(),
+                     op_desc(l.kind).name);
+        plans_[i].kernels = k;
+        if (!k->plan) continue;
+        size_t ws = 0;
+        plans_[i].plan = k->plan(be, s, l, max_batch, backward, &ws);
+        if (ws > workspace) workspace = ws;
     }
     return workspace;
 }
+
+// ---- arenas ------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kAlignFloats = 16;  // 64 bytes
+constexpr size_t kForever = SIZE_MAX;
+
+size_t round_up(size_t floats) { return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
+
+// The node whose memory node i's output is (flatten reuses its input's).
+std::vector<size_t> owners(const Network &net) {
+    std::vector<size_t> owner(net.layers.size());
+    for (size_t i = 0; i < net.layers.size(); ++i)
+        owner[i] = net.layers[i].alias ? owner[size_t(net.layers[i].inputs[0])] : i;
+    return owner;
+}
+
+struct Interval {
+    size_t node, floats, first, last;  // lifetime [first, last] in steps
+};
+
+// Places intervals in one buffer, largest first, each at the lowest offset
+// free of every placed interval whose lifetime overlaps its own.
+ArenaPlan place(const std::vector<Interval> &items, size_t nodes) {
+    ArenaPlan plan;
+    plan.offset.assign(nodes, SIZE_MAX);
+    std::vector<Interval> order = items;
+    std::stable_sort(order.begin(), order.end(), [](const Interval &a, const Interval &b) { return a.floats > b.floats; });
+    std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of overlapping placed items
+    std::vector<Interval> placed;
+    for (const Interval &it : order) {
+        busy.clear();
+        for (const Interval &p : placed)
+            if (!(p.last < it.first || it.last < p.first))
+                busy.emplace_back(plan.offset[p.node], plan.offset[p.node] + p.floats);
+        std::sort(busy.begin(), busy.end());
+        size_t at = 0;
+        for (const auto &b : busy) {
+            if (at + it.floats <= b.first) break;
+            at = std::max(at, b.second);
+        }
+        plan.offset[it.node] = at;
+        plan.floats = std::max(plan.floats, at + it.floats);
+        placed.push_back(it);
+    }
+    return plan;
+}
+
+// Forward: a value lives from its node to its last reader, or to the end
+// when the backward pass reads it (an op keeps its input or output), or it
+// is the inputs or the outputs. Slices are per sample sizes x max_batch.
+ArenaPlan plan_forward(const Network &net, int64_t max_batch) {
+    const size_t L = net.layers.size();
+    const std::vector<size_t> owner = owners(net);
+    std::vector<size_t> last(L, 0);
+    std::vector<char> kept(L, 0);
+    kept[0] = 1;
+    kept[owner[L - 1]] = 1;
+    for (size_t i = 1; i < L; ++i) {
+        const Layer &l = net.layers[i];
+        if (l.keeps_output) kept[owner[i]] = 1;
+        for (int32_t k : l.inputs) {
+            const size_t o = owner[size_t(k)];
+            last[o] = std::max(last[o], i);
+            if (l.keeps_input) kept[o] = 1;
+        }
+    }
+    std::vector<Interval> items;
+    for (size_t i = 0; i < L; ++i)
+        if (owner[i] == i)
+            items.push_back({i, round_up(batch_floats(max_batch, size_t(net.layers[i].out.size()))), i,
+                             kept[i] ? kForever : std::max(last[i], i)});
+    return place(items, L);
+}
+
+// Backward: steps run from the last node (step 0) to the first. The gradient
+// of a value lives from its last reader's backward step to its own node's.
+// The inputs' gradient has a buffer of its own (input_grad).
+ArenaPlan plan_backward(const Network &net, int64_t max_batch) {
+    const size_t L = net.layers.size();
+    const std::vector<size_t> owner = owners(net);
+    std::vector<size_t> last(L, 0);
+    last[owner[L - 1]] = L - 1;
+    for (size_t i = 1; i < L; ++i)
+        for (int32_t k : net.layers[i].inputs) last[owner[size_t(k)]] = std::max(last[owner[size_t(k)]], i);
+    std::vector<Interval> items;
+    for (size_t i = 1; i < L; ++i)
+        if (owner[i] == i)
+            items.push_back({i, round_up(batch_floats(max_batch, size_t(net.layers[i].out.size()))), L - 1 - last[i],
+                             L - 1 - i});
+    return place(items, L);
+}
+
+size_t aux_floats(const Layer &l, int64_t max_batch) {
+    return round_up(l.aux_fixed + batch_floats(max_batch, l.aux_per_sample));
+}
+
+}  // namespace
 
 void copy_across(Backend &from, Stream *from_stream, const void *src, Backend &to, Stream *to_stream,
                  void *dst, size_t bytes) {
@@ -72,38 +166,58 @@ void copy_across(Backend &from, Stream *from_stream, const void *src, Backend &t
 
 // ---- models ------------------------------------------------------------------
 
+namespace {
+
+// SNN_ERR_UNSUPPORTED naming the first op `be` lacks.
+void check_supported(const Network &net, Backend &be) {
+    for (size_t i = 1; i < net.layers.size(); ++i)
+        if (!op_kernels(be, net.layers[i].kind))
+            fail(SNN_ERR_UNSUPPORTED, "%s: the '%s' op is not available on %s", layer_label(net, i).c_str(),
+                 op_desc(net.layers[i].kind).name, be.name());
+}
+
+}  // namespace
+
 void model_init_on_cpu(Model &m, Network net, uint64_t seed) {
     Backend &be = cpu_backend();
+    check_supported(net, be);
     m.net = std::move(net);
     m.backend = &be;
     m.stream = OwnedStream(be, 0, false);
     m.params = DeviceBuffer(be, m.net.param_count * sizeof(float));
+    m.state = DeviceBuffer(be, m.net.state_count * sizeof(float));
     init_parameters(m.net, seed, m.params.f());
+    init_state(m.net, m.state.f());
     m.id = g_next_model_id++;
     m.placement = g_next_placement++;
 }
 
 void model_reinit(Model &m, uint64_t seed) {
-    const size_t bytes = m.net.param_count * sizeof(float);
     if (m.backend->device() == SNN_DEVICE_CPU) {
         init_parameters(m.net, seed, m.params.f());
+        init_state(m.net, m.state.f());
         return;
     }
     // Initialise on the host, then upload (a one-off, not a training-loop call).
     Backend &cpu = cpu_backend();
-    DeviceBuffer host(cpu, bytes);
-    init_parameters(m.net, seed, host.f());
-    m.backend->upload(m.stream.get(), m.params.get(), host.get(), bytes);
+    DeviceBuffer params(cpu, m.net.param_count * sizeof(float)), state(cpu, m.net.state_count * sizeof(float));
+    init_parameters(m.net, seed, params.f());
+    init_state(m.net, state.f());
+    m.backend->upload(m.stream.get(), m.params.get(), params.get(), params.bytes());
+    m.backend->upload(m.stream.get(), m.state.get(), state.get(), state.bytes());
     m.backend->synchronize(m.stream.get());
 }
 
 void model_move(Model &m, Backend &to) {
     if (&to == m.backend) return;
-    const size_t bytes = m.net.param_count * sizeof(float);
+    check_supported(m.net, to);
+    const size_t bytes = m.net.param_count * sizeof(float), state_bytes = m.net.state_count * sizeof(float);
     OwnedStream stream(to, 0, false);
-    DeviceBuffer params(to, bytes);
+    DeviceBuffer params(to, bytes), state(to, state_bytes);
     copy_across(*m.backend, m.stream.get(), m.params.get(), to, stream.get(), params.get(), bytes);
+    copy_across(*m.backend, m.stream.get(), m.state.get(), to, stream.get(), state.get(), state_bytes);
     m.params = std::move(params);
+    m.state = std::move(state);
     m.stream = std::move(stream);
     m.backend = &to;
     m.placement = g_next_placement++;
@@ -122,15 +236,20 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     c.batch = max_batch;
     const size_t in_floats = batch_floats(max_batch, size_t(net.input().size()));
     c.stream = OwnedStream(be, in_floats * sizeof(float), allow_tf32_enabled());
+    c.arena_plan = plan_forward(net, max_batch);
+    c.arena = DeviceBuffer(be, c.arena_plan.floats * sizeof(float));
+    const std::vector<size_t> owner = owners(net);
     c.acts.assign(net.layers.size(), nullptr);
+    for (size_t i = 0; i < net.layers.size(); ++i) c.acts[i] = c.arena.f() + c.arena_plan.offset[owner[i]];
+    size_t aux = 0;
+    for (const Layer &l : net.layers) aux += aux_floats(l, max_batch);
+    c.aux = DeviceBuffer(be, aux * sizeof(float));
+    c.auxes.assign(net.layers.size(), nullptr);
+    aux = 0;
     for (size_t i = 0; i < net.layers.size(); ++i) {
-        const Layer &l = net.layers[i];
-        if (l.kind == LayerKind::flatten) {  // same memory, new shape
-            c.acts[i] = c.acts[i - 1];
-            continue;
-        }
-        c.storage.emplace_back(be, batch_floats(max_batch, size_t(l.out.size())) * sizeof(float));
-        c.acts[i] = c.storage.back().f();
+        const size_t floats = aux_floats(net.layers[i], max_batch);
+        if (floats) c.auxes[i] = c.aux.f() + aux;
+        aux += floats;
     }
     size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
     c.workspace = DeviceBuffer(be, ws);
@@ -139,17 +258,28 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
 void forward_cache_follow(ForwardCache &c, const Model &m) {
     ForwardCache to;
     forward_cache_init(to, m, c.max_batch);
-    // Only what holds values: the inputs set and the last pass's activations.
+    // Only what holds values: the inputs set, the last pass's kept values
+    // and what its nodes saved for the backward pass.
+    const std::vector<size_t> owner = owners(c.net);
     for (size_t i = 0; i < c.net.layers.size(); ++i) {
         const Layer &l = c.net.layers[i];
         const int64_t n = i == 0 ? c.input_batch : c.forward_batch;
-        if (l.kind == LayerKind::flatten || n < 1) continue;
-        copy_across(*c.backend, c.stream.get(), c.acts[i], *to.backend, to.stream.get(), to.acts[i],
-                    size_t(n) * size_t(l.out.size()) * sizeof(float));
+        if (n < 1) continue;
+        if (owner[i] == i)
+            copy_across(*c.backend, c.stream.get(), c.acts[i], *to.backend, to.stream.get(), to.acts[i],
+                        size_t(n) * size_t(l.out.size()) * sizeof(float));
+        if (c.auxes[i])
+            copy_across(*c.backend, c.stream.get(), c.auxes[i], *to.backend, to.stream.get(), to.auxes[i],
+                        (l.aux_fixed + size_t(n) * l.aux_per_sample) * sizeof(float));
     }
     to.batch = c.batch;
     to.input_batch = c.input_batch;
     to.forward_batch = c.forward_batch;
+    to.training = c.training;
+    to.forward_training = c.forward_training;
+    to.seed = c.seed;
+    to.passes = c.passes;
+    to.forward_key = c.forward_key;
     c = std::move(to);
 }
 
@@ -157,33 +287,38 @@ void forward_pass(ForwardCache &c, const Model &m) {
     Backend &be = *c.backend;
     Stream *s = c.stream.get();
     const int64_t n = c.input_batch;
-    const float *params = m.params_ptr();
+    const auto &layers = m.net.layers;
+    for (size_t i = 1; i < layers.size(); ++i)
+        if (op_desc(layers[i].kind).check) op_desc(layers[i].kind).check(layers[i], n, c.training);
     be.wait(s, m.stream.get());
-    for (size_t i = 1; i < m.net.layers.size(); ++i) {
-        const Layer &l = m.net.layers[i];
-        const float *x = c.acts[i - 1];
-        float *y = c.acts[i];
-        switch (l.kind) {
-            case LayerKind::dense:
-                be.dense_forward(s, l.dense_dims(), n, x, params + l.weight_offset,
-                                 params + l.bias_offset, y);
-                break;
-            case LayerKind::conv:
-                be.conv_forward(s, c.plans[i], l.conv_dims(), n, x, params + l.weight_offset,
-                                params + l.bias_offset, y, c.workspace.get());
-                break;
-            case LayerKind::maxpool:
-                be.maxpool_forward(s, c.plans[i], l.pool_dims(), n, x, y);
-                break;
-            case LayerKind::avgpool:
-                be.avgpool_forward(s, c.plans[i], l.pool_dims(), n, x, y);
-                break;
-            case LayerKind::flatten:
-            case LayerKind::input:
-                break;
-        }
+    OpArgs a;
+    a.be = &be;
+    a.s = s;
+    a.n = n;
+    a.training = c.training;
+    a.params = m.params_ptr();
+    a.state = m.state_ptr();
+    a.workspace = c.workspace.get();
+    for (size_t i = 1; i < layers.size(); ++i) {
+        const Layer &l = layers[i];
+        if (l.alias) continue;
+        a.l = &l;
+        a.plan = c.plans[i];
+        a.key = dropout_key(c.seed, c.passes, i);
+        for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = c.acts[size_t(l.inputs[j])];
+        a.y = c.acts[i];
+        a.aux = c.auxes[i];
+        c.plans.kernels(i)->forward(a);
     }
     c.forward_batch = n;
+    c.forward_training = c.training;
+    if (c.training) {
+        c.forward_key = c.passes;
+        ++c.passes;
+        // Running statistics were written on this stream: later work on the
+        // model's stream (steps, reads, saves) comes after them.
+        if (m.net.state_count) be.wait(m.stream.get(), s);
+    }
 }
 
 // ---- backward ----------------------------------------------------------------
@@ -197,17 +332,29 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.backend = &be;
     b.max_batch = max_batch;
     const size_t out = size_t(net.output().size());
-    const size_t delta = batch_floats(max_batch, net.max_activation);
     const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float),
                                     size_t(max_batch) * sizeof(int32_t));
     b.stream = OwnedStream(be, staging, allow_tf32_enabled());
     b.grads = DeviceBuffer(be, net.param_count * sizeof(float));
-    b.delta0 = DeviceBuffer(be, delta * sizeof(float));
-    b.delta1 = DeviceBuffer(be, delta * sizeof(float));
     b.targets = DeviceBuffer(be, batch_floats(max_batch, out) * sizeof(float));
     b.labels = DeviceBuffer(be, size_t(max_batch) * sizeof(int32_t));
     b.loss = DeviceBuffer(be, sizeof(float));
     b.input_grad = DeviceBuffer(be, batch_floats(max_batch, size_t(net.input().size())) * sizeof(float));
+    b.arena_plan = plan_backward(net, max_batch);
+    b.arena = DeviceBuffer(be, b.arena_plan.floats * sizeof(float));
+    // Scratch for a second gradient of one value: as large as any node with
+    // two inputs reads.
+    size_t scratch = 0;
+    for (const Layer &l : net.layers)
+        if (l.inputs.size() > 1) scratch = std::max(scratch, round_up(batch_floats(max_batch, size_t(l.out.size()))));
+    b.scratch = DeviceBuffer(be, 2 * scratch * sizeof(float));
+    b.owner = owners(net);
+    const std::vector<size_t> &owner = b.owner;
+    b.deltas.assign(net.layers.size(), nullptr);
+    for (size_t i = 0; i < net.layers.size(); ++i)
+        b.deltas[i] = owner[i] == 0 ? b.input_grad.f() : b.arena.f() + b.arena_plan.offset[owner[i]];
+    b.requires_grad.assign(net.layers.size(), 0);
+    b.written.assign(net.layers.size(), 0);
     size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
     b.workspace = DeviceBuffer(be, ws);
 }
@@ -237,60 +384,68 @@ void backward_cache_follow(BackwardCache &b, const Model &m) {
 
 namespace {
 
-// Walks the layers from the last to the first. `dy` holds dL/d(output of the
-// last layer) in delta0 on entry.
+// Walks the nodes from the last to the first. dL/d(outputs) is in the last
+// node's delta on entry. A node runs when a gradient must pass through it:
+// it has parameters, or a node before it has (or the inputs' gradient is
+// wanted). The first consumer to reach a value writes its gradient; later
+// ones write into scratch and add it.
 void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t n) {
     Backend &be = *b.backend;
     Stream *s = b.stream.get();
-    const float *params = m.params_ptr();
-    float *grads = b.grads.f();
     const auto &layers = m.net.layers;
-    // Input gradients are needed only above the first layer with parameters,
-    // unless the caller asked for the gradient of the inputs.
-    size_t first_param = layers.size();
-    for (size_t i = 1; i < layers.size(); ++i)
-        if (has_params(layers[i])) {
-            first_param = i;
-            break;
-        }
-    float *dy = b.delta0.f();
-    float *spare = b.delta1.f();
-    for (size_t i = layers.size() - 1; i >= 1; --i) {
+    const size_t L = layers.size();
+    char *rg = b.requires_grad.data();
+    rg[0] = b.want_input_grad;
+    for (size_t i = 1; i < L; ++i) {
         const Layer &l = layers[i];
-        const bool need_dx = i > first_param || b.want_input_grad;
-        float *dx = !need_dx ? nullptr : (i == 1 ? b.input_grad.f() : spare);
-        const float *x = f.acts[i - 1];
-        const float *y = f.acts[i];
-        switch (l.kind) {
-            case LayerKind::dense:
-                be.dense_backward(s, l.dense_dims(), n, x, params + l.weight_offset, y, dy,
-                                  grads + l.weight_offset, grads + l.bias_offset, dx);
-                break;
-            case LayerKind::conv:
-                be.conv_backward(s, b.plans[i], l.conv_dims(), n, x, params + l.weight_offset, y,
-                                 dy, grads + l.weight_offset, grads + l.bias_offset, dx,
-                                 b.workspace.get());
-                break;
-            case LayerKind::maxpool:
-                if (dx) be.maxpool_backward(s, b.plans[i], l.pool_dims(), n, x, y, dy, dx);
-                break;
-            case LayerKind::avgpool:
-                if (dx) be.avgpool_backward(s, b.plans[i], l.pool_dims(), n, dy, dx);
-                break;
-            case LayerKind::flatten:
-            case LayerKind::input:
-                // Same memory, new shape: the gradient passes through.
-                if (i == 1 && dx) be.copy(s, dx, dy, size_t(n * l.in.size()) * sizeof(float));
-                continue;
+        rg[i] = l.has_params();
+        for (int32_t k : l.inputs) rg[i] = rg[i] || rg[size_t(k)];
+    }
+    // Marks per owner of memory: a value and its aliases share one gradient.
+    const std::vector<size_t> &owner = b.owner;
+    std::fill(b.written.begin(), b.written.end(), 0);
+    b.written[owner[L - 1]] = 1;
+    OpArgs a;
+    a.be = &be;
+    a.s = s;
+    a.n = n;
+    a.training = f.forward_training;
+    a.params = m.params_ptr();
+    a.state = m.state_ptr();
+    a.grads = b.grads.f();
+    a.workspace = b.workspace.get();
+    for (size_t i = L - 1; i >= 1; --i) {
+        const Layer &l = layers[i];
+        if (!rg[i]) continue;
+        if (l.alias) continue;  // same memory as its input: the gradient is already there
+        if (!b.written[owner[i]]) be.fill(s, b.deltas[i], 0.0f, size_t(n) * size_t(l.out.size()));
+        a.l = &l;
+        a.plan = b.plans[i];
+        a.key = dropout_key(f.seed, f.forward_key, i);
+        a.y = f.acts[i];
+        a.aux = f.auxes[i];
+        a.dy = b.deltas[i];
+        float *pending[kMaxOpInputs] = {nullptr, nullptr};
+        for (size_t j = 0; j < l.inputs.size(); ++j) {
+            const size_t k = size_t(l.inputs[j]);
+            a.x[j] = f.acts[k];
+            a.dx[j] = nullptr;
+            if (!rg[k]) continue;
+            if (!b.written[owner[k]]) {
+                a.dx[j] = b.deltas[k];
+                b.written[owner[k]] = 1;
+            } else {
+                a.dx[j] = b.scratch.f() + j * (b.scratch.bytes() / sizeof(float) / 2);
+                pending[j] = b.deltas[k];
+            }
         }
-        if (!dx) break;
-        spare = dy;
-        dy = dx;
+        b.plans.kernels(i)->backward(a);
+        for (size_t j = 0; j < l.inputs.size(); ++j)
+            if (pending[j]) be.add(s, pending[j], a.dx[j], size_t(n) * size_t(layers[size_t(l.inputs[j])].out.size()));
     }
     b.input_grad_batch = b.want_input_grad ? n : -1;
     b.grads_batch = n;
 }
-
 void finish_backward(BackwardCache &b, ForwardCache &f) {
     if (check_finite_enabled())
         b.grads_finite = b.backend->all_finite(b.stream.get(), b.grads.f(), b.net.param_count);
@@ -309,10 +464,11 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     be.wait(s, f.stream.get());
     be.wait(s, m.stream.get());
     const float *y = f.acts.back();
+    float *dy = b.deltas.back();
     if (loss == SNN_LOSS_MSE)
-        be.mse_loss(s, n, k, y, b.targets.f(), b.delta0.f(), b.loss.f());
+        be.mse_loss(s, n, k, y, b.targets.f(), dy, b.loss.f());
     else
-        be.xent_loss(s, n, k, y, b.labels.i32(), b.delta0.f(), b.loss.f());
+        be.xent_loss(s, n, k, y, b.labels.i32(), dy, b.loss.f());
     backward_layers(b, f, m, n);
     float value = 0.0f;
     if (loss_host || check_finite_enabled()) be.download(s, &value, b.loss.get(), sizeof(float));
@@ -327,7 +483,7 @@ void backprop_output_grad(BackwardCache &b, ForwardCache &f, const Model &m, con
     const int64_t n = f.forward_batch;
     be.wait(s, f.stream.get());
     be.wait(s, m.stream.get());
-    be.upload(s, b.delta0.get(), grad_host, size_t(n * m.net.output().size()) * sizeof(float));
+    be.upload(s, b.deltas.back(),grad_host, size_t(n * m.net.output().size()) * sizeof(float));
     backward_layers(b, f, m, n);
     finish_backward(b, f);
 }

@@ -10,6 +10,7 @@
 
 #include "engine/backend.h"
 #include "model/spec.h"
+#include "ops/op.h"
 
 namespace snn {
 
@@ -72,8 +73,8 @@ private:
     Stream *s_ = nullptr;
 };
 
-// Per-layer backend plans (conv, pool) of one cache. Each plan remembers
-// its kind, so releasing needs nothing but the backend.
+// Per-node backend plans (convolution descriptors, ...) of one cache. Each
+// plan remembers its kernels, so releasing needs nothing but the backend.
 class LayerPlans {
 public:
     LayerPlans() = default;
@@ -90,17 +91,25 @@ public:
         std::swap(be_, o.be_);
         plans_.swap(o.plans_);
     }
-    // Makes the plans for every layer; returns the largest workspace needed.
+    // Makes the plans for every node; returns the largest workspace needed.
     size_t make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward);
     void *operator[](size_t layer) const { return plans_[layer].plan; }
+    const OpKernels *kernels(size_t layer) const { return plans_[layer].kernels; }
 
 private:
     struct Plan {
         void *plan;
-        bool conv;
+        const OpKernels *kernels;
     };
     Backend *be_ = nullptr;
     std::vector<Plan> plans_;
+};
+
+// Where each node's values lie in a cache's arena: slices of one buffer,
+// memory reused once a value's lifetime has ended.
+struct ArenaPlan {
+    std::vector<size_t> offset;   // per node, in floats; SIZE_MAX where the node has no slice
+    size_t floats = 0;            // the arena's size
 };
 
 struct Model {
@@ -108,18 +117,22 @@ struct Model {
     Backend *backend = nullptr;
     OwnedStream stream;    // parameter writes (init, copies, optimiser steps)
     DeviceBuffer params;
+    DeviceBuffer state;    // non-trainable values (running statistics)
     uint64_t id = 0;       // unique per model in the process
     uint64_t placement = 0;// changes on every device move
 
     int32_t device() const { return backend->device(); }
     float *params_ptr() const { return params.f(); }
+    float *state_ptr() const { return state.f(); }
 };
 
-// Makes a CPU model from a parsed network, parameters initialised from seed.
+// Makes a CPU model from a parsed network, parameters initialised from seed,
+// state at its initial values. Throws SNN_ERR_INTERNAL if the CPU lacks an op.
 void model_init_on_cpu(Model &m, Network net, uint64_t seed);
-// Re-initialises on the model's device.
+// Re-initialises parameters and state on the model's device.
 void model_reinit(Model &m, uint64_t seed);
-// Moves parameters to `be`; on failure the model is unchanged.
+// Moves parameters and state to `be`; on failure the model is unchanged.
+// SNN_ERR_UNSUPPORTED naming the op when `be` lacks one of the model's ops.
 void model_move(Model &m, Backend &be);
 
 // Caches and optimisers keep their own copy of the network description, so
@@ -133,8 +146,14 @@ struct ForwardCache {
     int64_t max_batch = 0, batch = 0;
     int64_t input_batch = -1;    // batch of the inputs set, -1 when none
     int64_t forward_batch = -1;  // batch of the last forward pass, -1 when none
-    std::vector<DeviceBuffer> storage;
-    std::vector<float *> acts;      // acts[0] inputs, acts[i] output of layer i
+    bool training = true;        // the mode of the next pass
+    bool forward_training = true;// the mode of the last pass
+    uint64_t seed = 0, passes = 0;  // dropout: the seed and the training passes since it was set
+    uint64_t forward_key = 0;    // passes - 1 at the last training pass
+    ArenaPlan arena_plan;
+    DeviceBuffer arena, aux;
+    std::vector<float *> acts;   // acts[i] output of node i (acts[0] the inputs)
+    std::vector<float *> auxes;  // auxes[i] the values node i keeps, or null
     LayerPlans plans;
     DeviceBuffer workspace;
 };
@@ -152,7 +171,16 @@ struct BackwardCache {
     Backend *backend = nullptr;
     OwnedStream stream;
     int64_t max_batch = 0;
-    DeviceBuffer grads, delta0, delta1, targets, labels, loss, input_grad;
+    DeviceBuffer grads, targets, labels, loss, input_grad;
+    // Gradients of the nodes' outputs in an arena (memory reused once a
+    // gradient is consumed), and two scratch slices for accumulating a
+    // gradient that reaches a node from several consumers.
+    ArenaPlan arena_plan;
+    DeviceBuffer arena, scratch;
+    std::vector<float *> deltas;      // deltas[i] dL/d(output of node i)'s memory
+    std::vector<char> requires_grad;  // per node, for the current setting
+    std::vector<size_t> owner;        // per node, the node whose memory its output is
+    std::vector<char> written;        // per owner, during a pass: its gradient has a value
     int64_t targets_batch = -1, labels_batch = -1;
     bool want_input_grad = false;
     int64_t input_grad_batch = -1;

@@ -16,7 +16,7 @@
 namespace snn {
 
 // Bump whenever Backend, GpuRuntime or HostServices change.
-constexpr int32_t kGpuPluginApiVersion = 1;
+constexpr int32_t kGpuPluginApiVersion = 2;
 
 struct HostServices {
     int32_t api_version;

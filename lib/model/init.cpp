@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "model/spec.h"
+#include "ops/op.h"
 
 namespace snn {
 namespace {
@@ -75,10 +76,13 @@ double normal(Rng &rng) {
 void init_parameters(const Network &net, uint64_t seed, float *params) {
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
-        if (l.kind != LayerKind::dense && l.kind != LayerKind::conv) continue;
+        if (l.kind != OpKind::dense && l.kind != OpKind::conv) {
+            if (op_desc(l.kind).init) op_desc(l.kind).init(l, params + l.weight_offset, nullptr);
+            continue;
+        }
         double receptive = double(l.kh * l.kw);
-        double fan_in = double(l.in.c) * (l.kind == LayerKind::conv ? receptive : double(l.in.h * l.in.w));
-        double fan_out = double(l.units) * (l.kind == LayerKind::conv ? receptive : 1.0);
+        double fan_in = double(l.in.c) * (l.kind == OpKind::conv ? receptive : double(l.in.h * l.in.w));
+        double fan_out = double(l.units) * (l.kind == OpKind::conv ? receptive : 1.0);
         // Each layer has its own stream, so a layer's values do not depend on
         // the layers before it.
         Rng rng(seed ^ (0xD1B54A32D192ED03ull * (uint64_t(i) + 1)));
@@ -100,6 +104,13 @@ void init_parameters(const Network &net, uint64_t seed, float *params) {
             w[k] = float(value);
         }
         for (size_t k = 0; k < l.bias_count; ++k) params[l.bias_offset + k] = 0.0f;
+    }
+}
+
+void init_state(const Network &net, float *state) {
+    for (const Layer &l : net.layers) {
+        if (l.state_count == 0) continue;
+        op_desc(l.kind).init(l, nullptr, state + l.state_offset);
     }
 }
 

@@ -148,8 +148,8 @@ std::string safetensors_header(const Metadata &metadata, const std::vector<Tenso
     j["__metadata__"] = meta;
     size_t offset = 0;
     for (const TensorOut &t : tensors) {
-        const size_t bytes = t.count * sizeof(float);
-        j[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        const size_t bytes = t.bytes();
+        j[t.name] = {{"dtype", t.int64 ? "I64" : "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
         offset += bytes;
     }
     std::string json = j.dump();
@@ -162,7 +162,7 @@ std::string safetensors_header(const Metadata &metadata, const std::vector<Tenso
 
 size_t safetensors_size(const std::string &header, const std::vector<TensorOut> &tensors) {
     size_t size = header.size();
-    for (const TensorOut &t : tensors) size += t.count * sizeof(float);
+    for (const TensorOut &t : tensors) size += t.bytes();
     return size;
 }
 
@@ -171,6 +171,15 @@ void safetensors_write(const std::string &header, const std::vector<TensorOut> &
     sink(header.data(), header.size());
     for (const TensorOut &t : tensors) {
         if (t.count == 0) continue;
+        if (t.int64) {
+            for (size_t i = 0; i < t.count; ++i) {
+                const uint64_t v = uint64_t(int64_t(t.data[i]));
+                unsigned char b[8];
+                for (int q = 0; q < 8; ++q) b[q] = (unsigned char)((v >> (8 * q)) & 0xff);
+                sink(b, 8);
+            }
+            continue;
+        }
         if (!kBigEndianHost) {
             sink(t.data, t.count * sizeof(float));
             continue;
@@ -242,6 +251,16 @@ SafetensorsHeader safetensors_parse_header(const char *json, size_t length, uint
 SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size) {
     const uint64_t n = safetensors_header_length(bytes, size);
     return safetensors_parse_header(reinterpret_cast<const char *>(bytes + 8), size_t(n), size);
+}
+
+void read_le_i64_count(const unsigned char *src, size_t count, float *dst, const std::string &name) {
+    for (size_t i = 0; i < count; ++i) {
+        uint64_t v = 0;
+        for (int q = 7; q >= 0; --q) v = (v << 8) | src[8 * i + size_t(q)];
+        const int64_t c = int64_t(v);
+        if (c < 0) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' holds the negative count %lld", name.c_str(), (long long)c);
+        dst[i] = c > (int64_t(1) << 24) ? 16777216.0f : float(c);
+    }
 }
 
 }  // namespace snn

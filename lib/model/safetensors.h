@@ -20,19 +20,22 @@ constexpr uint64_t kMaxSafetensorsHeader = 100u * 1000u * 1000u;
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
-// A float32 tensor to write: `count` host floats at `data`.
+// A tensor to write: `count` host floats at `data`, stored as F32, or with
+// int64 as I64 (counts such as num_batches_tracked, whole numbers).
 struct TensorOut {
     std::string name;
     std::vector<int64_t> shape;
     const float *data = nullptr;
     size_t count = 0;
+    bool int64 = false;
+    size_t bytes() const { return count * (int64 ? 8 : 4); }
 };
 
 // The 8-byte length and the JSON header (padded with spaces to a multiple of
 // 8 bytes) for these tensors stored back to back in the given order.
 std::string safetensors_header(const Metadata &metadata, const std::vector<TensorOut> &tensors);
 
-// Total size of the file: header plus 4 bytes per float.
+// Total size of the file: header plus every tensor's bytes.
 size_t safetensors_size(const std::string &header, const std::vector<TensorOut> &tensors);
 
 // Passes the header, then every tensor's data as little-endian F32, to sink.
@@ -79,5 +82,8 @@ SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size);
 
 // Reads `count` little-endian floats from possibly unaligned memory.
 void read_le_f32(const unsigned char *src, size_t count, float *dst);
+// Reads `count` little-endian int64 counts as floats (a count above 2^24 is
+// held as 2^24); throws SNN_ERR_FILE_FORMAT naming `name` for a negative one.
+void read_le_i64_count(const unsigned char *src, size_t count, float *dst, const std::string &name);
 
 }  // namespace snn

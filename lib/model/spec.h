@@ -1,6 +1,7 @@
-// The description of a network: its layers, their shapes, and where each
-// layer's parameters lie in the flat vector. Parsed from and printed back to
-// the textual spec (see include/snn.h).
+// The description of a model: a graph of nodes (layers) in topological
+// order, their shapes, and where each node's parameters and state lie in the
+// two flat vectors. Parsed from and printed back to the textual spec (see
+// include/snn.h); each op's part of it lives in its descriptor (lib/ops).
 #pragma once
 
 #include <stddef.h>
@@ -9,11 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
+#include "engine/math.h"
+#include "ops/op_list.h"
 
 namespace snn {
-
-enum class LayerKind : int32_t { input, dense, conv, maxpool, avgpool, flatten };
 
 enum class Init : int32_t { glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_normal, zeros };
 
@@ -23,32 +23,53 @@ struct Shape {
     int64_t c = 0, h = 1, w = 1;
     bool is_image = false;
     int64_t size() const { return c * h * w; }
+    bool operator==(const Shape &o) const { return c == o.c && h == o.h && w == o.w && is_image == o.is_image; }
+};
+
+// One tensor of a node as files name it ("layers.<i>.<suffix>"): a slice of
+// the parameters or of the state.
+struct TensorSlot {
+    std::string suffix;           // "weight", "bias", "running_mean", ...
+    std::vector<int64_t> shape;   // as PyTorch stores it
+    bool state = false;           // in the state vector, else the parameters
+    bool int64 = false;           // stored as I64 in files (a count)
+    size_t offset = 0, count = 0; // in its vector
 };
 
 struct Layer {
-    LayerKind kind = LayerKind::input;
-    // dense: units = outputs; conv: units = output channels
-    int64_t units = 0;
+    OpKind kind = OpKind::input;
+    std::string name;             // name=ID, or empty
+    std::vector<int32_t> inputs;  // indices of the nodes read, in order; inputs[0] the previous one
+
+    // Attributes (each op uses its own; the rest keep their defaults).
+    int64_t units = 0;            // dense: outputs; conv: output channels
     int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
     Act act = Act::identity;
     bool bias = true;
     Init init = Init::glorot_uniform;
+    double p = 0.0;               // dropout probability
+    double eps = 1e-5, momentum = 0.1;  // batchnorm, layernorm
 
-    Shape in, out;               // filled by shape inference
+    // Filled by shape inference.
+    Shape in, out;                // in: the shape of inputs[0]
     size_t weight_offset = 0, weight_count = 0;
     size_t bias_offset = 0, bias_count = 0;
+    size_t state_offset = 0, state_count = 0;
+    std::vector<TensorSlot> tensors;
+    // What the op keeps for its backward pass: its inputs' values, its output
+    // value, and aux floats of its own (per sample, plus a fixed part).
+    bool keeps_input = false, keeps_output = false;
+    size_t aux_per_sample = 0, aux_fixed = 0;
+    // The output is the input's memory, reshaped (flatten): no kernel runs.
+    bool alias = false;
 
-    DenseDims dense_dims() const { return {in.size(), out.size(), bias, act}; }
-    ConvDims conv_dims() const {
-        return {in.c, in.h, in.w, out.c, out.h, out.w, kh, kw, sh, sw, ph, pw, bias, act};
-    }
-    PoolDims pool_dims() const { return {in.c, in.h, in.w, out.h, out.w, kh, kw, sh, sw}; }
+    bool has_params() const { return weight_count + bias_count > 0; }
 };
 
 struct Network {
-    std::vector<Layer> layers;  // layers[0] is the input
+    std::vector<Layer> layers;  // layers[0] is the input; inputs of a node come before it
     size_t param_count = 0;
-    size_t max_activation = 0;  // largest per-sample activation size of any layer
+    size_t state_count = 0;
 
     const Shape &input() const { return layers.front().out; }
     const Shape &output() const { return layers.back().out; }
@@ -58,9 +79,13 @@ struct Network {
 Network parse_spec(const std::string &spec);
 // The canonical spec, which parse_spec turns back into the same network.
 std::string describe(const Network &net);
+// "layer 3 (conv 5x5 16)", for messages.
+std::string layer_label(const Network &net, size_t index);
 
-// Deterministic initialisation of every parameter (host memory).
+// Deterministic initialisation of every parameter and every state value
+// (host memory).
 void init_parameters(const Network &net, uint64_t seed, float *params);
+void init_state(const Network &net, float *state);
 
 const char *act_name(Act a);
 const char *init_name(Init i);

@@ -104,6 +104,14 @@ namespace Snn
         internal static extern int snn_get_parameters(ModelHandle model, [Out] float[] dst, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_parameters(ModelHandle model, [In] float[] src, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_state_count(ModelHandle model, out UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_state(ModelHandle model, [Out] float[] dst, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_state(ModelHandle model, [In] float[] src, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_layer_state(ModelHandle model, long layer, out UIntPtr offset, out UIntPtr count);
 
         // Forward pass
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -112,6 +120,12 @@ namespace Snn
         internal static extern void snn_forward_cache_destroy(IntPtr cache);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_batch(ForwardCacheHandle cache, long batch);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_training(ForwardCacheHandle cache, int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_training(ForwardCacheHandle cache, out int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_seed(ForwardCacheHandle cache, ulong seed);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -48,6 +48,15 @@ snn_get_parameters(model, dst, count) =
     ccall((:snn_get_parameters, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, dst, count)
 snn_set_parameters(model, src, count) =
     ccall((:snn_set_parameters, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, src, count)
+snn_state_count(model, count) =
+    ccall((:snn_state_count, libsnn), Cint, (Ptr{Cvoid}, Ptr{Csize_t}), model, count)
+snn_get_state(model, dst, count) =
+    ccall((:snn_get_state, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, dst, count)
+snn_set_state(model, src, count) =
+    ccall((:snn_set_state, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), model, src, count)
+snn_model_layer_state(model, layer, offset, count) =
+    ccall((:snn_model_layer_state, libsnn), Cint, (Ptr{Cvoid}, Int64, Ptr{Csize_t}, Ptr{Csize_t}),
+          model, layer, offset, count)
 
 # Forward pass
 snn_preallocate(model, max_batch, out) =
@@ -55,6 +64,12 @@ snn_preallocate(model, max_batch, out) =
 snn_forward_cache_destroy(cache) = ccall((:snn_forward_cache_destroy, libsnn), Cvoid, (Ptr{Cvoid},), cache)
 snn_cache_set_batch(cache, batch) =
     ccall((:snn_cache_set_batch, libsnn), Cint, (Ptr{Cvoid}, Int64), cache, batch)
+snn_cache_set_training(cache, on) =
+    ccall((:snn_cache_set_training, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, on)
+snn_cache_training(cache, on) =
+    ccall((:snn_cache_training, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), cache, on)
+snn_cache_set_seed(cache, seed) =
+    ccall((:snn_cache_set_seed, libsnn), Cint, (Ptr{Cvoid}, UInt64), cache, seed)
 snn_cache_batch(cache, batch, max_batch) =
     ccall((:snn_cache_batch, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}), cache, batch, max_batch)
 snn_set_inputs(cache, inputs, count) =

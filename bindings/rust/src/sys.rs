@@ -109,6 +109,15 @@ extern "C" {
         -> snn_status;
     pub fn snn_get_parameters(model: *const snn_model, dst: *mut f32, count: usize) -> snn_status;
     pub fn snn_set_parameters(model: *mut snn_model, src: *const f32, count: usize) -> snn_status;
+    pub fn snn_state_count(model: *const snn_model, count: *mut usize) -> snn_status;
+    pub fn snn_get_state(model: *const snn_model, dst: *mut f32, count: usize) -> snn_status;
+    pub fn snn_set_state(model: *mut snn_model, src: *const f32, count: usize) -> snn_status;
+    pub fn snn_model_layer_state(
+        model: *const snn_model,
+        layer: i64,
+        offset: *mut usize,
+        count: *mut usize,
+    ) -> snn_status;
 
     // Forward pass
     pub fn snn_preallocate(
@@ -118,6 +127,9 @@ extern "C" {
     ) -> snn_status;
     pub fn snn_forward_cache_destroy(cache: *mut snn_forward_cache);
     pub fn snn_cache_set_batch(cache: *mut snn_forward_cache, batch: i64) -> snn_status;
+    pub fn snn_cache_set_training(cache: *mut snn_forward_cache, on: i32) -> snn_status;
+    pub fn snn_cache_training(cache: *const snn_forward_cache, on: *mut i32) -> snn_status;
+    pub fn snn_cache_set_seed(cache: *mut snn_forward_cache, seed: u64) -> snn_status;
     pub fn snn_cache_batch(
         cache: *const snn_forward_cache,
         batch: *mut i64,

@@ -36,13 +36,18 @@
  *   - a batch of images is [batch][channels][height][width] (NCHW);
  *   - dense weights are [out][in], followed by the bias [out];
  *   - convolution weights are [out][in][kh][kw], followed by the bias [out];
+ *   - batchnorm and layernorm have a weight, then a bias;
  *   - the parameters of all layers lie in ONE flat float vector, layer after
- *     layer, in the order of the spec; gradients use the same layout.
+ *     layer, in the order of the spec; gradients use the same layout;
+ *   - the state (batchnorm's running_mean, running_var, num_batches_tracked)
+ *     lies in a second flat vector the same way (snn_get_state).
  *   A Julia array of size (features, batch) or (w, h, c, batch) is exactly
  *   this memory.
  *
  * Model spec.  A model is described by a short text, layers separated by ';'
- *   (or newlines), options separated by spaces:
+ *   (or newlines), options separated by spaces. Each layer reads the output
+ *   of the layer before it; add and concat also read an earlier layer by
+ *   name, so a model is a graph (residual and branching networks):
  *     input N                  a vector of N features
  *     input HxWxC              an image of C channels, H rows, W columns
  *     dense N [act] [nobias] [init=I]
@@ -50,16 +55,44 @@
  *          (KH alone means KHxKH; stride=SHxSW and pad=PHxPW also work)
  *     maxpool KH[xKW] [stride=S]   (stride defaults to the pool size)
  *     avgpool KH[xKW] [stride=S]
- *     flatten
+ *     globalavgpool            the mean of each channel: CxHxW -> Cx1x1
+ *     flatten                  an image to a vector of C*H*W (NCHW order)
+ *     relu | leaky_relu | tanh | sigmoid | gelu | silu
+ *                              an activation as a layer of its own
+ *     softmax                  over the features of a vector, or over the
+ *                              channels of each pixel (nn.Softmax(dim=1))
+ *     batchnorm [eps=E] [momentum=M]
+ *                              nn.BatchNorm2d on images, BatchNorm1d on
+ *                              vectors (eps 1e-5, momentum 0.1; weight and
+ *                              bias, running statistics in the state)
+ *     layernorm [eps=E]        nn.LayerNorm over each sample's whole shape
+ *                              (weight and bias of that shape)
+ *     dropout P                zeroes elements with probability P (0 <= P
+ *                              < 1) and scales the rest by 1/(1-P) in
+ *                              training mode; passes through in inference
+ *     add ID                   previous output + output of layer ID (same
+ *                              shapes: a residual connection)
+ *     concat ID                previous output joined with layer ID's:
+ *                              channels for images of equal HxW, features
+ *                              for vectors
+ *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
+ *   for add and concat to refer to; names are unique.
  *   act is one of identity (default), relu, leaky_relu (slope 0.01), tanh,
  *   sigmoid (both within 2.5 ulp of the exact float result over the whole
  *   float range; as in PyTorch, their derivatives are computed from the
- *   output, so tanh's is nonzero until tanh rounds to 1 at |z| = 9.01).
+ *   output, so tanh's is nonzero until tanh rounds to 1 at |z| = 9.01), gelu
+ *   (the exact erf form, PyTorch's default) and silu (z sigmoid(z)); gelu
+ *   and silu keep their input for the backward pass.
  *   I is one of glorot_uniform (default), glorot_normal, he_uniform,
- *   he_normal, lecun_normal, zeros. Biases always start at zero.
+ *   he_normal, lecun_normal, zeros. Biases always start at zero; batchnorm
+ *   and layernorm weights at one.
  *   Output sizes use floor division, as PyTorch does.
  *   Example: "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu;
  *             maxpool 4; flatten; dense 10"
+ *   A residual block: "input 28x28x1; conv 3 16 pad=1 relu name=a;
+ *             conv 3 16 pad=1 nobias; batchnorm; relu; conv 3 16 pad=1
+ *             nobias; batchnorm; add a; relu; globalavgpool; flatten;
+ *             dropout 0.2; dense 10"
  *
  * Devices.  A model lives on one device: the CPU (SNN_DEVICE_CPU) or a GPU
  *   (index 0, 1, ...). Caches and optimisers are made on the model's device.
@@ -88,8 +121,11 @@
  *   - Distinct handles may be used from different threads at once. One handle
  *     is used by one thread at a time. Several forward caches may run the same
  *     model concurrently from different threads: snn_forward only reads the
- *     parameters. Changing the parameters (optimiser step, snn_model_init,
- *     snn_set_parameters) while another thread runs that model is a data race.
+ *     parameters, and the state unless the cache is in training mode and the
+ *     model has batchnorm (which updates its running statistics). Changing
+ *     the parameters or the state (optimiser step, snn_model_init,
+ *     snn_set_parameters, snn_set_state, a training-mode forward pass of a
+ *     batchnorm model) while another thread runs that model is a data race.
  *   - snn_set_num_threads() bounds the CPU threads the library uses (OpenBLAS
  *     included); tiny layers are never split across threads.
  *   - Results are deterministic for a fixed thread count: the same inputs and
@@ -550,11 +586,18 @@ SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int6
 /* ======================================================================== */
 
 /* Model files are safetensors: an 8-byte little-endian header length, a JSON
- * header, then raw little-endian F32 tensors. "__metadata__" holds
- * "format": "snn", "format_version" and "spec" (the canonical spec); each
- * layer with parameters has tensors "layers.<i>.weight" (shape [out, in] or
- * [out, in, kh, kw]) and "layers.<i>.bias" ([out]), i the layer index
- * (layer 0 is the input). PyTorch's safetensors readers open these files. */
+ * header, then raw little-endian tensors. "__metadata__" holds
+ * "format": "snn", "format_version" and "spec" (the canonical spec). Each
+ * layer's tensors are named as a PyTorch state_dict names them,
+ * "layers.<i>.<name>", i the layer index (layer 0 is the input):
+ *   dense      weight [out, in], bias [out]
+ *   conv       weight [out, in, kh, kw], bias [out]
+ *   batchnorm  weight [C], bias [C], running_mean [C], running_var [C] (F32),
+ *              num_batches_tracked [] (I64)
+ *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
+ * A torch module whose submodules are registered as layers.<i> loads these
+ * tensors with load_state_dict(strict=True); PyTorch's safetensors readers
+ * open the files. */
 
 /* Saves atomically: writes <path>.tmp-<16 hex digits> in the same directory
  * (created with O_EXCL, the digits fresh from the kernel's entropy source on

@@ -4,7 +4,7 @@
 The safetensors container is written by hand with the standard library only
 (struct, json), following the published format: an 8-byte little-endian
 header length, a JSON header padded with spaces, then the raw little-endian
-float32 tensors. Each model also gets an input batch and PyTorch's outputs
+float32 tensors (int64 for batchnorm's num_batches_tracked). Each model also gets an input batch and PyTorch's outputs
 for it, as raw little-endian float32 files, which test_files.cpp compares
 with snn's outputs.
 
@@ -22,13 +22,20 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
 def write_safetensors(path, spec, tensors):
-    """tensors: list of (name, torch.Tensor float32), stored in this order."""
+    """tensors: list of (name, torch.Tensor), stored in this order; int64
+    tensors as I64, the others as F32."""
     header = {"__metadata__": {"format": "snn", "format_version": "1", "spec": spec}}
     data = b""
     for name, t in tensors:
-        t = t.detach().contiguous().to(torch.float32)
-        raw = struct.pack("<%df" % t.numel(), *t.flatten().tolist())
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
+        if t.dtype == torch.int64:
+            t = t.detach().contiguous()
+            raw = struct.pack("<%dq" % t.numel(), *t.flatten().tolist())
+            dtype = "I64"
+        else:
+            t = t.detach().contiguous().to(torch.float32)
+            raw = struct.pack("<%df" % t.numel(), *t.flatten().tolist())
+            dtype = "F32"
+        header[name] = {"dtype": dtype, "shape": list(t.shape),
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
     text = json.dumps(header).encode("utf-8")
@@ -56,6 +63,58 @@ def export(name, model, spec, layer_of_module, x):
     write_floats(os.path.join(HERE, name + "_outputs.f32"), y)
 
 
+class ResidualNet(nn.Module):
+    """A residual block with batchnorm, its submodules registered as layers.<i>
+    with i the index of the layer in the snn spec, so its state_dict has
+    exactly the names of snn's model file."""
+
+    SPEC = ("input 6x6x2; conv 3 4 pad=1 name=a; batchnorm; relu; conv 3 4 pad=1 nobias; batchnorm; "
+            "add a; relu; globalavgpool; flatten; dropout 0.25; layernorm; dense 3")
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.Conv2d(2, 4, 3, padding=1),
+            "2": nn.BatchNorm2d(4),
+            "4": nn.Conv2d(4, 4, 3, padding=1, bias=False),
+            "5": nn.BatchNorm2d(4),
+            "11": nn.LayerNorm(4),
+            "12": nn.Linear(4, 3),
+        })
+
+    def forward(self, x):
+        L = self.layers
+        a = L["1"](x)
+        h = torch.relu(L["2"](a))
+        h = torch.relu(L["5"](L["4"](h)) + a)
+        h = torch.flatten(torch.mean(h, dim=(2, 3), keepdim=True), 1)
+        h = nn.functional.dropout(h, 0.25, self.training)
+        return L["12"](L["11"](h))
+
+
+def export_residual():
+    """Trains the running statistics a few steps, so they are not their
+    initial values, then exports the eval-mode outputs."""
+    model = ResidualNet()
+    with torch.no_grad():
+        for layer in ("2", "5", "11"):
+            model.layers[layer].weight.uniform_(0.5, 1.5)
+            model.layers[layer].bias.uniform_(-0.5, 0.5)
+        model.train()
+        for _ in range(3):
+            model(torch.randn(8, 2, 6, 6) * 2 + 0.5)
+    model.eval()
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, "torch_residual.safetensors"), ResidualNet.SPEC, tensors)
+    # The file loads back into the module by its names, strictly.
+    model.load_state_dict(dict(tensors), strict=True)
+    x = torch.randn(5, 2, 6, 6)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, "torch_residual_inputs.f32"), x)
+    write_floats(os.path.join(HERE, "torch_residual_outputs.f32"), y)
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     torch.manual_seed(1234)
@@ -69,6 +128,8 @@ def main():
     export("torch_cnn", cnn,
            "input 6x6x2; conv 3x3 4 relu pad=1; maxpool 2; conv 2x2 3 sigmoid; flatten; dense 5",
            {0: 1, 3: 3, 6: 5}, torch.randn(3, 2, 6, 6))
+
+    export_residual()
 
 
 if __name__ == "__main__":

@@ -902,4 +902,72 @@ TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
     }
 }
 
+// The JSON header of a safetensors file: each tensor's name, dtype and shape
+// (offsets dropped), as one sorted text per tensor.
+std::set<std::string> tensor_entries(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(bytes[size_t(i)]);
+    std::string json = bytes.substr(8, size_t(n));
+    json.erase(std::remove(json.begin(), json.end(), ' '), json.end());
+    std::set<std::string> out;
+    // Entries look like "name":{"dtype":"F32","shape":[..],"data_offsets":[..]}
+    size_t at = 0;
+    while ((at = json.find("\"dtype\"", at)) != std::string::npos) {
+        const size_t name_end = json.rfind("\":{", at);
+        const size_t name_begin = json.rfind('"', name_end - 1) + 1;
+        const size_t shape_end = json.find(']', at);
+        out.insert(json.substr(name_begin, name_end - name_begin) + json.substr(at, shape_end + 1 - at));
+        at = shape_end;
+    }
+    return out;
+}
+
+// A residual block with batchnorm, layernorm and dropout written by PyTorch
+// (its module's state_dict, running statistics after three training steps):
+// snn reads it, gives PyTorch's eval-mode outputs in inference mode, and
+// saves a file with exactly the state_dict's names, dtypes and shapes, which
+// the module loads with load_state_dict(strict=True).
+TEST_F(Files, APyTorchResidualNetWithBatchnormRoundTrips) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_residual";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    size_t state = 0;
+    ASSERT_EQ(snn_state_count(m, &state), SNN_OK);
+    ASSERT_EQ(state, 2u * (4 + 4 + 1));
+    std::vector<float> s(state);
+    ASSERT_EQ(snn_get_state(m, s.data(), s.size()), SNN_OK);
+    EXPECT_EQ(s[8], 3.0f) << "num_batches_tracked of layer 2";
+    EXPECT_EQ(s[17], 3.0f) << "num_batches_tracked of layer 5";
+    EXPECT_NE(s[0], 0.0f) << "running_mean moved from its initial value";
+    const std::vector<float> x = read_floats(base + "_inputs.f32");
+    const std::vector<float> expected = read_floats(base + "_outputs.f32");
+    const int64_t batch = int64_t(x.size() / 72);
+    snn_forward_cache *f = nullptr;
+    ASSERT_EQ(snn_preallocate(m, batch, &f), SNN_OK);
+    ASSERT_EQ(snn_cache_set_training(f, 0), SNN_OK);
+    ASSERT_EQ(snn_set_inputs(f, x.data(), x.size()), SNN_OK);
+    ASSERT_EQ(snn_forward(f, m), SNN_OK);
+    std::vector<float> y(expected.size());
+    ASSERT_EQ(snn_get_outputs(f, y.data(), y.size()), SNN_OK);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], expected[i], 2e-5) << "output " << i;
+
+    const std::string saved = path("residual.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.2.num_batches_tracked\"dtype\":\"I64\",\"shape\":[]"), 1u);
+    snn_model *again = nullptr;
+    ASSERT_EQ(snn_model_load(saved.c_str(), &again), SNN_OK) << snn_last_error();
+    std::vector<float> s2(state);
+    ASSERT_EQ(snn_get_state(again, s2.data(), s2.size()), SNN_OK);
+    EXPECT_EQ(s2, s);
+    snn_model_destroy(again);
+    snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
 }  // namespace

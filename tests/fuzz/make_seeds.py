@@ -28,6 +28,12 @@ SPECS = [
     "input 2x2x1; flatten; dense 2 tanh",
     "  input   5 ;  dense 2 relu ;",
     "input 7x7x2; avgpool 3 stride=2; flatten; dense 4",
+    "input 8x8x3; conv 3 4 pad=1 nobias name=a; batchnorm; relu; conv 3 4 pad=1 nobias; batchnorm eps=0.001 "
+    "momentum=0.2; add a; relu; globalavgpool; flatten; dropout 0.25; dense 3",
+    "input 6; dense 8 gelu name=h; layernorm eps=1e-6; dense 8 silu; concat h; softmax; dense 2",
+    "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
+    "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
+    "input 6x6x1; conv 3 2 pad=1 name=c; layernorm; add c; softmax; flatten; dropout 0",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -74,6 +80,15 @@ BAD_SPECS = {
     "bad-conv-output-too-large.txt": "input 2x2x1; conv 1 16777216 pad=16777216",
     "bad-dense-weights-too-large.txt": "input 16777216; dense 16777216",
     "bad-conv-lowered-too-large.txt": "input 1x1x1; conv 1024x2048 1 pad=1023x1535",
+    "bad-add-shapes-differ.txt": "input 4x4x2; conv 3 2 name=a; conv 1 2; add a",
+    "bad-add-unknown-name.txt": "input 4; dense 4; add nowhere",
+    "bad-name-twice.txt": "input 4 name=a; dense 4 name=a; add a",
+    "bad-add-later-name.txt": "input 4; add b; dense 4 name=b",
+    "bad-concat-image-and-vector.txt": "input 4x4x1 name=a; flatten; concat a",
+    "bad-dropout-one.txt": "input 4; dropout 1",
+    "bad-batchnorm-eps-zero.txt": "input 4; batchnorm eps=0",
+    "bad-globalavgpool-vector.txt": "input 4; globalavgpool",
+    "bad-concat-channels-overflow.txt": "input 1024x1024x1536 name=a; concat a",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).

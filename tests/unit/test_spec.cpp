@@ -1,6 +1,7 @@
 // The textual model spec: canonical round trip, precise errors, layer shapes
 // and the layout of the flat parameter vector.
 #include <string>
+#include <vector>
 
 #include "helpers.h"
 
@@ -31,6 +32,11 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
         "input 3\ndense 4 init=lecun_normal\ndense 2 init=glorot_normal",
         "  input   16 ;dense 8   leaky_relu init=he_uniform;;dense 2  ",
         "input 9x9x1; conv 3 2 stride=3 pad=0; flatten; dense 1",
+        "input 8x8x3; conv 3 4 pad=1 nobias name=a; batchnorm; relu; conv 3 4 pad=1 nobias; batchnorm eps=0.001 "
+        "momentum=0.2; add a; relu; globalavgpool; flatten; dropout 0.25; dense 3",
+        "input 6; dense 8 gelu name=h; layernorm eps=1e-06; dense 8 silu; concat h; softmax; dense 2",
+        "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
+        "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
     };
     for (const char *spec : specs) {
         Model a = make_model(spec);
@@ -46,6 +52,82 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
 TEST(Spec, CanonicalFormDropsDefaultsAndNormalisesSpacing) {
     Model m = make_model("input 6x6x1 ;conv 3x3 4 identity stride=1 pad=0x0;maxpool 2x2 stride=2; flatten\n dense 3 init=glorot_uniform");
     EXPECT_EQ(describe(m.get()), "input 6x6x1; conv 3 4; maxpool 2; flatten; dense 3");
+}
+
+TEST(Spec, GraphLayersHaveTheirCanonicalForm) {
+    Model m = make_model("input 4x4x2 name=in; conv 3 2 pad=1 name=c;batchnorm momentum=0.1 eps=1e-5;add  c;"
+                         "concat in; dropout 0.5; globalavgpool; flatten; layernorm eps=0.01; dense 3 silu");
+    EXPECT_EQ(describe(m.get()),
+              "input 4x4x2 name=in; conv 3 2 pad=1 name=c; batchnorm; add c; concat in; dropout 0.5; globalavgpool; "
+              "flatten; layernorm eps=0.01; dense 3 silu");
+}
+
+TEST(Spec, GraphShapesAndParameterLayout) {
+    Model m = make_model("input 6x6x3 name=in; conv 3 4 pad=1 name=a; batchnorm; concat in; globalavgpool; flatten; "
+                         "layernorm; dense 2");
+    int64_t c = 0, h = 0, w = 0;
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 3, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 7);  // 4 channels joined with the 3 of the input
+    EXPECT_EQ(h, 6);
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 4, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c * h * w, 7);
+    size_t wo = 0, wc = 0, bo = 0, bc = 0;
+    ASSERT_EQ(snn_model_layer_params(m.get(), 2, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wo, size_t(4 * 3 * 9 + 4));  // after the conv's weight and bias
+    EXPECT_EQ(wc, 4u);
+    EXPECT_EQ(bo, wo + 4);
+    EXPECT_EQ(bc, 4u);
+    ASSERT_EQ(snn_model_layer_params(m.get(), 6, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wc, 7u);  // layernorm over the 7 features
+    EXPECT_EQ(param_count(m.get()), size_t(4 * 27 + 4 + 8 + 14 + 7 * 2 + 2));
+    size_t state = 0, offset = 0, count = 0;
+    ASSERT_EQ(snn_state_count(m.get(), &state), SNN_OK);
+    EXPECT_EQ(state, 9u);
+    ASSERT_EQ(snn_model_layer_state(m.get(), 2, &offset, &count), SNN_OK);
+    EXPECT_EQ(offset, 0u);
+    EXPECT_EQ(count, 9u);
+    ASSERT_EQ(snn_model_layer_state(m.get(), 1, &offset, &count), SNN_OK);
+    EXPECT_EQ(count, 0u);
+    std::vector<float> s(state);
+    ASSERT_EQ(snn_get_state(m.get(), s.data(), s.size()), SNN_OK);
+    EXPECT_EQ(s, (std::vector<float>{0, 0, 0, 0, 1, 1, 1, 1, 0}));
+}
+
+TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
+    struct Case {
+        const char *spec;
+        snn_status status;
+        const char *message;
+    } cases[] = {
+        {"input 4x4x2; conv 3 2 name=a; conv 1 3; add a", SNN_ERR_SHAPE,
+         "layer 3 (add a): the shapes differ: 2x2x3 (layer 2, the previous one) and 2x2x2 (layer 1, 'a')"},
+        {"input 4x4x2 name=a; conv 3 2; add a", SNN_ERR_SHAPE,
+         "the shapes differ: 2x2x2 (layer 1, the previous one) and 4x4x2 (layer 0, 'a')"},
+        {"input 4; dense 4; add nowhere", SNN_ERR_SPEC, "spec position 23 ('nowhere'): no earlier layer has this name"},
+        {"input 4; add b; dense 4 name=b", SNN_ERR_SPEC, "('b'): no earlier layer has this name"},
+        {"input 4 name=a; dense 4 name=a", SNN_ERR_SPEC, "('name=a'): an earlier layer has this name"},
+        {"input 4; dense 4 name=1x", SNN_ERR_SPEC, "a name must be a letter or '_'"},
+        {"input 4; dense 4 name=a name=b", SNN_ERR_SPEC, "a layer has one name"},
+        {"input 4x4x1 name=a; flatten; concat a", SNN_ERR_SHAPE, "cannot join 16 (layer 1, the previous one) and 4x4x1"},
+        {"input 4; dropout 1", SNN_ERR_SPEC, "dropout needs a probability P with 0 <= P < 1"},
+        {"input 4; dropout", SNN_ERR_SPEC, "dropout needs a probability"},
+        {"input 4; dropout 0.5x", SNN_ERR_SPEC, "dropout needs a probability"},
+        {"input 4; batchnorm eps=0", SNN_ERR_SPEC, "eps must be a number with 0 < eps <= 1"},
+        {"input 4; batchnorm momentum=1.5", SNN_ERR_SPEC, "momentum must be a number with 0 <= momentum <= 1"},
+        {"input 4; batchnorm affine", SNN_ERR_SPEC, "unknown option 'affine' for batchnorm"},
+        {"input 4; globalavgpool", SNN_ERR_SHAPE, "globalavgpool needs an image input"},
+        {"input 4; relu 3", SNN_ERR_SPEC, "unknown option '3' for relu"},
+        {"input 4; add", SNN_ERR_SPEC, "add takes the name of an earlier layer"},
+        {"input 4; swish", SNN_ERR_SPEC, "unknown layer (expected input, dense, conv, maxpool, avgpool, flatten, add, "
+                                         "concat, relu, leaky_relu, tanh, sigmoid, gelu, silu, softmax, batchnorm, "
+                                         "layernorm, dropout, globalavgpool)"},
+        {"input 1024x1024x1536 name=a; concat a", SNN_ERR_SHAPE, "more than 2^31 elements per sample"},
+    };
+    for (const Case &c : cases) {
+        std::string msg;
+        EXPECT_EQ(create_status(c.spec, &msg), c.status) << c.spec << ": " << msg;
+        EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << ": " << msg;
+    }
 }
 
 TEST(Spec, DescribeReportsTheLengthAndRefusesASmallBuffer) {

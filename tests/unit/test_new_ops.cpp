@@ -147,6 +147,18 @@ const Problem kProblems[] = {
     {"dropout_training", "input 6; dense 8 tanh; dropout 0.3; dense 3", 3, 1e-2f, true},
     {"dropout_inference", "input 6; dense 8 tanh; dropout 0.3; dense 3", 3, 1e-2f, false},
     {"dropout_image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, true},
+    // The graph: gradients that reach a value from several consumers are
+    // summed (a value read by three layers; the inputs read by an add; a
+    // value read both through flatten's alias and by concat), and flow back
+    // through both sides of concat.
+    {"residual_block", "input 4x4x2; conv 3 2 pad=1 name=a; batchnorm; relu; conv 3 2 pad=1 nobias; batchnorm; "
+     "add a; relu; globalavgpool; flatten; dense 3", 3, 3e-3f, true},
+    {"three_readers", "input 5; dense 4 tanh name=h; dense 4 tanh; add h; concat h; dense 2", 3, 1e-2f, true},
+    {"add_to_the_inputs", "input 4 name=x; dense 4 tanh; add x; dense 2", 3, 1e-2f, true},
+    {"concat_branches", "input 3x3x2 name=x; conv 3 3 pad=1 tanh; concat x; conv 1 2; flatten; dense 2", 2,
+     1e-2f, true},
+    {"alias_and_concat", "input 2x2x2; conv 1 2 tanh; flatten name=f; dense 8 tanh; concat f; dense 3", 2, 1e-2f,
+     true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ops, NewOpGradient, ::testing::ValuesIn(kProblems),

@@ -48,7 +48,8 @@ struct Layer {
     bool bias = true;
     Init init = Init::glorot_uniform;
     double p = 0.0;               // dropout probability
-    double eps = 1e-5, momentum = 0.1;  // batchnorm, layernorm
+    double eps = 1e-5;            // batchnorm, layernorm
+    double momentum = 0.1;        // batchnorm
 
     // Filled by shape inference.
     Shape in, out;                // in: the shape of inputs[0]

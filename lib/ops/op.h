@@ -20,7 +20,8 @@ namespace snn {
 constexpr int kMaxOpInputs = 2;
 
 // Everything one call of an op's kernel gets. Pointers are device memory of
-// the backend running it.
+// the backend running it. A backward call gets the inputs, output and aux as
+// the forward pass left them; dx[j] never aliases dy, x or y.
 struct OpArgs {
     Backend *be = nullptr;
     Stream *s = nullptr;

@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
-"""Writes the golden files of tests/golden/data/ from PyTorch (CPU, float32).
+"""Writes the golden files of tests/golden/data/ from PyTorch (CPU).
 
 Each case builds a PyTorch model equivalent to an snn spec, draws its
 parameters, inputs and targets from a fixed seed, and records what PyTorch
 computes: outputs, loss, the flat gradient, the gradient of the inputs, and
-the parameters after five optimiser steps on the same batch. Two
-exceptions: tanh is rounded from float64 (RoundedTanh: PyTorch's float32
-tanh is one ulp off near saturation), and a few extreme cases compute in
-float64 where float32 PyTorch loses the digits they check (in_double). The
-C++ test (test_golden.cpp) replays every case through the snn C API. PyTorch
-is needed only to regenerate the files (all of them, or the cases named; the
-files written by another PyTorch version may differ in the last digits):
+the parameters after optimiser steps on the same batch.
+
+The first cases (CASES: dense, conv and pooling chains) compute in float32
+and take five steps. Two exceptions: tanh is rounded from float64
+(RoundedTanh: PyTorch's float32 tanh is one ulp off near saturation), and a
+few extreme cases compute in float64 where float32 PyTorch loses the digits
+they check (in_double). The cases of the graph engine's ops (GRAPH_CASES:
+activation layers, gelu, silu, softmax, batchnorm, layernorm, dropout,
+globalavgpool, add, concat) compute in float64 from float32 parameters,
+state and inputs, in training or inference mode, and record the state
+(batchnorm's running statistics) before and after their steps. The C++ test
+(test_golden.cpp) replays every case through the snn C API. PyTorch is
+needed only to regenerate the files (all of them, or the cases named; the
+float32 files written by another PyTorch version may differ in the last
+digits):
 
     python3 tests/golden/generate.py [case ...]
 
@@ -19,13 +27,26 @@ File format (text, one case per file):
     loss mse | xent
     optimiser <sgd|adam|adamw|rmsprop> <name>=<value> ...
     batch <n>
-    tolerance <absolute tolerance>   (optional, stricter than the default)
+    mode train | eval                 (optional, train by default: the mode of
+                                       the forward cache, module.train()/eval())
+    steps <n>                         (optional, 5 by default)
+    tolerance <absolute tolerance>    (optional, stricter than the default)
+    tolerance_<array> <absolute tolerance>
+                                      (optional, stricter still for that array)
     then arrays, each a line "<name> <count>" followed by <count> numbers:
-    params, inputs, targets (mse) or labels (xent), outputs, loss_value, gradients,
-    input_gradients, params_after_steps.
-Parameters are flat in snn's layout, which is PyTorch's state_dict order:
-per layer the weight ([out][in] or [out][in][kh][kw]) then the bias.
+    params, state (if the model has any), inputs, targets (mse) or labels
+    (xent), outputs, loss_value, gradients, input_gradients,
+    params_after_steps, state_after_steps (if the model has state).
+Parameters are flat in snn's layout, which is PyTorch's parameters() order:
+per layer the weight ([out][in] or [out][in][kh][kw]; batchnorm [C],
+layernorm the sample's shape) then the bias. The state is flat the same way:
+per batchnorm layer running_mean [C], running_var [C], num_batches_tracked.
+The graph cases count their passes as the C++ test runs them: the first
+forward and backward pass (the outputs and gradients recorded) feeds the
+first step, and every further step runs a forward and backward pass of its
+own, so in training mode the running statistics move once per step.
 """
+import math
 import os
 import re
 import sys
@@ -58,12 +79,23 @@ class RoundedTanh(nn.Module):
         return RoundedTanhFunction.apply(z)
 
 
+class Gelu(nn.Module):
+    """nn.GELU's exact form x Phi(x), with Phi(x) = erfc(-x / sqrt 2) / 2:
+    PyTorch's 1 + erf(x / sqrt 2) rounds to 0 below x = -8.3 even in
+    float64, losing the far negative tail (gelu(-10) = -7.6e-23)."""
+
+    def forward(self, x):
+        return 0.5 * x * torch.erfc(-x * math.sqrt(0.5))
+
+
 ACTIVATIONS = {
     "identity": None,
     "relu": nn.ReLU,
     "leaky_relu": lambda: nn.LeakyReLU(0.01),
     "tanh": RoundedTanh,
     "sigmoid": nn.Sigmoid,
+    "gelu": Gelu,
+    "silu": nn.SiLU,
 }
 
 
@@ -72,47 +104,104 @@ def pair(text):
     return (parts[0], parts[-1])
 
 
+class Graph(nn.Module):
+    """The layers of a spec in order, each reading the previous output; add
+    and concat also read the output of the layer they name. graph[i] is the
+    i-th layer after the input (its dense or conv module before the
+    activation), and parameters() is in spec order, as snn's flat vector."""
+
+    def __init__(self, layers, acts, joins):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.acts = nn.ModuleList(acts)
+        self.joins = joins  # per layer: None, or ("add" | "concat", index into the outputs)
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def forward(self, x):
+        outputs = [x]  # the input, then every layer's output
+        for layer, act, join in zip(self.layers, self.acts, self.joins):
+            if join is None:
+                x = act(layer(x))
+            elif join[0] == "add":
+                x = x + outputs[join[1]]
+            else:
+                x = torch.cat([x, outputs[join[1]]], dim=1)
+            outputs.append(x)
+        return x
+
+
 def build(spec):
-    """Parses the subset of snn's spec used here into an nn.Sequential.
-    Returns the model and the per-sample input shape."""
-    layers = []
-    shape = None
+    """Parses snn's spec into a Graph of PyTorch modules. Returns the model
+    and the per-sample input shape; model.out_shape is the per-sample output
+    shape."""
+    layers, acts, joins = [], [], []
+    shapes = []  # per-sample shapes of the input and of every layer's output
+    names = {}  # name -> index into shapes (and into Graph.forward's outputs)
     for statement in [s.split() for s in spec.split(";")]:
         head, args = statement[0], statement[1:]
         options = {k: v for k, v in (a.split("=") for a in args if "=" in a)}
         flags = [a for a in args if "=" not in a]
+        act = next((f for f in flags if f in ACTIVATIONS), "identity")
+        join = None
         if head == "input":
             dims = [int(d) for d in args[0].split("x")]
             shape = (dims[0],) if len(dims) == 1 else (dims[2], dims[0], dims[1])
-            channels = shape[0]
-            features = shape[0]
-            continue
-        act = next((f for f in flags if f in ACTIVATIONS), "identity")
-        if head == "dense":
+        elif head == "dense":
             units = int(flags[0])
-            layers.append(nn.Linear(features, units, bias="nobias" not in flags))
-            features = units
+            layer = nn.Linear(shape[0], units, bias="nobias" not in flags)
+            shape = (units,)
         elif head == "conv":
             kernel, out = pair(flags[0]), int(flags[1])
-            layers.append(nn.Conv2d(channels, out, kernel,
-                                    stride=pair(options.get("stride", "1")),
-                                    padding=pair(options.get("pad", "0")),
-                                    bias="nobias" not in flags))
-            channels = out
+            stride, pad = pair(options.get("stride", "1")), pair(options.get("pad", "0"))
+            layer = nn.Conv2d(shape[0], out, kernel, stride=stride, padding=pad,
+                              bias="nobias" not in flags)
+            shape = (out,) + tuple((shape[1 + d] + 2 * pad[d] - kernel[d]) // stride[d] + 1
+                                   for d in range(2))
         elif head in ("maxpool", "avgpool"):
             kernel = pair(flags[0])
             stride = pair(options["stride"]) if "stride" in options else kernel
             pool = nn.MaxPool2d if head == "maxpool" else nn.AvgPool2d
-            layers.append(pool(kernel, stride=stride))
+            layer = pool(kernel, stride=stride)
+            shape = (shape[0],) + tuple((shape[1 + d] - kernel[d]) // stride[d] + 1
+                                        for d in range(2))
+        elif head == "globalavgpool":
+            layer = nn.AdaptiveAvgPool2d(1)
+            shape = (shape[0], 1, 1)
         elif head == "flatten":
-            layers.append(nn.Flatten())
-            probe = nn.Sequential(*layers)(torch.zeros((1,) + shape))
-            features = probe.shape[1]
+            layer = nn.Flatten()
+            shape = (math.prod(shape),)
+        elif head in ACTIVATIONS:
+            layer = ACTIVATIONS[head]()
+        elif head == "softmax":
+            layer = nn.Softmax(dim=1)  # features, or channels per pixel
+        elif head == "batchnorm":
+            norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
+            layer = norm(shape[0], eps=float(options.get("eps", 1e-5)),
+                         momentum=float(options.get("momentum", 0.1)))
+        elif head == "layernorm":
+            layer = nn.LayerNorm(shape, eps=float(options.get("eps", 1e-5)))
+        elif head == "dropout":
+            layer = nn.Dropout(float(flags[0]))
+        elif head in ("add", "concat"):
+            layer = nn.Identity()
+            join = (head, names[flags[0]])
+            if head == "concat":
+                shape = (shape[0] + shapes[join[1]][0],) + shape[1:]
         else:
             raise ValueError("unsupported layer " + head)
-        if head in ("dense", "conv") and ACTIVATIONS[act] is not None:
-            layers.append(ACTIVATIONS[act]())
-    return nn.Sequential(*layers), shape
+        if head != "input":
+            inline = head in ("dense", "conv") and ACTIVATIONS[act] is not None
+            layers.append(layer)
+            acts.append(ACTIVATIONS[act]() if inline else nn.Identity())
+            joins.append(join)
+        if "name" in options:
+            names[options["name"]] = len(shapes)
+        shapes.append(shape)
+    model = Graph(layers, acts, joins)
+    model.out_shape = shapes[-1]
+    return model, shapes[0]
 
 
 def make_optimiser(name, hp, params):
@@ -236,6 +325,125 @@ def saturated_first_layer(biases, weight_scale):
     return prepare
 
 
+def batchnorms(model):
+    return [m for m in model.modules() if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d))]
+
+
+def flat_state(model):
+    """snn's state vector: per batchnorm layer in spec order, running_mean,
+    running_var and num_batches_tracked (a count held as a float)."""
+    parts = []
+    for bn in batchnorms(model):
+        count = bn.num_batches_tracked.reshape(1).to(bn.running_mean.dtype)
+        parts += [bn.running_mean, bn.running_var, count]
+    return flat(parts) if parts else torch.zeros(0)
+
+
+def randomise_norms(model):
+    """Moves the weights and biases of every batchnorm and layernorm away
+    from their initial 1 and 0, and the running statistics of every
+    batchnorm away from 0 and 1, as after 5 batches: a case then checks that
+    each is read and updated, not merely started from its default."""
+    for m in model.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)):
+            m.weight.copy_(1.0 + 0.25 * torch.randn_like(m.weight))
+            m.bias.copy_(0.25 * torch.randn_like(m.bias))
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            m.running_mean.copy_(0.5 * torch.randn_like(m.running_mean))
+            m.running_var.copy_(0.25 + 1.75 * torch.rand_like(m.running_var))
+            m.num_batches_tracked.fill_(5)
+
+
+def reference(spec, loss, optimiser, hp, batch, seed, prepare, mode, steps):
+    """Draws a graph case (parameters, state and inputs in float32, as snn
+    reads them) and computes it in float64, its passes counted as the C++
+    test runs them (see the top of this file). prepare as in generate().
+    Returns the arrays of the file by name."""
+    torch.manual_seed(seed)
+    model, shape = build(spec)
+    x = torch.randn((batch,) + shape)
+    labels = None
+    with torch.no_grad():
+        randomise_norms(model)
+        if prepare is not None:
+            x, labels = prepare(model, x)
+    per_sample = math.prod(model.out_shape)
+    if loss == "mse":
+        target = torch.randn(batch, per_sample)
+    elif labels is not None:
+        target = torch.tensor(labels)
+    else:
+        target = torch.randint(0, per_sample, (batch,))
+    arrays = {"params": flat(model.parameters()), "state": flat_state(model), "inputs": x}
+    arrays["targets" if loss == "mse" else "labels"] = target
+
+    model = model.double()
+    model.train(mode == "train")
+    params = list(model.parameters())
+    x = x.double()
+    if loss == "mse":
+        target = target.double()
+    xg = x.clone().requires_grad_(True)
+    y = model(xg)
+    value = compute_loss(loss, y.reshape(batch, -1), target)
+    value.backward()
+    arrays.update(outputs=y.detach(), loss_value=value.detach(),
+                  gradients=flat([p.grad for p in params]), input_gradients=xg.grad.detach())
+    opt = make_optimiser(optimiser, hp, params)
+    opt.step()
+    for _ in range(steps - 1):
+        opt.zero_grad()
+        compute_loss(loss, model(x).reshape(batch, -1), target).backward()
+        opt.step()
+    arrays.update(params_after_steps=flat(params), state_after_steps=flat_state(model))
+    return arrays
+
+
+def generate_graph(name, spec, loss, optimiser, hp, batch, seed, prepare=None, mode="train",
+                   steps=3, exact=()):
+    """Writes a graph case computed by reference(); the arrays named in
+    `exact` (outputs, input_gradients) are held to the absolute tolerance
+    EXACT."""
+    arrays = reference(spec, loss, optimiser, hp, batch, seed, prepare, mode, steps)
+    with open(os.path.join(OUT_DIR, name + ".golden"), "w") as f:
+        f.write("spec %s\n" % spec)
+        f.write("loss %s\n" % loss)
+        f.write("optimiser %s %s\n" % (optimiser, " ".join("%s=%r" % kv for kv in hp.items())))
+        f.write("batch %d\n" % batch)
+        f.write("mode %s\n" % mode)
+        f.write("steps %d\n" % steps)
+        for key in exact:
+            f.write("tolerance_%s %r\n" % (key, EXACT))
+        for key in ("params", "state", "inputs", "targets", "labels", "outputs", "loss_value",
+                    "gradients", "input_gradients", "params_after_steps", "state_after_steps"):
+            if key in arrays and (arrays[key].numel() > 0 or not key.startswith("state")):
+                write_array(f, key, arrays[key], integer=key == "labels")
+
+
+def identity_first_layer(rows):
+    """Makes the first layer (dense N or conv 1 C, N or C as many as its
+    inputs) the identity with a zero bias and the inputs `rows`: the
+    activation after it sees exactly these values."""
+    def prepare(model, x):
+        first = model[0]
+        eye = torch.eye(first.weight.shape[0], first.weight.shape[1])
+        first.weight.copy_(eye.reshape(first.weight.shape))
+        first.bias.zero_()
+        return torch.tensor(rows, dtype=torch.float32).reshape(x.shape), None
+    return prepare
+
+
+def dead_channel(channel):
+    """Makes the first layer's output channel `channel` the constant 0.5 (its
+    weights 0): a batchnorm after it sees a variance of exactly 0, so it
+    normalises by sqrt(eps) alone."""
+    def prepare(model, x):
+        model[0].weight[channel].zero_()
+        model[0].bias[channel] = 0.5
+        return x, None
+    return prepare
+
+
 ADAM = ("adam", {"lr": 0.01})
 
 CASES = [
@@ -316,22 +524,135 @@ CASES = [
     ("sgd_large_lr", "input 6; dense 8 sigmoid; dense 3", "mse", "sgd", {"lr": 2.0}, 4),
 ]
 
+# Cases of the graph engine's ops, computed in float64 from float32
+# parameters, state and inputs (generate_graph); three optimiser steps unless
+# a case says, in the mode it names (train: batchnorm uses and updates batch
+# statistics; eval: its running statistics, and dropout is the identity).
+# The activations see exactly the values listed: large |x| (where exp
+# overflows or a tail underflows), tiny and zero ones, saturated ones.
+EXTREMES = [[-30.0, -10.0, -2.5, -1e-30, 0.0, 1e-30, 0.75, 30.0],
+            [-88.0, -17.0, -9.5, -1e-6, 1e-6, 1.5, 9.5, 17.0],
+            [-5.0, -1.0, -0.5, -0.125, 0.125, 0.5, 1.0, 5.0]]
+# For tanh and sigmoid, no |x| above 30 beside a saturated unit: their
+# derivatives come from the float32 output, whose rounding near 1 (6e-8)
+# the weight gradient multiplies by every input of the sample.
+SATURATING = [EXTREMES[0], [-20.0, -17.0, -9.5, -1e-6, 1e-6, 1.5, 9.5, 17.0], EXTREMES[2]]
+SOFTMAX_ROWS = [[30.0, -30.0, 0.0, 1e-30, 29.5, -1.0],
+                [-30.0, -30.0, -30.0, -30.0, -30.0, -30.0],
+                [88.0, -88.0, 87.5, 0.0, -87.0, 10.0]]
+# Two samples of 2x2 pixels, 3 channels each (NCHW): per pixel a channel
+# 30 above the others, ties, +-88, and ordinary values.
+SOFTMAX_PIXELS = [[30.0, 0.0, -88.0, 0.5, 0.0, 0.0, 88.0, -0.25, -30.0, 0.0, 87.0, 1.0],
+                  [1e-30, 2.0, -1.0, 3.0, 1e-30, 2.0, -1.0, -3.0, 0.0, 2.0, 5.0, 0.0]]
+SGD_MOMENTUM = ("sgd", {"lr": 0.1, "momentum": 0.9})
+# The activation cases hold their outputs, and where the derivative comes
+# from z (relu, leaky_relu, gelu, silu) their input gradients (dz itself,
+# through the identity), to 1e-20 absolute (and 1e-5 relative): tiny values
+# must be right too. Derivatives from the float32 output (tanh, sigmoid,
+# softmax) keep the default 1e-7: an output rounded to 1 leaves 1 - y, and a
+# softmax's y (dy - sum dy y) of a dominant class, with an error of
+# 6e-8 |dy|. The weight gradients, sums over the batch of products up to
+# 88 |dz| that may cancel, keep the default too.
+EXACT = 1e-20
+FORWARD = ("outputs",)
+ELEMENTWISE = ("outputs", "input_gradients")
+
+GRAPH_CASES = [
+    # Stand-alone activation layers at the extremes.
+    ("layer_relu_extremes", "input 8; dense 8; relu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("layer_leaky_relu_extremes", "input 8; dense 8; leaky_relu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("layer_tanh_extremes", "input 8; dense 8; tanh", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(SATURATING), "exact": FORWARD}),
+    ("layer_sigmoid_extremes", "input 8; dense 8; sigmoid", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(SATURATING), "exact": FORWARD}),
+    ("layer_gelu_extremes", "input 8; dense 8; gelu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("layer_silu_extremes", "input 8; dense 8; silu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("layer_softmax_vector_extremes", "input 6; dense 6; softmax", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(SOFTMAX_ROWS), "exact": FORWARD}),
+    ("layer_softmax_image_extremes", "input 2x2x3; conv 1 3; softmax", "mse", *SGD_MOMENTUM, 2,
+     {"prepare": identity_first_layer(SOFTMAX_PIXELS), "exact": FORWARD}),
+    ("layer_activations_chain", "input 6; dense 8; gelu; dense 8; silu; dense 6; leaky_relu; "
+     "dense 4; softmax", "mse", *ADAM, 4),
+    # gelu and silu inline, after dense and conv.
+    ("dense_gelu_inline_extremes", "input 8; dense 8 gelu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("dense_silu_inline_extremes", "input 8; dense 8 silu", "mse", *SGD_MOMENTUM, 3,
+     {"prepare": identity_first_layer(EXTREMES), "exact": ELEMENTWISE}),
+    ("dense_gelu_silu_inline", "input 6; dense 8 gelu; dense 5 silu; dense 3", "xent", *ADAM, 4),
+    ("conv_silu_gelu_inline", "input 6x6x2; conv 3 4 silu pad=1; conv 3 3 gelu stride=2; "
+     "flatten; dense 3", "xent", *ADAM, 3),
+    # Batchnorm: training mode over three steps (the running statistics
+    # checked after them), eps= and momentum= (0 keeps the running
+    # statistics, 1 replaces them by the last batch's), a batch of 2 (the
+    # unbiased variance twice the biased one), a channel of variance 0, and
+    # inference mode from running statistics set as state.
+    ("batchnorm1d_train_sgd", "input 5; dense 6; batchnorm; relu; dense 3", "xent",
+     *SGD_MOMENTUM, 8),
+    ("batchnorm2d_train_adam", "input 5x5x2; conv 3 3 pad=1 nobias; batchnorm; relu; flatten; "
+     "dense 3",
+     "xent", *ADAM, 4),
+    ("batchnorm1d_eps_momentum", "input 4; dense 5 nobias; batchnorm eps=0.01 momentum=0.3; "
+     "tanh; dense 2", "mse", *ADAM, 6),
+    ("batchnorm1d_batch_of_2", "input 3; dense 4 nobias; batchnorm eps=0.5; dense 2", "mse",
+     *SGD_MOMENTUM, 2),
+    ("batchnorm2d_momentum_0_dead_channel", "input 4x4x3; conv 1 3; "
+     "batchnorm momentum=0 eps=0.01; sigmoid", "mse", *SGD_MOMENTUM, 2, {"prepare": dead_channel(0)}),
+    ("batchnorm2d_momentum_1_eps_1", "input 4x4x2; conv 3 3 pad=1; batchnorm momentum=1 eps=1; "
+     "relu; flatten; dense 3", "xent", *SGD_MOMENTUM, 3),
+    ("batchnorm2d_momentum_0_999", "input 3x3x2; conv 1 2; batchnorm momentum=0.999; tanh",
+     "mse", *SGD_MOMENTUM, 3),
+    ("batchnorm1d_eval_batch_1", "input 5; dense 6; batchnorm; relu; dense 3", "xent", *ADAM, 1,
+     {"mode": "eval"}),
+    ("batchnorm2d_eval_dropout", "input 5x5x2; conv 3 3 pad=1; batchnorm eps=0.001; relu; "
+     "dropout 0.5; flatten; dense 3", "xent", *SGD_MOMENTUM, 3, {"mode": "eval"}),
+    # Layernorm over a vector and over a whole image.
+    ("layernorm_vector", "input 6; dense 8; layernorm; tanh; dense 3", "xent", *ADAM, 4),
+    ("layernorm_image_eps", "input 4x4x2; conv 3 3 pad=1; layernorm eps=0.001; relu; flatten; "
+     "dense 3", "xent", *SGD_MOMENTUM, 3),
+    ("layernorm_eval", "input 6; dense 5; layernorm eps=0.1; silu; dense 2", "mse", *ADAM, 3,
+     {"mode": "eval"}),
+    # A residual block (the skip from a named relu, whose output also feeds
+    # the next conv) between a stem and a classifier head.
+    ("resnet_block_sgd", "input 6x6x3; conv 3 4 pad=1 nobias; batchnorm; relu name=stem; "
+     "conv 3 4 pad=1 nobias; batchnorm; relu; conv 3 4 pad=1 nobias; batchnorm; add stem; relu; "
+     "globalavgpool; flatten; dense 5", "xent", *SGD_MOMENTUM, 4),
+    ("resnet_block_adam_eval", "input 6x6x3; conv 3 4 pad=1 nobias; batchnorm; relu name=stem; "
+     "conv 3 4 pad=1 nobias; batchnorm; relu; conv 3 4 pad=1 nobias; batchnorm; add stem; relu; "
+     "globalavgpool; flatten; dense 5", "xent", *ADAM, 2, {"mode": "eval"}),
+    # Concat and add: two branches, the input as a branch, and a layer
+    # joined with itself (its gradient arrives twice).
+    ("concat_vectors", "input 6; dense 5 relu name=a; dense 4 tanh; concat a; dense 3", "xent",
+     *ADAM, 4),
+    ("concat_images", "input 5x5x2; conv 3 3 pad=1 relu name=a; conv 3 2 pad=1 silu; concat a; "
+     "conv 1 4; globalavgpool; flatten; dense 3", "xent", *SGD_MOMENTUM, 3),
+    ("add_input_skip", "input 6 name=x; dense 6 tanh; add x; dense 3", "mse", *SGD_MOMENTUM, 4),
+    ("add_concat_same_layer", "input 4; dense 4 tanh name=a; add a; concat a; dense 2", "mse",
+     *ADAM, 3),
+    # Dropout 0 in training mode is the identity.
+    ("dropout_0_train", "input 6; dense 8 relu; dropout 0; dense 3", "xent", *ADAM, 4),
+]
+
+
 
 def main(names):
     os.makedirs(OUT_DIR, exist_ok=True)
-    unknown = set(names) - {case[0] for case in CASES}
+    unknown = set(names) - {case[0] for case in CASES + GRAPH_CASES}
     if unknown:
         raise SystemExit("no such case: " + ", ".join(sorted(unknown)))
     written = 0
-    for seed, (name, spec, loss, optimiser, hp, batch, *options) in enumerate(CASES):
-        assert re.fullmatch(r"[a-z0-9_]+", name)
-        if names and name not in names:
-            continue
-        generate(name, spec, loss, optimiser, hp, batch, 1000 + seed,
-                 **(options[0] if options else {}))
-        written += 1
+    for cases, first_seed, write in ((CASES, 1000, generate), (GRAPH_CASES, 2000, generate_graph)):
+        for seed, (name, spec, loss, optimiser, hp, batch, *options) in enumerate(cases):
+            assert re.fullmatch(r"[a-z0-9_]+", name)
+            if names and name not in names:
+                continue
+            write(name, spec, loss, optimiser, hp, batch, first_seed + seed,
+                  **(options[0] if options else {}))
+            written += 1
     print("wrote %d cases to %s" % (written, OUT_DIR))
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])

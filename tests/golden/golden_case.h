@@ -22,7 +22,7 @@
 
 namespace golden {
 
-// Optimiser steps taken by every case.
+// Optimiser steps taken by a case that does not say.
 constexpr int kSteps = 5;
 
 struct GoldenCase {
@@ -31,8 +31,23 @@ struct GoldenCase {
     snn_optimiser_kind optimiser = 0;
     std::vector<std::pair<snn_hyperparameter, double>> hyperparameters;
     int64_t batch = 0;
+    bool training = true;  // the forward cache's mode ("mode train" or "mode eval")
+    int steps = kSteps;
     double abs_tolerance = 1.0;  // a case's own, stricter absolute tolerance
+    // Stricter ones still for single arrays ("tolerance_outputs 1e-20").
+    std::map<std::string, double> array_abs_tolerance;
+    // params, inputs, targets or labels, outputs, loss_value, gradients,
+    // input_gradients, params_after_steps; state and state_after_steps where
+    // the model has state.
     std::map<std::string, std::vector<double>> arrays;
+
+    // The absolute tolerance for array `name`: `abs`, or the case's own where
+    // stricter.
+    double abs_tolerance_of(const std::string &name, double abs) const {
+        const auto strict = array_abs_tolerance.find(name);
+        abs = std::min(abs, abs_tolerance);
+        return strict == array_abs_tolerance.end() ? abs : std::min(abs, strict->second);
+    }
 
     std::vector<float> floats(const std::string &name) const {
         const std::vector<double> &v = arrays.at(name);
@@ -88,8 +103,18 @@ inline GoldenCase read_case(const std::string &path) {
                              [](const auto &a, const auto &b) { return a.first < b.first; });
         } else if (key == "batch") {
             in >> c.batch;
+        } else if (key == "mode") {
+            std::string mode;
+            in >> mode;
+            if (mode != "train" && mode != "eval")
+                throw std::runtime_error(path + ": unknown mode " + mode);
+            c.training = mode == "train";
+        } else if (key == "steps") {
+            in >> c.steps;
         } else if (key == "tolerance") {
             in >> c.abs_tolerance;
+        } else if (key.rfind("tolerance_", 0) == 0) {
+            in >> c.array_abs_tolerance[key.substr(10)];
         } else {
             size_t count = 0;
             in >> count;
@@ -112,10 +137,12 @@ inline std::vector<std::string> case_names(const std::string &dir) {
 }
 
 // What snn computes for a case: the forward outputs, the loss, the gradient
-// of every parameter and of the inputs, and the parameters after kSteps
-// optimiser steps on the same batch.
+// of every parameter and of the inputs, and the parameters and the state
+// (where the case has any) after its optimiser steps on the same batch,
+// each step after a forward and backward pass of its own (the first step's
+// being the pass that gave the outputs and gradients).
 struct Replay {
-    std::vector<float> outputs, gradients, input_gradients, params_after_steps;
+    std::vector<float> outputs, gradients, input_gradients, params_after_steps, state_after_steps;
     float loss = 0.0f;
     std::string error;  // the first call that failed, empty if none did
 };
@@ -135,12 +162,17 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     snn_handles::Model model(raw_model);
     const std::vector<float> params = g.floats("params");
     GOLDEN_CALL(snn_set_parameters(model.get(), params.data(), params.size()));
+    if (g.arrays.count("state")) {
+        const std::vector<float> state = g.floats("state");
+        GOLDEN_CALL(snn_set_state(model.get(), state.data(), state.size()));
+    }
     if (device != SNN_DEVICE_CPU) GOLDEN_CALL(snn_to_gpu(model.get(), device));
 
     snn_forward_cache *raw_fwd = nullptr;
     snn_backward_cache *raw_bwd = nullptr;
     GOLDEN_CALL(snn_preallocate(model.get(), g.batch, &raw_fwd));
     snn_handles::Forward fwd(raw_fwd);
+    if (!g.training) GOLDEN_CALL(snn_cache_set_training(fwd.get(), 0));
     GOLDEN_CALL(snn_preallocate_grads(model.get(), g.batch, &raw_bwd));
     snn_handles::Backward bwd(raw_bwd);
     GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
@@ -171,7 +203,7 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     snn_handles::Optimiser opt(raw_opt);
     for (const auto &[which, value] : g.hyperparameters)
         GOLDEN_CALL(snn_optimiser_set(opt.get(), which, value));
-    for (int step = 0; step < kSteps; ++step) {
+    for (int step = 0; step < g.steps; ++step) {
         if (step > 0) {
             GOLDEN_CALL(snn_forward(fwd.get(), model.get()));
             GOLDEN_CALL(snn_backprop(bwd.get(), fwd.get(), model.get(), g.loss, nullptr));
@@ -181,12 +213,18 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     r.params_after_steps.resize(params.size());
     GOLDEN_CALL(snn_get_parameters(model.get(), r.params_after_steps.data(),
                                    r.params_after_steps.size()));
+    if (g.arrays.count("state_after_steps")) {
+        r.state_after_steps.resize(g.arrays.at("state_after_steps").size());
+        GOLDEN_CALL(snn_get_state(model.get(), r.state_after_steps.data(),
+                                  r.state_after_steps.size()));
+    }
 #undef GOLDEN_CALL
     return r;
 }
 
-// Largest |actual - expected|, and how many elements lie outside
-// abs_tol + rel_tol * |expected| (each element against its own value).
+// Largest |actual - expected|, how many elements lie outside
+// abs_tol + rel_tol * |expected| (each element against its own value), and
+// the element furthest outside (or least inside) its own tolerance.
 struct Comparison {
     double max_abs_error = 0.0;
     size_t worst_index = 0;
@@ -196,11 +234,15 @@ struct Comparison {
 inline Comparison compare(const std::vector<float> &actual, const std::vector<double> &expected,
                           double rel_tol, double abs_tol) {
     Comparison c;
+    double worst = -1.0;  // error / tolerance of worst_index
     for (size_t i = 0; i < expected.size(); ++i) {
         const double err = std::fabs(double(actual[i]) - expected[i]);
-        if (!(err <= abs_tol + rel_tol * std::fabs(expected[i]))) ++c.failures;
-        if (!(err <= c.max_abs_error)) {
-            c.max_abs_error = err;
+        const double tolerance = abs_tol + rel_tol * std::fabs(expected[i]);
+        if (!(err <= tolerance)) ++c.failures;
+        if (!(err <= c.max_abs_error)) c.max_abs_error = err;
+        const double ratio = err / tolerance;  // NaN where snn gave NaN, which stays the worst
+        if (!(worst >= ratio) && !std::isnan(worst)) {
+            worst = ratio;
             c.worst_index = i;
         }
     }

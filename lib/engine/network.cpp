@@ -244,6 +244,9 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     size_t aux = 0;
     for (const Layer &l : net.layers) aux += aux_floats(l, max_batch);
     c.aux = DeviceBuffer(be, aux * sizeof(float));
+    // Zeroed once, so a cache that follows its model copies defined values
+    // even where a pass wrote no aux (dropout in inference mode).
+    be.fill(c.stream.get(), c.aux.f(), 0.0f, aux);
     c.auxes.assign(net.layers.size(), nullptr);
     aux = 0;
     for (size_t i = 0; i < net.layers.size(); ++i) {

@@ -1,23 +1,25 @@
-// Convolutions with cuDNN: NCHW float tensors, weights [cout][cin][kh][kw],
-// cross-correlation (what PyTorch and the CPU backend compute).
+// The conv op with cuDNN (ops/conv.cpp): NCHW float tensors, weights
+// [cout][cin][kh][kw], cross-correlation (what PyTorch and the CPU backend
+// compute), then bias and act; for gelu and silu the pre-activation z is
+// kept in aux.
 //
-// conv_plan makes every descriptor and picks the three algorithms once; the
-// workspace it reports covers them and the fallback algorithms at max_batch.
-// A call with another batch re-sets the two tensor descriptors (no
-// allocation) and re-picks the algorithms among those that fit the planned
-// workspace, so a call never needs more scratch than was planned. The pick is a pure function of the
-// batch, so results do not depend on the order of batch sizes.
+// The plan makes every descriptor and picks the three algorithms once; the
+// workspace it reports covers them and the fallback algorithms at every
+// batch up to max_batch. A call with another batch re-sets the two tensor
+// descriptors (no allocation) and re-picks the algorithms among those that
+// fit the planned workspace, so a call never needs more scratch than was
+// planned. The pick is a pure function of the batch, so results do not
+// depend on the order of batch sizes.
 #include <climits>
 #include <new>
 
-#include "cuda_backend.h"
-#include "elementwise.h"
+#include "ops.h"
 
 namespace snn {
 namespace cu {
 namespace {
 
-// Largest workspace conv_plan accepts for one algorithm; algorithms that
+// Largest workspace a plan accepts for one algorithm; algorithms that
 // want more (large FFT variants) are skipped for the next best.
 constexpr size_t kWorkspaceCap = size_t(256) << 20;
 
@@ -193,15 +195,14 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
     p.batch = n;
 }
 
-}  // namespace
-
-void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
-                             size_t *workspace_bytes) {
-    CudaStream &cs = use(s);
-    if (max_batch < 1) raise(SNN_ERR_INTERNAL, "conv_plan: max_batch < 1");
+void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward,
+                size_t *workspace_bytes) {
+    CudaStream &cs = cuda_backend(be).use(s);
+    const ConvDims d = conv_dims(l);
+    if (max_batch < 1) raise(SNN_ERR_INTERNAL, "conv plan: max_batch < 1");
     ConvPlan *p = new (std::nothrow) ConvPlan();
-    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "conv_plan: out of host memory");
-    p->device = device_;
+    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "conv plan: out of host memory");
+    p->device = be.device();
     p->backward = backward;
     p->tf32 = cs.tf32;
     p->dims = d;
@@ -243,7 +244,7 @@ void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bo
               "cudnnGetConvolution2dForwardOutputDim");
         if (c != d.cout || h != d.hout || w != d.wout)
             raise(SNN_ERR_INTERNAL,
-                  strf("conv_plan: cuDNN computes an output of %dx%dx%d, the "
+                  strf("conv plan: cuDNN computes an output of %dx%dx%d, the "
                        "engine %lldx%lldx%lld",
                        c, h, w, (long long)d.cout, (long long)d.hout, (long long)d.wout));
 
@@ -264,62 +265,73 @@ void *CudaBackend::conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bo
     return p;
 }
 
-void CudaBackend::conv_plan_release(void *plan) noexcept {
+void conv_plan_release(Backend &, void *plan) noexcept {
     if (plan != nullptr) free_plan(static_cast<ConvPlan *>(plan));
 }
 
 // The plan, checked against the call, with descriptors set for batch n.
-static ConvPlan &prepare(void *plan, int32_t device, const ConvDims &d, int64_t n,
-                         cudnnHandle_t dnn, const void *workspace) {
-    if (plan == nullptr) raise(SNN_ERR_INTERNAL, "convolution called without a plan");
-    ConvPlan &p = *static_cast<ConvPlan *>(plan);
-    if (p.device != device || p.dims.cin != d.cin || p.dims.cout != d.cout || p.dims.hin != d.hin ||
-        p.dims.win != d.win)
+ConvPlan &prepare(const OpArgs &a, const CudaStream &cs, const ConvDims &d) {
+    if (a.plan == nullptr) raise(SNN_ERR_INTERNAL, "convolution called without a plan");
+    ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
+    if (p.device != a.be->device() || p.dims.cin != d.cin || p.dims.cout != d.cout ||
+        p.dims.hin != d.hin || p.dims.win != d.win)
         raise(SNN_ERR_INTERNAL, "convolution called with a plan made for another layer or GPU");
-    if (n < 1 || n > p.max_batch)
+    if (a.n < 1 || a.n > p.max_batch)
         raise(SNN_ERR_INTERNAL, strf("convolution: batch %lld outside the planned 1..%lld",
-                                     (long long)n, (long long)p.max_batch));
-    if (n != p.batch) set_batch(p, dnn, n, p.workspace_bytes);
-    if (workspace == nullptr && p.workspace_bytes > 0)
+                                     (long long)a.n, (long long)p.max_batch));
+    if (a.n != p.batch) set_batch(p, cs.dnn, a.n, p.workspace_bytes);
+    if (a.workspace == nullptr && p.workspace_bytes > 0)
         raise(SNN_ERR_INTERNAL, "convolution called without its workspace");
     return p;
 }
 
 // y = act(conv(x, W) + b)
-void CudaBackend::conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                               const float *w, const float *b, float *y, void *workspace) {
-    CudaStream &cs = use(s);
-    ConvPlan &p = prepare(plan, device_, d, n, cs.dnn, workspace);
+void conv_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const ConvDims d = conv_dims(*a.l);
+    ConvPlan &p = prepare(a, cs, d);
+    const float *w = a.params + a.l->weight_offset;
+    const float *b = d.bias ? a.params + a.l->bias_offset : nullptr;
     const float one = 1.0f, zero = 0.0f;
-    check(cudnnConvolutionForward(cs.dnn, &one, p.x, x, p.w, w, p.fwd, p.fwd_algo, workspace,
-                                  p.fwd_bytes, &zero, p.y, y),
+    check(cudnnConvolutionForward(cs.dnn, &one, p.x, a.x[0], p.w, w, p.fwd, p.fwd_algo,
+                                  a.workspace, p.fwd_bytes, &zero, p.y, a.y),
           "cudnnConvolutionForward");
     const int64_t hw = d.hout * d.wout;
-    bias_activation(cs.stream, y, d.bias ? b : nullptr, static_cast<size_t>(n * d.cout * hw),
-                    d.cout, hw, d.act);
+    float *z = act_uses_input(d.act) ? aux_per_sample(a) : nullptr;
+    bias_activation(cs.stream, a.y, z, b, static_cast<size_t>(a.n * d.cout * hw), d.cout, hw,
+                    d.act);
 }
 
-// dz = dy * act'(y) (in place), db[c] = sum of dz over n, h, w,
-// dW = correlation of x with dz, dx = transposed convolution of dz with W.
-void CudaBackend::conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                                const float *w, const float *y, float *dy, float *dw, float *db,
-                                float *dx, void *workspace) {
-    CudaStream &cs = use(s);
-    ConvPlan &p = prepare(plan, device_, d, n, cs.dnn, workspace);
-    if (!p.backward) raise(SNN_ERR_INTERNAL, "conv_backward with a plan made for inference");
+// dz = dy * act'(y), or act'(z) for gelu and silu (in place), db[c] = sum of
+// dz over n, h, w, dW = correlation of x with dz, dx = transposed
+// convolution of dz with W.
+void conv_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const ConvDims d = conv_dims(*a.l);
+    ConvPlan &p = prepare(a, cs, d);
+    if (!p.backward) raise(SNN_ERR_INTERNAL, "conv backward with a plan made for inference");
+    const float *w = a.params + a.l->weight_offset;
+    float *dw = a.grads + a.l->weight_offset;
     const float one = 1.0f, zero = 0.0f;
     const int64_t hw = d.hout * d.wout;
-    activation_grad(cs.stream, dy, y, static_cast<size_t>(n * d.cout * hw), d.act);
-    const float *dz = dy;
-    if (d.bias) channel_sums(cs.stream, db, dz, n, d.cout, hw);
-    check(cudnnConvolutionBackwardFilter(cs.dnn, &one, p.x, x, p.y, dz, p.bwd_filter, p.filter_algo,
-                                         workspace, p.filter_bytes, &zero, p.w, dw),
+    const float *v = act_uses_input(d.act) ? aux_per_sample(a) : a.y;
+    activation_grad(cs.stream, a.dy, v, static_cast<size_t>(a.n * d.cout * hw), d.act);
+    const float *dz = a.dy;
+    if (d.bias) channel_sums(cs.stream, a.grads + a.l->bias_offset, dz, a.n, d.cout, hw);
+    check(cudnnConvolutionBackwardFilter(cs.dnn, &one, p.x, a.x[0], p.y, dz, p.bwd_filter,
+                                         p.filter_algo, a.workspace, p.filter_bytes, &zero, p.w,
+                                         dw),
           "cudnnConvolutionBackwardFilter");
-    if (dx != nullptr)
+    if (a.dx[0] != nullptr)
         check(cudnnConvolutionBackwardData(cs.dnn, &one, p.w, w, p.y, dz, p.bwd_data, p.data_algo,
-                                           workspace, p.data_bytes, &zero, p.x, dx),
+                                           a.workspace, p.data_bytes, &zero, p.x, a.dx[0]),
               "cudnnConvolutionBackwardData");
 }
 
+}  // namespace
 }  // namespace cu
+
+extern const OpKernels cuda_op_conv{cu::conv_plan, cu::conv_plan_release, cu::conv_forward,
+                                    cu::conv_backward};
+
 }  // namespace snn

@@ -1,16 +1,28 @@
-// CudaBackend: device selection, memory, streams, copies and gathers.
+// CudaBackend: device selection, memory, streams, copies and gathers, and
+// the table of its op kernels.
 #include "cuda_backend.h"
 
 #include <cstring>
 #include <new>
 
 #include "elementwise.h"
+#include "ops/op_list.h"
 
 #ifndef SNN_CUDA_ARCHS
 #define SNN_CUDA_ARCHS "(unknown)"
 #endif
 
 namespace snn {
+
+// Each op's kernels, defined in its own file (cuda/<op>.cu). Weak: an op
+// without a CUDA file leaves its address null, so kernels() answers that
+// the GPU lacks it. Hidden, so no reference reaches the dynamic symbol
+// table.
+#define SNN_CUDA_OP_DECLARE(name) \
+    extern const OpKernels cuda_op_##name __attribute__((weak, visibility("hidden")));
+SNN_OP_LIST(SNN_CUDA_OP_DECLARE)
+#undef SNN_CUDA_OP_DECLARE
+
 namespace cu {
 
 CudaBackend::CudaBackend(int32_t device) : device_(device) {
@@ -274,6 +286,21 @@ void CudaBackend::gather_device(Stream *s, void *dst, const void *src, const int
     }
 }
 
+// cudaMemcpyDefault as in copy().
+void CudaBackend::copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                         size_t row_bytes, size_t rows) {
+    CudaStream &cs = use(s);
+    if (row_bytes == 0 || rows == 0) return;
+    check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDefault,
+                            cs.stream),
+          "cudaMemcpy2DAsync (copy2d)");
+}
+
+void CudaBackend::add(Stream *s, float *dst, const float *src, size_t n) {
+    CudaStream &cs = use(s);
+    add_floats(cs.stream, dst, src, n);
+}
+
 void CudaBackend::fill(Stream *s, float *dst, float value, size_t n) {
     CudaStream &cs = use(s);
     fill_floats(cs.stream, dst, value, n);
@@ -290,6 +317,18 @@ bool CudaBackend::all_finite(Stream *s, const float *x, size_t n) {
         "cudaMemcpyAsync (finite flag)");
     check(cudaStreamSynchronize(cs.stream), "cudaStreamSynchronize (all_finite)");
     return *cs.flag_host == 0;
+}
+
+// ---- ops ----------------------------------------------------------------------
+
+const OpKernels *CudaBackend::kernels(OpKind kind) const {
+    switch (kind) {
+#define SNN_CUDA_OP_CASE(name) \
+    case OpKind::name: return &cuda_op_##name;
+        SNN_OP_LIST(SNN_CUDA_OP_CASE)
+#undef SNN_CUDA_OP_CASE
+    }
+    return nullptr;
 }
 
 }  // namespace cu

@@ -1,7 +1,8 @@
 // The CUDA backend: one CudaBackend per device, one CudaStream per cache.
 // Everything a forward, backward or optimiser step needs (handles, staging,
-// scratch, descriptors, algorithms, workspaces) is made in create_stream,
-// conv_plan or pool_plan; the per-call paths only queue work on the stream.
+// scratch, descriptors, algorithms, workspaces) is made in create_stream or
+// in an op's plan (cuda/<op>.cu); the per-call paths only queue work on the
+// stream.
 #pragma once
 
 #include <string>
@@ -73,30 +74,11 @@ public:
     void fill(Stream *s, float *dst, float value, size_t n) override;
     bool all_finite(Stream *s, const float *x, size_t n) override;
 
-    void dense_forward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
-                       const float *b, float *y) override;
-    void dense_backward(Stream *s, const DenseDims &d, int64_t n, const float *x, const float *w,
-                        const float *y, float *dy, float *dw, float *db, float *dx) override;
+    void add(Stream *s, float *dst, const float *src, size_t n) override;
+    void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                size_t row_bytes, size_t rows) override;
 
-    void *conv_plan(Stream *s, const ConvDims &d, int64_t max_batch, bool backward,
-                    size_t *workspace_bytes) override;
-    void conv_plan_release(void *plan) noexcept override;
-    void conv_forward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                      const float *w, const float *b, float *y, void *workspace) override;
-    void conv_backward(Stream *s, void *plan, const ConvDims &d, int64_t n, const float *x,
-                       const float *w, const float *y, float *dy, float *dw, float *db, float *dx,
-                       void *workspace) override;
-
-    void *pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) override;
-    void pool_plan_release(void *plan) noexcept override;
-    void maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                         float *y) override;
-    void maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                          const float *y, const float *dy, float *dx) override;
-    void avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *x,
-                         float *y) override;
-    void avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n, const float *dy,
-                          float *dx) override;
+    const OpKernels *kernels(OpKind kind) const override;
 
     void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t, float *dy,
                   float *loss) override;
@@ -106,13 +88,14 @@ public:
     void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
                         const float *grads, float *m, float *v) override;
 
-private:
     // Makes this backend's device current for the calling thread (the host
     // may drive several GPUs from one thread).
     void select() const;
     // The CUDA stream behind `s`, checked to belong to this device; selects
-    // the device too.
+    // the device too. Every op kernel starts with it (cuda/ops.h).
     CudaStream &use(Stream *s) const;
+
+private:
     // Blocks until the staging buffer's last copy finished, then returns it.
     unsigned char *acquire_staging(CudaStream &cs) const;
     // Marks the staging buffer busy until the copies queued so far finish.

@@ -5,36 +5,51 @@ namespace cu {
 
 // ---- bias + activation ----------------------------------------------------
 
-__global__ void bias_activation_kernel(float *y, const float *b, size_t total, int64_t channels,
-                                       int64_t inner, Act act) {
+__global__ void bias_activation_kernel(float *y, float *z_out, const float *b, size_t total,
+                                       int64_t channels, int64_t inner, Act act) {
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
         float z = y[e];
         if (b != nullptr) z += b[(int64_t)(e / inner) % channels];
+        if (z_out != nullptr) z_out[e] = z;
         y[e] = activate(act, z);
     }
 }
 
-void bias_activation(cudaStream_t stream, float *y, const float *b, size_t total, int64_t channels,
-                     int64_t inner, Act act) {
-    if (total == 0 || (b == nullptr && act == Act::identity)) return;
-    bias_activation_kernel<<<blocks_for(total), kThreads, 0, stream>>>(y, b, total, channels, inner,
-                                                                       act);
+void bias_activation(cudaStream_t stream, float *y, float *z, const float *b, size_t total,
+                     int64_t channels, int64_t inner, Act act) {
+    if (total == 0 || (b == nullptr && z == nullptr && act == Act::identity)) return;
+    bias_activation_kernel<<<blocks_for(total), kThreads, 0, stream>>>(y, z, b, total, channels,
+                                                                       inner, act);
     check_launch("bias_activation kernel");
 }
 
 // ---- activation derivative --------------------------------------------------
 
-__global__ void activation_grad_kernel(float *dy, const float *y, size_t total, Act act) {
+__global__ void activation_grad_kernel(float *dy, const float *v, size_t total, Act act) {
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x)
-        dy[e] *= activation_derivative(act, y[e]);
+        dy[e] *= activation_derivative(act, v[e]);
 }
 
-void activation_grad(cudaStream_t stream, float *dy, const float *y, size_t total, Act act) {
+void activation_grad(cudaStream_t stream, float *dy, const float *v, size_t total, Act act) {
     if (total == 0 || act == Act::identity) return;
-    activation_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, y, total, act);
+    activation_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, v, total, act);
     check_launch("activation_grad kernel");
+}
+
+// ---- sum in place -----------------------------------------------------------
+
+__global__ void add_kernel(float *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n) {
+    if (n == 0) return;
+    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, src, n);
+    check_launch("add kernel");
 }
 
 // ---- bias gradient: per-channel sums ------------------------------------------

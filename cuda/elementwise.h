@@ -1,4 +1,4 @@
-// Elementwise and small reduction kernels shared by the layers. Each
+// Elementwise and small reduction kernels shared by the ops. Each
 // launcher queues one kernel on `stream` and checks the launch.
 #pragma once
 
@@ -11,14 +11,20 @@
 namespace snn {
 namespace cu {
 
-// y[e] = act(y[e] + b[c]) with c = (e / inner) % channels: dense layers have
-// inner = 1 (y is [n][out]), convolutions inner = h*w (y is [n][c][h][w]).
-// b may be null (no bias).
-void bias_activation(cudaStream_t stream, float *y, const float *b, size_t total, int64_t channels,
-                     int64_t inner, Act act);
+// z = y[e] + b[c], y[e] = act(z) with c = (e / inner) % channels: dense
+// layers have inner = 1 (y is [n][out]), convolutions inner = h*w (y is
+// [n][c][h][w]). b may be null (no bias); z[e] receives z where z is not
+// null (the activations of act_uses_input).
+void bias_activation(cudaStream_t stream, float *y, float *z, const float *b, size_t total,
+                     int64_t channels, int64_t inner, Act act);
 
-// dy[e] *= act'(y[e]): turns dL/dy into dL/dz in place (nothing for identity).
-void activation_grad(cudaStream_t stream, float *dy, const float *y, size_t total, Act act);
+// dy[e] *= act'(v[e]), v the output y, or the input z for the activations of
+// act_uses_input (engine/math.h): turns dL/dy into dL/dz in place (nothing
+// for identity).
+void activation_grad(cudaStream_t stream, float *dy, const float *v, size_t total, Act act);
+
+// dst[i] += src[i] for i < n.
+void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n);
 
 // db[c] = sum over i < outer, r < inner of dz[(i * channels + c) * inner + r],
 // summed in a fixed order (bit-reproducible, no atomics).

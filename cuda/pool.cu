@@ -1,15 +1,16 @@
-// Max and average pooling (no padding), as plain kernels: one thread per
-// output element forward, one thread per input element backward. The
-// backward pass gathers from the windows covering each input element rather
-// than scattering into it, so no atomics are needed and every element of dx
-// is written, in a fixed order.
+// The maxpool, avgpool and globalavgpool ops (ops/pool.cpp,
+// ops/globalavgpool.cpp: an average pool whose window is the whole image)
+// as plain kernels, no padding: one thread per output element forward, one
+// thread per input element backward. The backward pass gathers from the
+// windows covering each input element rather than scattering into it, so no
+// atomics are needed and every element of dx is written, in a fixed order.
 //
 // Semantics match PyTorch: max picks the first maximum of a window in
 // row-major order, and the first NaN wins over numbers; average divides by
 // kh*kw. (The same rules as the CPU backend.)
 #include <new>
 
-#include "cuda_backend.h"
+#include "ops.h"
 
 namespace snn {
 namespace cu {
@@ -115,81 +116,94 @@ __global__ void avgpool_backward_kernel(const float *dy, float *dx, size_t total
     }
 }
 
-// The plan, checked against the call; returns the kernels' geometry.
-Geometry prepare(void *plan, int32_t device, bool max, const PoolDims &d, int64_t n) {
-    if (plan == nullptr) raise(SNN_ERR_INTERNAL, "pooling called without a plan");
-    const PoolPlan &p = *static_cast<const PoolPlan *>(plan);
-    if (p.device != device || p.max != max || p.dims.c != d.c || p.dims.hin != d.hin ||
-        p.dims.win != d.win || p.dims.hout != d.hout || p.dims.wout != d.wout)
-        raise(SNN_ERR_INTERNAL, "pooling called with a plan made for another layer or GPU");
-    if (n < 1 || n > p.max_batch)
-        raise(SNN_ERR_INTERNAL, strf("pooling: batch %lld outside the planned 1..%lld",
-                                     (long long)n, (long long)p.max_batch));
-    return Geometry{(int)d.hin, (int)d.win, (int)d.hout, (int)d.wout,
-                    (int)d.kh,  (int)d.kw,  (int)d.sh,   (int)d.sw};
-}
-
-}  // namespace
-
 // Pooling needs no descriptors; the plan records the layer so that calls
 // can be checked against it.
-void *CudaBackend::pool_plan(Stream *s, const PoolDims &d, bool max, int64_t max_batch) {
-    use(s);
+void *pool_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool,
+                size_t *workspace_bytes) {
+    cuda_backend(be).use(s);
+    const PoolDims d = pool_dims(l);
     const int64_t limit = 0x7fffffff;
     if (d.hin * d.win > limit || d.kh < 1 || d.kw < 1 || d.sh < 1 || d.sw < 1 || d.hout < 1 ||
         d.wout < 1 || (d.hout - 1) * d.sh + d.kh > d.hin || (d.wout - 1) * d.sw + d.kw > d.win)
         raise(SNN_ERR_INTERNAL,
-              strf("pool_plan: inconsistent pooling %lldx%lld -> %lldx%lld (window %lldx%lld, "
+              strf("pool plan: inconsistent pooling %lldx%lld -> %lldx%lld (window %lldx%lld, "
                    "stride %lldx%lld)",
                    (long long)d.hin, (long long)d.win, (long long)d.hout, (long long)d.wout,
                    (long long)d.kh, (long long)d.kw, (long long)d.sh, (long long)d.sw));
-    PoolPlan *p = new (std::nothrow) PoolPlan{device_, max, d, max_batch};
-    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "pool_plan: out of host memory");
+    PoolPlan *p =
+        new (std::nothrow) PoolPlan{be.device(), l.kind == OpKind::maxpool, d, max_batch};
+    if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "pool plan: out of host memory");
+    *workspace_bytes = 0;
     return p;
 }
 
-void CudaBackend::pool_plan_release(void *plan) noexcept {
-    delete static_cast<PoolPlan *>(plan);
+void pool_plan_release(Backend &, void *plan) noexcept { delete static_cast<PoolPlan *>(plan); }
+
+// The plan, checked against the call; returns the kernels' geometry.
+Geometry prepare(const OpArgs &a, bool max, const PoolDims &d) {
+    if (a.plan == nullptr) raise(SNN_ERR_INTERNAL, "pooling called without a plan");
+    const PoolPlan &p = *static_cast<const PoolPlan *>(a.plan);
+    if (p.device != a.be->device() || p.max != max || p.dims.c != d.c || p.dims.hin != d.hin ||
+        p.dims.win != d.win || p.dims.hout != d.hout || p.dims.wout != d.wout)
+        raise(SNN_ERR_INTERNAL, "pooling called with a plan made for another layer or GPU");
+    if (a.n < 1 || a.n > p.max_batch)
+        raise(SNN_ERR_INTERNAL, strf("pooling: batch %lld outside the planned 1..%lld",
+                                     (long long)a.n, (long long)p.max_batch));
+    return Geometry{(int)d.hin, (int)d.win, (int)d.hout, (int)d.wout,
+                    (int)d.kh,  (int)d.kw,  (int)d.sh,   (int)d.sw};
 }
 
-void CudaBackend::maxpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                  const float *x, float *y) {
-    CudaStream &cs = use(s);
-    Geometry g = prepare(plan, device_, true, d, n);
-    size_t total = static_cast<size_t>(n * d.c * d.hout * d.wout);
-    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, total, g);
+void maxpool_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const PoolDims d = pool_dims(*a.l);
+    Geometry g = prepare(a, true, d);
+    size_t total = static_cast<size_t>(a.n * d.c * d.hout * d.wout);
+    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.y, total, g);
     check_launch("maxpool_forward kernel");
 }
 
 // The maximum of each window is found again from x (the same function as
-// forward), so nothing is kept between the passes.
-void CudaBackend::maxpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                   const float *x, const float * /*y*/, const float *dy,
-                                   float *dx) {
-    CudaStream &cs = use(s);
-    Geometry g = prepare(plan, device_, true, d, n);
-    size_t total = static_cast<size_t>(n * d.c * d.hin * d.win);
-    maxpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, dy, dx, total, g);
+// forward), so nothing but the input is kept between the passes.
+void maxpool_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const PoolDims d = pool_dims(*a.l);
+    Geometry g = prepare(a, true, d);
+    if (a.dx[0] == nullptr) return;
+    size_t total = static_cast<size_t>(a.n * d.c * d.hin * d.win);
+    maxpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.dy, a.dx[0],
+                                                                           total, g);
     check_launch("maxpool_backward kernel");
 }
 
-void CudaBackend::avgpool_forward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                  const float *x, float *y) {
-    CudaStream &cs = use(s);
-    Geometry g = prepare(plan, device_, false, d, n);
-    size_t total = static_cast<size_t>(n * d.c * d.hout * d.wout);
-    avgpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(x, y, total, g);
+void avgpool_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const PoolDims d = pool_dims(*a.l);
+    Geometry g = prepare(a, false, d);
+    size_t total = static_cast<size_t>(a.n * d.c * d.hout * d.wout);
+    avgpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.y, total, g);
     check_launch("avgpool_forward kernel");
 }
 
-void CudaBackend::avgpool_backward(Stream *s, void *plan, const PoolDims &d, int64_t n,
-                                   const float *dy, float *dx) {
-    CudaStream &cs = use(s);
-    Geometry g = prepare(plan, device_, false, d, n);
-    size_t total = static_cast<size_t>(n * d.c * d.hin * d.win);
-    avgpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(dy, dx, total, g);
+void avgpool_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const PoolDims d = pool_dims(*a.l);
+    Geometry g = prepare(a, false, d);
+    if (a.dx[0] == nullptr) return;
+    size_t total = static_cast<size_t>(a.n * d.c * d.hin * d.win);
+    avgpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.dy, a.dx[0], total,
+                                                                           g);
     check_launch("avgpool_backward kernel");
 }
 
+}  // namespace
 }  // namespace cu
+
+extern const OpKernels cuda_op_maxpool{cu::pool_plan, cu::pool_plan_release, cu::maxpool_forward,
+                                       cu::maxpool_backward};
+extern const OpKernels cuda_op_avgpool{cu::pool_plan, cu::pool_plan_release, cu::avgpool_forward,
+                                       cu::avgpool_backward};
+// A window of the whole image (ops/globalavgpool.cpp sets kh, kw, sh, sw).
+extern const OpKernels cuda_op_globalavgpool{cu::pool_plan, cu::pool_plan_release,
+                                             cu::avgpool_forward, cu::avgpool_backward};
+
 }  // namespace snn

@@ -1,0 +1,121 @@
+// The layernorm op (ops/layernorm.cpp): per sample over its F features
+// (F = in.size(), all of an image's values),
+//   y = (x - mean) * invstd * weight + bias,   invstd = 1 / sqrt(var + eps),
+// mean and biased variance of the sample, weight and bias of F values; the
+// same in both modes. aux keeps each sample's [mean, invstd].
+//
+// The statistics take one block per sample, its sums added as a fixed tree
+// (block_sum) in double; the parameter gradients one thread per feature,
+// summing over the batch in sample order. Nothing depends on timing.
+#include "ops.h"
+
+namespace snn {
+namespace cu {
+namespace {
+
+// mean = sum x / F, var = sum (x - mean)^2 / F (two passes) of the block's
+// sample, aux[2i..2i+2) = [mean, invstd], y = (x - mean) * invstd * w + b.
+__global__ void layernorm_forward_kernel(const float *x, float *y, const float *w, const float *b,
+                                         float *aux, int64_t features, double eps) {
+    __shared__ double buf[kThreads];
+    const int64_t i = blockIdx.x;
+    const float *xs = x + i * features;
+    float *ys = y + i * features;
+    double sum = 0.0;
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) sum += xs[f];
+    const double mean_d = block_sum(sum, buf) / (double)features;
+    double squares = 0.0;
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
+        const double d = (double)xs[f] - mean_d;
+        squares += d * d;
+    }
+    const double var = block_sum(squares, buf) / (double)features;
+    const float mean = (float)mean_d;
+    const float invstd = (float)(1.0 / sqrt(var + eps));
+    if (threadIdx.x == 0) {
+        aux[2 * i] = mean;
+        aux[2 * i + 1] = invstd;
+    }
+    for (int64_t f = threadIdx.x; f < features; f += kThreads)
+        ys[f] = (xs[f] - mean) * invstd * w[f] + b[f];
+}
+
+// dweight[f] = sum over samples of dy xhat, dbias[f] = sum of dy (written,
+// not accumulated), xhat = (x - mean) * invstd of each sample.
+__global__ void layernorm_param_grads_kernel(const float *x, const float *dy, const float *aux,
+                                             float *dw, float *db, int64_t n, int64_t features) {
+    for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < features;
+         f += (int64_t)gridDim.x * blockDim.x) {
+        double sum_dy = 0.0, sum_dy_xhat = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            const size_t k = static_cast<size_t>(i * features + f);
+            const float xhat = (x[k] - aux[2 * i]) * aux[2 * i + 1];
+            sum_dy += dy[k];
+            sum_dy_xhat += (double)dy[k] * (double)xhat;
+        }
+        dw[f] = (float)sum_dy_xhat;
+        db[f] = (float)sum_dy;
+    }
+}
+
+// With g = dy * w over the block's sample:
+//   dx = invstd (g - sum g / F - xhat sum g xhat / F)
+// The sums are read before any dx is written, and each thread writes only
+// the elements it read, so dx may be dy's memory.
+__global__ void layernorm_input_grad_kernel(const float *x, const float *dy, float *dx,
+                                            const float *w, const float *aux, int64_t features) {
+    __shared__ double buf[kThreads];
+    const int64_t i = blockIdx.x;
+    const size_t row = static_cast<size_t>(i * features);
+    const float mean = aux[2 * i], invstd = aux[2 * i + 1];
+    double sum_g = 0.0, sum_g_xhat = 0.0;
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
+        const float g = dy[row + f] * w[f];
+        const float xhat = (x[row + f] - mean) * invstd;
+        sum_g += g;
+        sum_g_xhat += (double)g * (double)xhat;
+    }
+    const float mean_g = (float)(block_sum(sum_g, buf) / (double)features);
+    const float mean_g_xhat = (float)(block_sum(sum_g_xhat, buf) / (double)features);
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
+        const float g = dy[row + f] * w[f];
+        const float xhat = (x[row + f] - mean) * invstd;
+        dx[row + f] = invstd * (g - mean_g - xhat * mean_g_xhat);
+    }
+}
+
+void layernorm_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const Layer &l = *a.l;
+    const int64_t features = l.in.size();
+    if (a.n <= 0 || features <= 0) return;
+    layernorm_forward_kernel<<<grid_of(a.n, "layernorm samples"), kThreads, 0, cs.stream>>>(
+        a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset, aux_per_sample(a),
+        features, l.eps);
+    check_launch("layernorm_forward kernel");
+}
+
+// The parameter gradients first: the input gradient may overwrite dy.
+void layernorm_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const Layer &l = *a.l;
+    const int64_t features = l.in.size();
+    if (a.n <= 0 || features <= 0) return;
+    const float *aux = aux_per_sample(a);
+    layernorm_param_grads_kernel<<<blocks_for(static_cast<size_t>(features)), kThreads, 0,
+                                   cs.stream>>>(a.x[0], a.dy, aux, a.grads + l.weight_offset,
+                                                a.grads + l.bias_offset, a.n, features);
+    check_launch("layernorm_param_grads kernel");
+    if (a.dx[0] == nullptr) return;
+    layernorm_input_grad_kernel<<<grid_of(a.n, "layernorm samples"), kThreads, 0, cs.stream>>>(
+        a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, aux, features);
+    check_launch("layernorm_input_grad kernel");
+}
+
+}  // namespace
+}  // namespace cu
+
+extern const OpKernels cuda_op_layernorm{nullptr, nullptr, cu::layernorm_forward,
+                                         cu::layernorm_backward};
+
+}  // namespace snn

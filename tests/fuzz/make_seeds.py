@@ -80,7 +80,7 @@ BAD_SPECS = {
     "bad-conv-output-too-large.txt": "input 2x2x1; conv 1 16777216 pad=16777216",
     "bad-dense-weights-too-large.txt": "input 16777216; dense 16777216",
     "bad-conv-lowered-too-large.txt": "input 1x1x1; conv 1024x2048 1 pad=1023x1535",
-    "bad-add-shapes-differ.txt": "input 4x4x2; conv 3 2 name=a; conv 1 2; add a",
+    "bad-add-shapes-differ.txt": "input 4x4x2; conv 3 2 name=a; conv 1 3; add a",
     "bad-add-unknown-name.txt": "input 4; dense 4; add nowhere",
     "bad-name-twice.txt": "input 4 name=a; dense 4 name=a; add a",
     "bad-add-later-name.txt": "input 4; add b; dense 4 name=b",

@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #define LOG_EVERY 100          /* batches between progress lines when not on a terminal */
 #define DEFAULT_DATA_DIR "/usr/share/datasets/fashion-mnist"
 #define PARAMS_MAGIC "snn-params 1"
+#define PARAMS_MAGIC_STATE "snn-params 2"
 
 static const char *const class_names[CLASSES] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
                                                  "Coat",        "Sandal",  "Shirt",    "Sneaker",
@@ -53,17 +55,33 @@ static const char *const default_spec =
     "input 28x28x1; conv 3x3 32 relu pad=1 init=he_uniform; maxpool 2; "
     "conv 3x3 64 relu pad=1 init=he_uniform; maxpool 2; flatten; "
     "dense 128 relu init=he_uniform; dense 10";
+/* A small residual network: three stages (16, 32 and 64 channels at 28x28,
+ * 14x14 and 7x7), each a convolution and a residual block of two
+ * convolutions with batchnorm, then dropout before the classifier. */
+static const char *const resnet_spec =
+    "input 28x28x1; "
+    "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu name=s1; "
+    "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu; "
+    "conv 3 16 pad=1 nobias init=he_normal; batchnorm; add s1; relu; maxpool 2; "
+    "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu name=s2; "
+    "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu; "
+    "conv 3 32 pad=1 nobias init=he_normal; batchnorm; add s2; relu; maxpool 2; "
+    "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu name=s3; "
+    "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu; "
+    "conv 3 64 pad=1 nobias init=he_normal; batchnorm; add s3; relu; "
+    "flatten; dropout 0.3; dense 10";
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
 /* ------------------------------------------------------------------------ */
 
 typedef struct {
-    const char *model;   /* "default" or "simplenns" */
+    const char *model;   /* "default", "simplenns" or "resnet" */
     const char *spec;    /* overrides model */
     long epochs;         /* 0: the model's default */
     long batch;
     double lr;
+    int cosine;          /* learning rate decays to 0 along a cosine over the epochs */
     unsigned long long seed;
     const char *data_dir;
     long threads;        /* 0: the library's default */
@@ -83,13 +101,17 @@ static void usage(FILE *to) {
             "prints the test accuracy after each epoch, a per-class table and a confusion\n"
             "matrix, and writes the loss curve and the trained parameters to --out.\n"
             "\n"
-            "  --model NAME   default (two conv blocks + dense 128, 4 epochs) or\n"
-            "                 simplenns (SimpleNNs.jl's 1906-parameter CNN, 3 epochs)\n"
-            "  --spec SPEC    any network taking 28x28x1 images to 10 outputs (4 epochs), e.g.\n"
+            "  --model NAME   default (two conv blocks + dense 128, 6 epochs),\n"
+            "                 simplenns (SimpleNNs.jl's 1906-parameter CNN, 3 epochs) or\n"
+            "                 resnet (three stages of residual blocks with batchnorm,\n"
+            "                 dropout before the classifier, 12 epochs, cosine schedule)\n"
+            "  --spec SPEC    any network taking 28x28x1 images to 10 outputs (6 epochs), e.g.\n"
             "                 \"input 28x28x1; flatten; dense 128 relu; dense 10\"\n"
-            "  --epochs N     passes over the training set (default: 6, simplenns 3)\n"
+            "  --epochs N     passes over the training set (default: 6, simplenns 3, resnet 12)\n"
             "  --batch N      mini-batch size (default 64)\n"
-            "  --lr X         Adam's learning rate (default 0.001)\n"
+            "  --lr X         Adam's learning rate (default 0.001, resnet 0.002)\n"
+            "  --cosine       decay the learning rate to 0 along a cosine over the epochs\n"
+            "                 (the default for resnet)\n"
             "  --seed N       seed of the initial parameters and of the shuffling (default 1)\n"
             "  --data DIR     directory of the four IDX files, .gz or not\n"
             "                 (default " DEFAULT_DATA_DIR ")\n"
@@ -134,7 +156,7 @@ static long parse_long(const char *name, const char *value, long min, long max) 
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {"default", NULL, 0, 64, 1e-3, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu"};
+    options o = {"default", NULL, 0, 64, 0.0, 0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu"};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -143,6 +165,10 @@ static options parse_options(int argc, char **argv) {
         }
         if (!strcmp(arg, "--quiet")) {
             o.quiet = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--cosine")) {
+            o.cosine = 1;
             continue;
         }
         if (!strcmp(arg, "--distributed")) {
@@ -170,8 +196,8 @@ static options parse_options(int argc, char **argv) {
             value = argv[++i];
         }
         if (!strcmp(name, "--model")) {
-            if (strcmp(value, "default") && strcmp(value, "simplenns"))
-                bad_option("expects default or simplenns", name, value);
+            if (strcmp(value, "default") && strcmp(value, "simplenns") && strcmp(value, "resnet"))
+                bad_option("expects default, simplenns or resnet", name, value);
             o.model = value;
         } else if (!strcmp(name, "--spec")) {
             o.spec = value;
@@ -204,7 +230,10 @@ static options parse_options(int argc, char **argv) {
             bad_option("is not an option", name, NULL);
         }
     }
-    if (o.epochs == 0) o.epochs = (!o.spec && !strcmp(o.model, "simplenns")) ? 3 : 6;
+    const int resnet = !o.spec && !strcmp(o.model, "resnet");
+    if (o.epochs == 0) o.epochs = (!o.spec && !strcmp(o.model, "simplenns")) ? 3 : resnet ? 12 : 6;
+    if (o.lr == 0.0) o.lr = resnet ? 2e-3 : 1e-3;
+    if (resnet) o.cosine = 1;
     return o;
 }
 
@@ -359,7 +388,33 @@ static void print_report(long confusion[CLASSES][CLASSES]) {
 /* ------------------------------------------------------------------------ */
 
 /* fashion_mnist.params: one text line "snn-params 1 <count> <spec>", then
- * <count> little-endian float32 parameters in snn's flat layout. */
+ * <count> little-endian float32 parameters in snn's flat layout. A model
+ * with state (batchnorm's running statistics) is written as
+ * "snn-params 2 <count> <state count> <spec>", the parameters, then the
+ * state values. */
+static void write_floats_le(FILE *f, const float *v, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        uint32_t bits;
+        memcpy(&bits, &v[i], 4);
+        unsigned char le[4] = {(unsigned char)bits, (unsigned char)(bits >> 8),
+                               (unsigned char)(bits >> 16), (unsigned char)(bits >> 24)};
+        fwrite(le, 1, 4, f);
+    }
+}
+
+static void read_floats_le(FILE *f, const char *path, const char *what, float *v, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        unsigned char le[4];
+        if (fread(le, 1, 4, f) != 4) {
+            fprintf(stderr, "fashion_mnist: %s is truncated after %zu of %zu %s\n", path, i, count, what);
+            exit(1);
+        }
+        uint32_t bits = (uint32_t)le[0] | (uint32_t)le[1] << 8 | (uint32_t)le[2] << 16 |
+                        (uint32_t)le[3] << 24;
+        memcpy(&v[i], &bits, 4);
+    }
+}
+
 static void save_params(snn_model *model, const char *path) {
     size_t length = 0, count = 0;
     CHECK(snn_model_describe(model, NULL, 0, &length));
@@ -369,24 +424,27 @@ static void save_params(snn_model *model, const char *path) {
     CHECK(snn_parameter_count(model, &count));
     float *params = checked_malloc(count * sizeof(float));
     CHECK(snn_get_parameters(model, params, count));
+    size_t state_count = 0;
+    CHECK(snn_state_count(model, &state_count));
+    float *state = checked_malloc((state_count ? state_count : 1) * sizeof(float));
+    CHECK(snn_get_state(model, state, state_count));
 
     FILE *f = fopen(path, "wb");
     if (!f) {
         fprintf(stderr, "fashion_mnist: cannot write %s: %s\n", path, strerror(errno));
         exit(1);
     }
-    fprintf(f, "%s %zu %s\n", PARAMS_MAGIC, count, spec);
-    for (size_t i = 0; i < count; ++i) {
-        uint32_t bits;
-        memcpy(&bits, &params[i], 4);
-        unsigned char le[4] = {(unsigned char)bits, (unsigned char)(bits >> 8),
-                               (unsigned char)(bits >> 16), (unsigned char)(bits >> 24)};
-        fwrite(le, 1, 4, f);
-    }
+    if (state_count)
+        fprintf(f, "%s %zu %zu %s\n", PARAMS_MAGIC_STATE, count, state_count, spec);
+    else
+        fprintf(f, "%s %zu %s\n", PARAMS_MAGIC, count, spec);
+    write_floats_le(f, params, count);
+    write_floats_le(f, state, state_count);
     if (ferror(f) | fclose(f)) {
         fprintf(stderr, "fashion_mnist: cannot write %s\n", path);
         exit(1);
     }
+    free(state);
     free(params);
     free(spec);
 }
@@ -400,44 +458,44 @@ static snn_model *load_model(const char *path) {
         exit(1);
     }
     char line[8192];
-    size_t count = 0;
+    size_t count = 0, state_count = 0;
     int spec_at = 0;
-    if (!fgets(line, sizeof line, f) || strncmp(line, PARAMS_MAGIC " ", strlen(PARAMS_MAGIC) + 1)) {
+    const int v1 = fgets(line, sizeof line, f) && !strncmp(line, PARAMS_MAGIC " ", strlen(PARAMS_MAGIC) + 1);
+    const int v2 = !v1 && !strncmp(line, PARAMS_MAGIC_STATE " ", strlen(PARAMS_MAGIC_STATE) + 1);
+    if (!v1 && !v2) {
         fclose(f);
         snn_model *model = NULL;
         CHECK(snn_model_load(path, &model));
         return model;
     }
-    if (!strchr(line, '\n') || sscanf(line, PARAMS_MAGIC " %zu %n", &count, &spec_at) != 1 ||
-        spec_at == 0) {
+    const int parsed = v1 ? sscanf(line, PARAMS_MAGIC " %zu %n", &count, &spec_at)
+                          : sscanf(line, PARAMS_MAGIC_STATE " %zu %zu %n", &count, &state_count, &spec_at);
+    if (!strchr(line, '\n') || parsed != (v1 ? 1 : 2) || spec_at == 0) {
         fprintf(stderr, "fashion_mnist: %s: bad first line, expected \"" PARAMS_MAGIC
-                        " COUNT SPEC\"\n",
+                        " COUNT SPEC\" or \"" PARAMS_MAGIC_STATE " COUNT STATE_COUNT SPEC\"\n",
                 path);
         exit(1);
     }
     *strchr(line, '\n') = '\0';
     snn_model *model = NULL;
     CHECK(snn_model_create(line + spec_at, &model));
-    size_t expected = 0;
+    size_t expected = 0, expected_state = 0;
     CHECK(snn_parameter_count(model, &expected));
-    if (expected != count) {
-        fprintf(stderr, "fashion_mnist: %s: the header says %zu parameters, its spec has %zu\n",
-                path, count, expected);
+    CHECK(snn_state_count(model, &expected_state));
+    if (expected != count || expected_state != state_count) {
+        fprintf(stderr,
+                "fashion_mnist: %s: the header says %zu parameters and %zu state values, its spec "
+                "has %zu and %zu\n",
+                path, count, state_count, expected, expected_state);
         exit(1);
     }
     float *params = NULL;
     CHECK(snn_parameters(model, &params, &count));
-    for (size_t i = 0; i < count; ++i) {
-        unsigned char le[4];
-        if (fread(le, 1, 4, f) != 4) {
-            fprintf(stderr, "fashion_mnist: %s is truncated after %zu of %zu parameters\n",
-                    path, i, count);
-            exit(1);
-        }
-        uint32_t bits = (uint32_t)le[0] | (uint32_t)le[1] << 8 | (uint32_t)le[2] << 16 |
-                        (uint32_t)le[3] << 24;
-        memcpy(&params[i], &bits, 4);
-    }
+    read_floats_le(f, path, "parameters", params, count);
+    float *state = checked_malloc((state_count ? state_count : 1) * sizeof(float));
+    read_floats_le(f, path, "state values", state, state_count);
+    CHECK(snn_set_state(model, state, state_count));
+    free(state);
     fclose(f);
     return model;
 }
@@ -635,6 +693,7 @@ static int evaluate_saved(const options *o) {
     if (n > test.count) n = test.count;
     snn_forward_cache *eval = NULL;
     CHECK(snn_preallocate(model, n < EVAL_BATCH ? (int64_t)n : EVAL_BATCH, &eval));
+    CHECK(snn_cache_set_training(eval, 0));
     long confusion[CLASSES][CLASSES];
     double t0 = now_seconds();
     double accuracy = evaluate(model, eval, &test, n, confusion);
@@ -654,8 +713,10 @@ int main(int argc, char **argv) {
     if (o.load) return evaluate_saved(&o);
     cluster ranks = join_cluster(&o);
 
-    const char *spec = o.spec ? o.spec : !strcmp(o.model, "simplenns") ? simplenns_spec
-                                                                      : default_spec;
+    const char *spec = o.spec                           ? o.spec
+                       : !strcmp(o.model, "simplenns") ? simplenns_spec
+                       : !strcmp(o.model, "resnet")    ? resnet_spec
+                                                       : default_spec;
     snn_model *model = NULL;
     if (snn_model_create(spec, &model) != SNN_OK) {
         fprintf(stderr, "fashion_mnist: bad --spec: %s\n", snn_last_error());
@@ -693,9 +754,9 @@ int main(int argc, char **argv) {
     n_train -= n_train % (size_t)ranks.size; /* every batch splits evenly */
 
     printf("network     %s\nparameters  %zu\ndata        %zu training and %zu test images "
-           "from %s\ntraining    %ld epoch%s, batch %ld, Adam lr %g, seed %llu, %d thread%s\n\n",
+           "from %s\ntraining    %ld epoch%s, batch %ld, Adam lr %g%s, seed %llu, %d thread%s\n\n",
            spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
-           o.batch, o.lr, o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s");
+           o.batch, o.lr, o.cosine ? " (cosine schedule)" : "", o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s");
     if (ranks.size > 1)
         printf("ranks       %d MPI ranks, %ld images of each batch per rank, %d thread%s each\n\n",
                (int)ranks.size, o.batch / ranks.size, (int)snn_get_num_threads(),
@@ -708,6 +769,9 @@ int main(int argc, char **argv) {
     CHECK(snn_preallocate(model, o.batch / ranks.size, &fwd));
     CHECK(snn_preallocate_grads(model, o.batch / ranks.size, &bwd));
     CHECK(snn_preallocate(model, n_test < EVAL_BATCH ? (int64_t)n_test : EVAL_BATCH, &eval));
+    /* Training passes use batch statistics and dropout; evaluation uses the
+     * running statistics and no dropout, on its own cache. */
+    CHECK(snn_cache_set_training(eval, 0));
     CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
     CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
     /* On a GPU the training set is uploaded once; batches are gathered there. */
@@ -723,6 +787,9 @@ int main(int argc, char **argv) {
     long confusion[CLASSES][CLASSES];
     double accuracy = 0.0, total_train_seconds = 0.0;
     for (long epoch = 1; epoch <= o.epochs; ++epoch) {
+        if (o.cosine)
+            CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE,
+                                    o.lr * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(epoch - 1) / (double)o.epochs))));
         shuffle(order, n_train, &rng);
         double epoch_loss = 0.0, window_loss = 0.0;
         size_t window = 0, seen = 0;

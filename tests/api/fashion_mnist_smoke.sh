@@ -1,7 +1,9 @@
 #!/bin/sh
 # Smoke test of examples/fashion_mnist: bad options exit with status 2, missing
 # data are explained, and one epoch on 2000 images learns well above chance
-# (10%) and saves a model that evaluates to the same accuracy when loaded.
+# (10%) and saves a model that evaluates to the same accuracy when loaded; the
+# residual network with batchnorm and dropout does too (its running
+# statistics are saved with it, and evaluation runs in inference mode).
 # Skipped (status 77) when the Fashion-MNIST data are not installed.
 #
 #   fashion_mnist_smoke.sh path/to/fashion_mnist
@@ -17,7 +19,7 @@ fail() {
 }
 
 # Bad option values give a message and status 2.
-for bad in "--epochs zero" "--batch 0" "--lr -1" "--model resnet" "--threads" "--frobnicate 1" \
+for bad in "--epochs zero" "--batch 0" "--lr -1" "--model resnet50" "--threads" "--frobnicate 1" \
            "--spec dense" "--spec input 3; dense 10" "--device tpu"; do
     # shellcheck disable=SC2086
     "$exe" $bad > "$out/stdout" 2> "$out/stderr"
@@ -71,5 +73,21 @@ for saved in fashion_mnist.params fashion_mnist.safetensors; do
         fail "--load $saved failed: $(cat "$out/load.log")"
     grep -q "^test accuracy $accuracy% on 400 images" "$out/load.log" ||
         fail "$saved gives $(cat "$out/load.log"), expected $accuracy%"
+done
+
+# The residual network: its files carry the batchnorm running statistics
+# (fashion_mnist.params in format 2), so reloaded models give its accuracy.
+mkdir "$out/resnet"
+"$exe" --data "$data" --model resnet --epochs 1 --limit 1000 --quiet --out "$out/resnet" > "$out/resnet.log" ||
+    fail "resnet failed: $(cat "$out/resnet.log")"
+grep -q "(cosine schedule)" "$out/resnet.log" || fail "resnet does not use its cosine schedule"
+resnet_accuracy=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/resnet.log")
+awk -v a="$resnet_accuracy" 'BEGIN { exit !(a >= 30) }' || fail "resnet accuracy $resnet_accuracy% is below 30%"
+head -c 12 "$out/resnet/fashion_mnist.params" | grep -q "^snn-params 2" || fail "resnet params file is not format 2"
+for saved in fashion_mnist.params fashion_mnist.safetensors; do
+    "$exe" --data "$data" --limit 1000 --quiet --load "$out/resnet/$saved" > "$out/load.log" ||
+        fail "--load resnet $saved failed: $(cat "$out/load.log")"
+    grep -q "^test accuracy $resnet_accuracy% on 200 images" "$out/load.log" ||
+        fail "resnet $saved gives $(cat "$out/load.log"), expected $resnet_accuracy%"
 done
 echo "ok"

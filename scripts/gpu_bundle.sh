@@ -88,6 +88,13 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
   # The main job on the GPU, then compute-sanitizer over GPU test programs.
   check main_job "$here/bin/fashion_mnist" --device gpu --data "$here/data" --out "$out"
   tail -25 "$out/main_job.log"
+  # The residual network with batchnorm and dropout, and its saved model
+  # evaluated again on the CPU.
+  mkdir -p "$out/resnet"
+  check resnet_gpu "$here/bin/fashion_mnist" --model resnet --device gpu --quiet --data "$here/data" --out "$out/resnet"
+  tail -4 "$out/resnet_gpu.log"
+  check resnet_reload_cpu "$here/bin/fashion_mnist" --quiet --data "$here/data" --load "$out/resnet/fashion_mnist.safetensors"
+  tail -1 "$out/resnet_reload_cpu.log"
   if command -v compute-sanitizer >/dev/null; then
     cs() {  # tool program
       local tool=$1 prog=$2
@@ -97,6 +104,9 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
     check memcheck_training cs memcheck test_gpu_training "--leak-check full"
     check memcheck_golden compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check full \
       "$here/bin/test_gpu_golden" "$here/golden"
+    check memcheck_ops cs memcheck test_gpu_ops "--leak-check full"
+    check racecheck_ops cs racecheck test_gpu_ops
+    check initcheck_ops cs initcheck test_gpu_ops
     check racecheck_layers cs racecheck test_gpu_layers
     check synccheck_training cs synccheck test_gpu_training
     check initcheck_follow cs initcheck test_gpu_follow

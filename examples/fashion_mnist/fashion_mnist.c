@@ -112,7 +112,7 @@ static void usage(FILE *to) {
             "  --lr X         Adam's learning rate (default 0.001, resnet 0.002)\n"
             "  --cosine       decay the learning rate to 0 along a cosine over the epochs\n"
             "                 (the default for resnet)\n"
-            "  --seed N       seed of the initial parameters and of the shuffling (default 1)\n"
+            "  --seed N       seed of the initial parameters, the shuffling and dropout (default 1)\n"
             "  --data DIR     directory of the four IDX files, .gz or not\n"
             "                 (default " DEFAULT_DATA_DIR ")\n"
             "  --threads N    CPU threads (default: SNN_NUM_THREADS, else all cores)\n"
@@ -129,7 +129,8 @@ static void usage(FILE *to) {
             "  --distributed  data-parallel training over the MPI ranks this program was\n"
             "                 started on (mpirun -np N ...): each rank computes the gradient\n"
             "                 of its 1/N of every global batch of --batch images, the\n"
-            "                 gradients are averaged, rank 0 reports and saves; default\n"
+            "                 gradients are averaged, rank 0 reports and saves (batchnorm's\n"
+            "                 running statistics are rank 0's own); default\n"
             "                 threads per rank: cores / N\n"
             "  --help         this text\n"
             "\n"
@@ -460,8 +461,9 @@ static snn_model *load_model(const char *path) {
     char line[8192];
     size_t count = 0, state_count = 0;
     int spec_at = 0;
-    const int v1 = fgets(line, sizeof line, f) && !strncmp(line, PARAMS_MAGIC " ", strlen(PARAMS_MAGIC) + 1);
-    const int v2 = !v1 && !strncmp(line, PARAMS_MAGIC_STATE " ", strlen(PARAMS_MAGIC_STATE) + 1);
+    const int got_line = fgets(line, sizeof line, f) != NULL;
+    const int v1 = got_line && !strncmp(line, PARAMS_MAGIC " ", strlen(PARAMS_MAGIC) + 1);
+    const int v2 = got_line && !strncmp(line, PARAMS_MAGIC_STATE " ", strlen(PARAMS_MAGIC_STATE) + 1);
     if (!v1 && !v2) {
         fclose(f);
         snn_model *model = NULL;
@@ -772,6 +774,8 @@ int main(int argc, char **argv) {
     /* Training passes use batch statistics and dropout; evaluation uses the
      * running statistics and no dropout, on its own cache. */
     CHECK(snn_cache_set_training(eval, 0));
+    /* Dropout's masks follow --seed (and differ between ranks). */
+    CHECK(snn_cache_set_seed(fwd, o.seed + (unsigned long long)ranks.rank));
     CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
     CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
     /* On a GPU the training set is uploaded once; batches are gathered there. */

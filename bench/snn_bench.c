@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "../tests/core/alloc_counter.h"
+#include "models.h"
 #include "snn.h"
 
 #define CHECK(call)                                                                    \
@@ -54,19 +55,7 @@ static const bench_case cases[] = {
      "flatten; dense 128 relu; dense 10",
      64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
     /* examples/fashion_mnist's --model resnet */
-    {"resnet_train_step",
-     "input 28x28x1; "
-     "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu name=s1; "
-     "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu; "
-     "conv 3 16 pad=1 nobias init=he_normal; batchnorm; add s1; relu; maxpool 2; "
-     "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu name=s2; "
-     "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu; "
-     "conv 3 32 pad=1 nobias init=he_normal; batchnorm; add s2; relu; maxpool 2; "
-     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu name=s3; "
-     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu; "
-     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; add s3; relu; "
-     "flatten; dropout 0.3; dense 10",
-     64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
+    {"resnet_train_step", FASHION_MNIST_RESNET_SPEC, 64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
     {"startup_tiny", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE, 1},
     {"startup_mlp", "input 784; dense 128 relu; dense 64 relu; dense 10", 64, 1,
      SNN_LOSS_LOGIT_CROSSENTROPY, 1},

@@ -126,6 +126,13 @@ std::string common_options_text(const Layer &l) {
     return s;
 }
 
+bool parse_eps(const Token &t, Layer &l) {
+    if (!starts_with(t.text, "eps=")) return false;
+    if (!parse_real(t.text.substr(4), &l.eps) || !(l.eps > 0.0 && l.eps <= 1.0))
+        spec_error(t, "eps must be a number with 0 < eps <= 1", "");
+    return true;
+}
+
 bool parse_stride_pad(const Token &t, Layer &l, bool allow_pad) {
     if (starts_with(t.text, "stride=")) {
         int n = parse_dims(t.text.substr(7), false, &l.sh, &l.sw, nullptr);

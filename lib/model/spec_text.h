@@ -37,6 +37,8 @@ bool starts_with(const std::string &s, const char *prefix);
 bool parse_act(const std::string &s, Act *a);
 // Options shared by dense and conv: an activation, nobias, init=.
 bool parse_common_option(const Token &t, Layer &l);
+// eps=E with 0 < E <= 1 (batchnorm, layernorm).
+bool parse_eps(const Token &t, Layer &l);
 // stride=S[xS] and (allow_pad) pad=P[xP].
 bool parse_stride_pad(const Token &t, Layer &l, bool allow_pad);
 // " relu nobias init=he_normal" for the options that differ from the defaults.

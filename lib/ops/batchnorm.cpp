@@ -17,10 +17,8 @@ namespace {
 void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
     for (size_t i = 1; i < st.size(); ++i) {
         const Token &t = st[i];
-        if (starts_with(t.text, "eps=")) {
-            if (!parse_real(t.text.substr(4), &l.eps) || !(l.eps > 0.0 && l.eps <= 1.0))
-                spec_error(t, "eps must be a number with 0 < eps <= 1", "");
-        } else if (starts_with(t.text, "momentum=")) {
+        if (parse_eps(t, l)) continue;
+        if (starts_with(t.text, "momentum=")) {
             if (!parse_real(t.text.substr(9), &l.momentum) || !(l.momentum >= 0.0 && l.momentum <= 1.0))
                 spec_error(t, "momentum must be a number with 0 <= momentum <= 1", "");
         } else {

@@ -11,15 +11,8 @@ namespace snn {
 namespace {
 
 void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
-    for (size_t i = 1; i < st.size(); ++i) {
-        const Token &t = st[i];
-        if (starts_with(t.text, "eps=")) {
-            if (!parse_real(t.text.substr(4), &l.eps) || !(l.eps > 0.0 && l.eps <= 1.0))
-                spec_error(t, "eps must be a number with 0 < eps <= 1", "");
-        } else {
-            unknown_option(t, "layernorm", "eps=E or name=...");
-        }
-    }
+    for (size_t i = 1; i < st.size(); ++i)
+        if (!parse_eps(st[i], l)) unknown_option(st[i], "layernorm", "eps=E or name=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "alloc_counter.h"
+#include "models.h"
 #include "snn.h"
 
 static int failures = 0;
@@ -103,18 +104,7 @@ int main(void) {
                  SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 0);
         /* examples/fashion_mnist's --model resnet: batchnorm (running
          * statistics updated), residual adds, dropout */
-        run_case("input 28x28x1; "
-                 "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu name=s1; "
-                 "conv 3 16 pad=1 nobias init=he_normal; batchnorm; relu; "
-                 "conv 3 16 pad=1 nobias init=he_normal; batchnorm; add s1; relu; maxpool 2; "
-                 "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu name=s2; "
-                 "conv 3 32 pad=1 nobias init=he_normal; batchnorm; relu; "
-                 "conv 3 32 pad=1 nobias init=he_normal; batchnorm; add s2; relu; maxpool 2; "
-                 "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu name=s3; "
-                 "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu; "
-                 "conv 3 64 pad=1 nobias init=he_normal; batchnorm; add s3; relu; "
-                 "flatten; dropout 0.3; dense 10",
-                 SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 1);
+        run_case(FASHION_MNIST_RESNET_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 1);
         run_case("input 6x6x2 name=x; conv 3 4 pad=1 gelu name=a; layernorm; concat x; silu; softmax; "
                  "globalavgpool; flatten; dense 8 gelu; batchnorm; dropout 0.5; dense 3",
                  SNN_LOSS_MSE, SNN_OPTIMISER_SGD, 1);

@@ -66,6 +66,15 @@ inline std::vector<float> get_params(const snn_model *m) {
     return p;
 }
 
+// The model's state (batchnorm's running statistics), copied.
+inline std::vector<float> get_state(const snn_model *m) {
+    size_t count = 0;
+    EXPECT_EQ(snn_state_count(m, &count), SNN_OK);
+    std::vector<float> s(count);
+    EXPECT_EQ(snn_get_state(m, s.data(), s.size()), SNN_OK);
+    return s;
+}
+
 inline std::string describe(const snn_model *m) {
     size_t length = 0;
     EXPECT_EQ(snn_model_describe(m, nullptr, 0, &length), SNN_OK);

@@ -9,14 +9,6 @@ using namespace snn_test;
 
 namespace {
 
-std::vector<float> state_of(const snn_model *m) {
-    size_t count = 0;
-    EXPECT_EQ(snn_state_count(m, &count), SNN_OK);
-    std::vector<float> s(count);
-    EXPECT_EQ(snn_get_state(m, s.data(), s.size()), SNN_OK);
-    return s;
-}
-
 // A training cache and an inference cache serve one model at once: the
 // inference cache normalises with the running statistics (and leaves them
 // alone), the training cache with the batch's (and moves them), and each
@@ -35,11 +27,11 @@ TEST(Modes, ATrainingAndAnInferenceCacheServeOneModel) {
     // Running statistics start at mean 0, variance 1: inference is x / sqrt(1 + eps).
     std::vector<float> y = run(eval.get(), m.get(), x);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_FLOAT_EQ(y[i], float(x[i] / std::sqrt(1.0 + 1e-5)));
-    EXPECT_EQ(state_of(m.get()), (std::vector<float>{0, 0, 1, 1, 0}));
+    EXPECT_EQ(get_state(m.get()), (std::vector<float>{0, 0, 1, 1, 0}));
 
     // A training pass: feature 0 has mean 4, biased variance 5, unbiased 20/3.
     y = run(train.get(), m.get(), x);
-    const std::vector<float> s = state_of(m.get());
+    const std::vector<float> s = get_state(m.get());
     EXPECT_FLOAT_EQ(s[0], 0.4f);
     EXPECT_FLOAT_EQ(s[1], 1.0f);
     EXPECT_FLOAT_EQ(s[2], float(0.9 + 0.1 * 20.0 / 3.0));
@@ -59,7 +51,7 @@ TEST(Modes, ATrainingAndAnInferenceCacheServeOneModel) {
     y = run(eval.get(), m.get(), x);
     for (size_t i = 0; i < x.size(); i += 2)
         EXPECT_NEAR(y[i], float((x[i] - 0.4) / std::sqrt(double(s[2]) + 1e-5)), 1e-6f);
-    EXPECT_EQ(state_of(m.get()), s);
+    EXPECT_EQ(get_state(m.get()), s);
 }
 
 TEST(Modes, OnlyZeroAndOneAreModes) {
@@ -82,7 +74,7 @@ TEST(Modes, BatchnormNeedsTwoValuesPerChannelToTrain) {
     EXPECT_EQ(snn_forward(f.get(), m.get()), SNN_ERR_BATCH);
     EXPECT_NE(std::string(snn_last_error()).find("more than one value per channel"), std::string::npos)
         << snn_last_error();
-    EXPECT_EQ(state_of(m.get()), (std::vector<float>{0, 0, 0, 1, 1, 1, 0})) << "the state is untouched";
+    EXPECT_EQ(get_state(m.get()), (std::vector<float>{0, 0, 0, 1, 1, 1, 0})) << "the state is untouched";
     ASSERT_EQ(snn_cache_set_training(f.get(), 0), SNN_OK);
     EXPECT_EQ(snn_forward(f.get(), m.get()), SNN_OK);
 }

@@ -164,14 +164,6 @@ const Problem kProblems[] = {
 INSTANTIATE_TEST_SUITE_P(Ops, NewOpGradient, ::testing::ValuesIn(kProblems),
                          [](const ::testing::TestParamInfo<Problem> &info) { return info.param.name; });
 
-std::vector<float> get_state(const snn_model *m) {
-    size_t count = 0;
-    EXPECT_EQ(snn_state_count(m, &count), SNN_OK);
-    std::vector<float> s(count);
-    EXPECT_EQ(snn_get_state(m, s.data(), s.size()), SNN_OK);
-    return s;
-}
-
 // One training pass of "input 2; batchnorm" on 4 samples: the outputs use the
 // batch's biased variance, the running statistics move a tenth of the way to
 // the batch's mean and unbiased variance, and the batch is counted.

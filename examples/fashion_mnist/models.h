@@ -27,6 +27,6 @@
     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu name=s3; "              \
     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; relu; "                      \
     "conv 3 64 pad=1 nobias init=he_normal; batchnorm; add s3; relu; "              \
-    "flatten; dropout 0.3; dense 10"
+    "flatten; dropout 0.4; dense 10"
 
 #endif

@@ -286,6 +286,23 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
     c = std::move(to);
 }
 
+namespace {
+
+// What every kernel call of one pass shares.
+OpArgs pass_args(Backend &be, Stream *s, const Model &m, int64_t n, bool training, void *workspace) {
+    OpArgs a;
+    a.be = &be;
+    a.s = s;
+    a.n = n;
+    a.training = training;
+    a.params = m.params_ptr();
+    a.state = m.state_ptr();
+    a.workspace = workspace;
+    return a;
+}
+
+}  // namespace
+
 void forward_pass(ForwardCache &c, const Model &m) {
     Backend &be = *c.backend;
     Stream *s = c.stream.get();
@@ -294,14 +311,7 @@ void forward_pass(ForwardCache &c, const Model &m) {
     for (size_t i = 1; i < layers.size(); ++i)
         if (op_desc(layers[i].kind).check) op_desc(layers[i].kind).check(layers[i], n, c.training);
     be.wait(s, m.stream.get());
-    OpArgs a;
-    a.be = &be;
-    a.s = s;
-    a.n = n;
-    a.training = c.training;
-    a.params = m.params_ptr();
-    a.state = m.state_ptr();
-    a.workspace = c.workspace.get();
+    OpArgs a = pass_args(be, s, m, n, c.training, c.workspace.get());
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
         if (l.alias) continue;
@@ -408,15 +418,8 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     const std::vector<size_t> &owner = b.owner;
     std::fill(b.written.begin(), b.written.end(), 0);
     b.written[owner[L - 1]] = 1;
-    OpArgs a;
-    a.be = &be;
-    a.s = s;
-    a.n = n;
-    a.training = f.forward_training;
-    a.params = m.params_ptr();
-    a.state = m.state_ptr();
+    OpArgs a = pass_args(be, s, m, n, f.forward_training, b.workspace.get());
     a.grads = b.grads.f();
-    a.workspace = b.workspace.get();
     for (size_t i = L - 1; i >= 1; --i) {
         const Layer &l = layers[i];
         if (!rg[i]) continue;

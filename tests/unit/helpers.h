@@ -7,6 +7,8 @@
 
 #include "../common/handles.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -64,6 +66,15 @@ inline std::vector<float> get_params(const snn_model *m) {
     std::vector<float> p(param_count(m));
     EXPECT_EQ(snn_get_parameters(m, p.data(), p.size()), SNN_OK);
     return p;
+}
+
+// |numeric - analytic| within 1% of the larger, plus a floor for gradients
+// near zero (float outputs limit the difference quotient to about 1e-4).
+// Returns the error as a fraction of that tolerance.
+inline double expect_gradient_close(const char *what, size_t index, double numeric, double analytic) {
+    const double tol = 1e-2 * std::max(std::fabs(numeric), std::fabs(analytic)) + 2e-4;
+    EXPECT_NEAR(analytic, numeric, tol) << what << " " << index;
+    return std::fabs(analytic - numeric) / tol;
 }
 
 // The model's state (batchnorm's running statistics), copied.

@@ -32,15 +32,6 @@ double mse_of(const std::vector<float> &y, const std::vector<float> &targets) {
     return sum / double(y.size());
 }
 
-// |numeric - analytic| within 1% of the larger, plus a floor for gradients
-// near zero (float outputs limit the difference quotient to about 1e-4).
-// Returns the error as a fraction of that tolerance.
-double expect_gradient_close(const char *what, size_t index, double numeric, double analytic) {
-    const double tol = 1e-2 * std::max(std::fabs(numeric), std::fabs(analytic)) + 2e-4;
-    EXPECT_NEAR(analytic, numeric, tol) << what << " " << index;
-    return std::fabs(analytic - numeric) / tol;
-}
-
 class NewOpGradient : public ::testing::TestWithParam<Problem> {};
 
 // Every evaluation starts from the same state (a training pass moves

@@ -1,14 +1,25 @@
-//! Finds libsnn: the directory in `SNN_LIB_DIR`, else the `-L` directories that
-//! `pkg-config --libs-only-L snn` prints, else the linker's default search path.
-//! Each directory found is also written into the binaries' rpath, so tests,
-//! examples and doctests run without LD_LIBRARY_PATH, and exposed to crates
-//! that depend on this one as `DEP_SNN_ROOT`.
+//! Finds libsnn and links it.
+//!
+//! Where: the directory in `SNN_LIB_DIR` (a Meson build directory of snn, or
+//! an installed lib directory), else the `-L` directories that
+//! `pkg-config --libs-only-L snn` prints. Neither: the build stops and says
+//! what to set.
+//!
+//! How: when that directory holds `libsnn.a`, libsnn is linked statically,
+//! with the system libraries it needs (`SNN_LINK_LIBS`, default
+//! "openblas stdc++ m dl pthread"). Every binary that uses this crate, a
+//! dependent crate's included, then runs without `LD_LIBRARY_PATH`. Otherwise
+//! `libsnn.so` is linked and its directory written into the rpath of this
+//! crate's own tests, examples and doctests (cargo does not pass rpaths on to
+//! dependent crates: those need `LD_LIBRARY_PATH` or their own rpath then).
+//! `SNN_STATIC=0` picks `libsnn.so` even when `libsnn.a` is there.
 
 use std::env;
+use std::path::Path;
 use std::process::Command;
 
-fn pkg_config_dirs() -> Vec<String> {
-    let output = match Command::new("pkg-config").args(["--libs-only-L", "snn"]).output() {
+fn pkg_config_dirs(package: &str) -> Vec<String> {
+    let output = match Command::new("pkg-config").args(["--libs-only-L", package]).output() {
         Ok(output) if output.status.success() => output,
         _ => return Vec::new(),
     };
@@ -19,19 +30,60 @@ fn pkg_config_dirs() -> Vec<String> {
         .collect()
 }
 
+fn pkg_config_knows(package: &str) -> bool {
+    Command::new("pkg-config")
+        .args(["--exists", package])
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 fn main() {
-    println!("cargo:rerun-if-env-changed=SNN_LIB_DIR");
-    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    for var in ["SNN_LIB_DIR", "SNN_STATIC", "SNN_LINK_LIBS", "PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     let dirs = match env::var("SNN_LIB_DIR") {
         Ok(dir) if !dir.is_empty() => vec![dir],
-        _ => pkg_config_dirs(),
+        _ if pkg_config_knows("snn") => pkg_config_dirs("snn"),
+        _ => {
+            eprintln!(
+                "error: snn: libsnn was not found. Set SNN_LIB_DIR to the directory holding \
+                 libsnn.a or libsnn.so (a Meson build directory of snn, e.g. \
+                 SNN_LIB_DIR=/path/to/snn/build cargo build), or install snn so that \
+                 `pkg-config --libs snn` finds it."
+            );
+            std::process::exit(1);
+        }
     };
+    let prefer_static = env::var("SNN_STATIC").as_deref() != Ok("0");
+    let archive = dirs.iter().find(|dir| Path::new(dir).join("libsnn.a").is_file());
     for dir in &dirs {
         println!("cargo:rustc-link-search=native={dir}");
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+    }
+    match archive {
+        Some(dir) if prefer_static => {
+            println!("cargo:rerun-if-changed={dir}/libsnn.a");
+            // Every object, referenced or not: the ops and kernels register
+            // themselves from static initialisers. Not bundled into the rlib:
+            // Meson's archive is thin (it names the object files), which the
+            // system linker reads and rustc does not.
+            println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=snn");
+            for dir in pkg_config_dirs("openblas") {
+                println!("cargo:rustc-link-search=native={dir}");
+            }
+            let libs = env::var("SNN_LINK_LIBS")
+                .unwrap_or_else(|_| "openblas stdc++ m dl pthread".to_owned());
+            for lib in libs.split_whitespace() {
+                println!("cargo:rustc-link-lib=dylib={lib}");
+            }
+        }
+        _ => {
+            for dir in &dirs {
+                println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+            }
+            println!("cargo:rustc-link-lib=dylib=snn");
+        }
     }
     if let Some(dir) = dirs.first() {
         println!("cargo:root={dir}");
     }
-    println!("cargo:rustc-link-lib=dylib=snn");
 }

@@ -782,7 +782,23 @@ type NotSync = PhantomData<Cell<()>>;
 /// The buffers of forward passes of one model, for batches up to its
 /// maximum. It keeps no reference to the model: each call that needs the
 /// model takes it, and the library refuses another model's
-/// ([`ErrorKind::ModelMismatch`]). `Send`, not `Sync`.
+/// ([`ErrorKind::ModelMismatch`]). `Send`, not `Sync`:
+///
+/// ```compile_fail
+/// fn sync<T: Sync>() {}
+/// sync::<snn::ForwardCache>();
+/// ```
+///
+/// and a model cannot change while a thread runs it:
+///
+/// ```compile_fail,E0502
+/// let mut model = snn::Model::new("input 1; dense 1")?;
+/// std::thread::scope(|s| {
+///     s.spawn(|| model.preallocate(1));
+///     model.init(1)
+/// })?;
+/// # Ok::<(), snn::Error>(())
+/// ```
 pub struct ForwardCache {
     raw: NonNull<sys::snn_forward_cache>,
     _not_sync: NotSync,

@@ -3,9 +3,11 @@
 # by Meson.
 #   run_csharp.sh SOURCE_ROOT BUILD_ROOT           the NUnit 2.6 tests
 #   run_csharp.sh SOURCE_ROOT BUILD_ROOT exit-runs tests/ExitProgram.cs, 20 times
+#   run_csharp.sh SOURCE_ROOT BUILD_ROOT readme    every ```csharp block of README.md,
+#                                                  compiled as written and run
 # Exit status 0 only when everything ran and passed: nunit-console's status
 # (its count of failures, taken modulo 256) and its XML result must both say so,
-# and every run of the exit program must exit with 0.
+# every run of the exit program and every README program must exit with 0.
 set -eu
 src=$1; build=$2; mode=${3:-nunit}
 command -v mcs >/dev/null || { echo "mcs not found: skipped"; exit 77; }
@@ -16,7 +18,7 @@ export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # Snn.dll and its Mono config (which maps "snn" to libsnn.so.0) into $1.
 build_binding() {
     mkdir -p "$1"
-    mcs -nologo -warnaserror -target:library -out:"$1/Snn.dll" src/NativeMethods.cs src/Snn.cs
+    mcs -nologo -warnaserror -unsafe -target:library -out:"$1/Snn.dll" src/NativeMethods.cs src/Snn.cs
     cp src/snn.dll.config "$1/Snn.dll.config"
 }
 
@@ -39,6 +41,33 @@ case $mode in
         [ "$failed" -eq 0 ]
         exit
         ;;
+    readme)
+        out=$build/bindings-csharp-readme
+        rm -rf "$out"
+        build_binding "$out"
+        # Block n of README.md into $out/readme-n.cs, exactly as written.
+        awk -v dir="$out" '
+            /^```csharp[[:space:]]*$/ { n++; file = dir "/readme-" n ".cs"; printf "" > file; inside = 1; next }
+            /^```/ && inside { inside = 0; close(file); next }
+            inside { print > file }
+        ' README.md
+        blocks=$(find "$out" -name 'readme-*.cs' | sort)
+        [ -n "$blocks" ] || { echo "README.md has no csharp block"; exit 1; }
+        failed=0
+        for cs in $blocks; do
+            exe=${cs%.cs}.exe
+            status=0
+            mcs -nologo -warnaserror -out:"$exe" -r:"$out/Snn.dll" "$cs" || status=$?
+            if [ "$status" -eq 0 ]; then
+                (cd "$out" && mono "$exe") || status=$?
+            fi
+            echo "$(basename "$cs"): status $status"
+            [ "$status" -eq 0 ] || failed=$((failed + 1))
+        done
+        echo "README programs: $failed of $(echo "$blocks" | wc -l) failed"
+        [ "$failed" -eq 0 ]
+        exit
+        ;;
     nunit) ;;
     *) echo "unknown mode $mode"; exit 2 ;;
 esac
@@ -48,7 +77,7 @@ nunit=$(pkg-config --variable=pkglibdir nunit 2>/dev/null || echo /usr/lib/cli)/
 [ -f "$nunit" ] || { echo "nunit.framework.dll not found: skipped"; exit 77; }
 out=$build/bindings-csharp
 build_binding "$out"
-mcs -nologo -warnaserror -target:library -out:"$out/Snn.Tests.dll" -r:"$out/Snn.dll" -r:"$nunit" tests/SnnTests.cs
+mcs -nologo -warnaserror -target:library -out:"$out/Snn.Tests.dll" -r:"$out/Snn.dll" -r:"$nunit" tests/*Tests.cs
 cd "$out"
 result=$out/TestResult.xml
 rm -f "$result"

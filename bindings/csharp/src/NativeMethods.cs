@@ -4,50 +4,80 @@
 // counts and types). A function deliberately left out would be listed here in a
 // line "abi-omitted: <name> <reason>"; none is.
 //
-// Arrays pass as float[] / int[] / long[] / byte[]: blittable arrays are pinned
-// for the duration of the call, not copied. Handles pass as SafeHandles, so a
-// handle cannot be released while a call that uses it runs.
+// Buffers pass as pointers, which Snn.cs takes from pinned spans (fixed), so
+// arrays, slices of arrays and native memory all reach the library without a
+// copy. Strings pass as NUL-terminated UTF-8 bytes (Library.Utf8z refuses a
+// string holding a NUL). Handles pass as SafeHandles, so a handle cannot be
+// released while a call that uses it runs.
 using System;
 using System.Runtime.InteropServices;
 
 namespace Snn
 {
-    /// <summary>An owned snn handle; ReleaseHandle calls its destroy function.</summary>
+    /// <summary>An owned snn handle; ReleaseHandle calls its destroy function.
+    /// The handle of a cache or optimiser also holds a reference
+    /// (DangerousAddRef) on its model's handle, taken by Own and given back
+    /// after its own destroy: the model's native memory is freed only after
+    /// every handle made from it, whatever order Dispose calls or finalizers
+    /// run in.</summary>
     internal abstract class SnnHandle : SafeHandle
     {
+        ModelHandle owner;
+
         protected SnnHandle() : base(IntPtr.Zero, true) { }
         public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+
+        /// <summary>Takes a reference on the handle of the model this handle was
+        /// made from (called once, right after the library created it).</summary>
+        internal void Own(ModelHandle model)
+        {
+            bool added = false;
+            model.DangerousAddRef(ref added);
+            if (added) owner = model;
+        }
+
+        protected abstract void Destroy(IntPtr h);
+
+        protected sealed override bool ReleaseHandle()
+        {
+            Destroy(handle);
+            var model = owner;
+            owner = null;
+            if (model != null) model.DangerousRelease();
+            Library.SettleLogReceiverException();
+            return true;
+        }
     }
 
     internal sealed class ModelHandle : SnnHandle
     {
-        protected override bool ReleaseHandle() { NativeMethods.snn_model_destroy(handle); return true; }
+        protected override void Destroy(IntPtr h) { NativeMethods.snn_model_destroy(h); }
     }
 
     internal sealed class ForwardCacheHandle : SnnHandle
     {
-        protected override bool ReleaseHandle() { NativeMethods.snn_forward_cache_destroy(handle); return true; }
+        protected override void Destroy(IntPtr h) { NativeMethods.snn_forward_cache_destroy(h); }
     }
 
     internal sealed class BackwardCacheHandle : SnnHandle
     {
-        protected override bool ReleaseHandle() { NativeMethods.snn_backward_cache_destroy(handle); return true; }
+        protected override void Destroy(IntPtr h) { NativeMethods.snn_backward_cache_destroy(h); }
     }
 
     internal sealed class OptimiserHandle : SnnHandle
     {
-        protected override bool ReleaseHandle() { NativeMethods.snn_optimiser_destroy(handle); return true; }
+        protected override void Destroy(IntPtr h) { NativeMethods.snn_optimiser_destroy(h); }
     }
 
     internal sealed class DatasetHandle : SnnHandle
     {
-        protected override bool ReleaseHandle() { NativeMethods.snn_dataset_destroy(handle); return true; }
+        protected override void Destroy(IntPtr h) { NativeMethods.snn_dataset_destroy(h); }
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate void LogCallback(IntPtr userData, int level, IntPtr message);
 
-    internal static class NativeMethods
+    internal static unsafe class NativeMethods
     {
         internal const string Lib = "snn";
 
@@ -59,7 +89,7 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern IntPtr snn_build_features();
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_has_feature(string feature);
+        internal static extern int snn_has_feature([In] byte[] feature);
 
         // Status and errors
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -79,7 +109,7 @@ namespace Snn
 
         // Models
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_model_create(string spec, out ModelHandle model);
+        internal static extern int snn_model_create([In] byte[] spec, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void snn_model_destroy(IntPtr model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -101,15 +131,15 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_parameters(ModelHandle model, out IntPtr data, out UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_get_parameters(ModelHandle model, [Out] float[] dst, UIntPtr count);
+        internal static extern int snn_get_parameters(ModelHandle model, float* dst, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_parameters(ModelHandle model, [In] float[] src, UIntPtr count);
+        internal static extern int snn_set_parameters(ModelHandle model, float* src, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_state_count(ModelHandle model, out UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_get_state(ModelHandle model, [Out] float[] dst, UIntPtr count);
+        internal static extern int snn_get_state(ModelHandle model, float* dst, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_state(ModelHandle model, [In] float[] src, UIntPtr count);
+        internal static extern int snn_set_state(ModelHandle model, float* src, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_layer_state(ModelHandle model, long layer, out UIntPtr offset, out UIntPtr count);
 
@@ -129,15 +159,15 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_inputs(ForwardCacheHandle cache, [In] float[] inputs, UIntPtr count);
+        internal static extern int snn_set_inputs(ForwardCacheHandle cache, float* inputs, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_inputs_gather(ForwardCacheHandle cache, [In] float[] data, UIntPtr sampleCount, [In] long[] indices, UIntPtr n);
+        internal static extern int snn_set_inputs_gather(ForwardCacheHandle cache, float* data, UIntPtr sampleCount, long* indices, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_forward(ForwardCacheHandle cache, ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_outputs(ForwardCacheHandle cache, out IntPtr data, out UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_get_outputs(ForwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+        internal static extern int snn_get_outputs(ForwardCacheHandle cache, float* dst, UIntPtr count);
 
         // Losses and backpropagation
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -145,25 +175,25 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void snn_backward_cache_destroy(IntPtr cache);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_targets(BackwardCacheHandle cache, [In] float[] targets, UIntPtr count);
+        internal static extern int snn_set_targets(BackwardCacheHandle cache, float* targets, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_labels(BackwardCacheHandle cache, [In] int[] labels, UIntPtr n);
+        internal static extern int snn_set_labels(BackwardCacheHandle cache, int* labels, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_labels_gather(BackwardCacheHandle cache, [In] int[] labels, UIntPtr sampleCount, [In] long[] indices, UIntPtr n);
+        internal static extern int snn_set_labels_gather(BackwardCacheHandle cache, int* labels, UIntPtr sampleCount, long* indices, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_input_gradient(BackwardCacheHandle cache, int enabled);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_backprop(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, int loss, out float lossValue);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_backprop_with_output_gradient(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, [In] float[] outputGradient, UIntPtr count);
+        internal static extern int snn_backprop_with_output_gradient(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, float* outputGradient, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_gradients(BackwardCacheHandle cache, out IntPtr data, out UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_get_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+        internal static extern int snn_get_gradients(BackwardCacheHandle cache, float* dst, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_gradients(BackwardCacheHandle cache, [In] float[] src, UIntPtr count);
+        internal static extern int snn_set_gradients(BackwardCacheHandle cache, float* src, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_get_input_gradients(BackwardCacheHandle cache, [Out] float[] dst, UIntPtr count);
+        internal static extern int snn_get_input_gradients(BackwardCacheHandle cache, float* dst, UIntPtr count);
 
         // Optimisers
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -183,17 +213,17 @@ namespace Snn
 
         // Model files and checkpoints
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_model_save(ModelHandle model, string path);
+        internal static extern int snn_model_save(ModelHandle model, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_model_load(string path, out ModelHandle model);
+        internal static extern int snn_model_load([In] byte[] path, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_save_to_buffer(ModelHandle model, [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_load_from_buffer([In] byte[] data, UIntPtr size, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, string path);
+        internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_checkpoint_load(string path, out ModelHandle model, out OptimiserHandle optimiser);
+        internal static extern int snn_checkpoint_load([In] byte[] path, out ModelHandle model, out OptimiserHandle optimiser);
 
         // Devices
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -213,13 +243,13 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_inputs_device(ForwardCacheHandle cache, IntPtr deviceInputs, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_dataset_create(int device, [In] float[] samples, UIntPtr sampleCount, UIntPtr features, [In] int[] labels, out DatasetHandle dataset);
+        internal static extern int snn_dataset_create(int device, float* samples, UIntPtr sampleCount, UIntPtr features, int* labels, out DatasetHandle dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void snn_dataset_destroy(IntPtr dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_inputs_from_dataset(ForwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
+        internal static extern int snn_set_inputs_from_dataset(ForwardCacheHandle cache, DatasetHandle dataset, long* indices, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_labels_from_dataset(BackwardCacheHandle cache, DatasetHandle dataset, [In] long[] indices, UIntPtr n);
+        internal static extern int snn_set_labels_from_dataset(BackwardCacheHandle cache, DatasetHandle dataset, long* indices, UIntPtr n);
         // Native GPU interoperation: data receives a device pointer.
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_gradients_device(BackwardCacheHandle cache, out IntPtr data, out UIntPtr count);

@@ -1,16 +1,43 @@
 #!/bin/bash
-# cargo test (and clippy, when installed) of bindings/rust against the libsnn
-# built by Meson.  run_rust.sh SOURCE_ROOT BUILD_ROOT [clippy]
+# The Rust binding's checks against the libsnn built by Meson.
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT            cargo test of bindings/rust
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT clippy     cargo clippy -D warnings
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT dependent  cargo run of a crate that only
+#       has the dependency line and SNN_LIB_DIR (tests/bindings/rust_dependent),
+#       with no LD_LIBRARY_PATH
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT no-lib-dir  the build without SNN_LIB_DIR
+#       nor pkg-config must fail, saying what to set
 # Every test binary runs even after one fails (each prints its counts); the
-# exit status is cargo's, non-zero when any test failed.
+# exit status is cargo's, non-zero when any test failed. 77: skipped.
 set -eu
 src=$1; build=$2
 command -v cargo >/dev/null || { echo "cargo not found: skipped"; exit 77; }
 export SNN_LIB_DIR=$build
 export CARGO_TARGET_DIR=$build/bindings-rust-target
-cd "$src/bindings/rust"
-if [ "${3:-}" = clippy ]; then
+case "${3:-test}" in
+test)
+    cd "$src/bindings/rust"
+    exec cargo test --offline --no-fail-fast ;;
+clippy)
+    cd "$src/bindings/rust"
     cargo clippy --version >/dev/null 2>&1 || { echo "clippy not installed: skipped"; exit 77; }
-    exec cargo clippy --offline --all-targets -- -D warnings
-fi
-exec cargo test --offline --no-fail-fast
+    exec cargo clippy --offline --all-targets -- -D warnings ;;
+dependent)
+    cd "$src/tests/bindings/rust_dependent"
+    export CARGO_TARGET_DIR=$build/rust-dependent-target
+    exec env -u LD_LIBRARY_PATH cargo run --offline ;;
+no-lib-dir)
+    cd "$src/tests/bindings/rust_dependent"
+    export CARGO_TARGET_DIR=$build/rust-no-lib-dir-target
+    set +e
+    output=$(env -u SNN_LIB_DIR PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent cargo build --offline 2>&1)
+    status=$?
+    set -e
+    echo "$output"
+    if [ "$status" -eq 0 ]; then echo "the build succeeded without SNN_LIB_DIR"; exit 1; fi
+    grep -qF "Set SNN_LIB_DIR to the directory holding libsnn.a or libsnn.so" <<< "$output" ||
+        { echo "the build failed without saying what to set"; exit 1; }
+    echo "without SNN_LIB_DIR the build fails and says what to set" ;;
+*)
+    echo "unknown mode $3"; exit 2 ;;
+esac

@@ -1,6 +1,7 @@
 // A short program that uses the binding as an application does and then exits:
-// the library's worker threads busy on a small CNN, a few training steps, some
-// handles disposed and the others left to the finalizers at exit.
+// the library's worker threads busy on a small CNN, a few training steps, the
+// model and one cache disposed, and the cache and optimiser that still hold the
+// model's native handle left to the finalizers at exit.
 // tests/bindings/run_csharp.sh runs it many times: every run must exit with 0
 // (the runtime's shutdown must not crash on the library's threads).
 using System;
@@ -30,6 +31,7 @@ static class ExitProgram
             adam.Step(model, bwd);
         }
         bwd.Dispose();
+        model.Dispose();
         if (!(last < first))
         {
             Console.Error.WriteLine("the loss did not fall: " + first + " -> " + last);

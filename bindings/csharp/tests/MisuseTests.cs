@@ -86,6 +86,7 @@ namespace Snn.Tests
                 Expect(Status.Count, () => bwd.BackpropWithOutputGradient(fwd, new float[3]));
                 Expect(Status.State, () => bwd.GetInputGradients(new float[6]));
                 Assert.Throws<ArgumentOutOfRangeException>(() => new Dataset(Library.CpuDevice, new float[4], 0, null));
+                Assert.AreEqual(0, model.GetState().Length, "a model without batchnorm has no state");
                 // Nothing was changed by the failed calls.
                 Assert.AreEqual(2, fwd.Batch);
                 Assert.AreEqual(n, model.GetParameters().Length);
@@ -229,6 +230,14 @@ namespace Snn.Tests
                 Assert.IsInstanceOf<InvalidOperationException>(e.InnerException);
                 Assert.AreEqual("the receiver refused: " + e.Message, e.InnerException.Message);
                 Assert.IsNull(Library.TakeLogCallbackException(), "nothing else was recorded");
+
+                // A call whose failure is a return value, not an exception, has
+                // nothing to attach the receiver's exception to: it is recorded.
+                Assert.AreNotEqual(Status.Ok, Library.GpuStatus(1000));
+                var recorded = Library.TakeLogCallbackException();
+                Assert.IsInstanceOf<InvalidOperationException>(recorded);
+                StringAssert.Contains("snn_gpu_status", recorded.Message);
+                Assert.IsNull(Library.TakeLogCallbackException(), "taking it cleared it");
 
                 // A call that succeeds afterwards carries nothing over.
                 Library.NumThreads = Library.NumThreads;

@@ -9,6 +9,10 @@
  * snn_preallocate, snn_preallocate_grads, snn_optimiser_create) and count the
  * allocations they make. Threads: SNN_NUM_THREADS (default: all cores).
  * Usage: snn_bench [case ...] [--reps N]
+ *        snn_bench --spec SPEC [--batch N] [--forward] [--reps N]
+ * The second form times one training step (or, with --forward, one forward
+ * pass) of any model, as the case "custom": a way to see what one layer of
+ * a case costs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -155,9 +159,21 @@ int main(int argc, char **argv) {
     int reps = 0;
     const char *only[16];
     int n_only = 0;
+    bench_case custom = {"custom", NULL, 64, 1, SNN_LOSS_MSE, 0};
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) custom.spec = argv[++i];
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) custom.batch = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--forward") == 0) custom.train = 0;
         else if (n_only < 16) only[n_only++] = argv[i];
+    }
+    if (custom.spec) {
+        if (custom.batch < 1) {
+            fprintf(stderr, "--batch must be at least 1\n");
+            return 2;
+        }
+        run(&custom, reps > 0 ? reps : 50);
+        return 0;
     }
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         const bench_case *c = &cases[k];

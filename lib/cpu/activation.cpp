@@ -82,4 +82,38 @@ void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t 
     }
 }
 
+namespace {
+
+template <typename Acc, int Lanes, typename Term>
+inline Acc lane_sum(int64_t n, Term term) {
+    Acc acc[Lanes] = {};
+    int64_t i = 0;
+    for (; i + Lanes <= n; i += Lanes)
+        for (int l = 0; l < Lanes; ++l) acc[l] += term(i + l);
+    for (int l = 0; i + l < n; ++l) acc[l] += term(i + l);
+    for (int w = Lanes / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
+    return acc[0];
+}
+
+}  // namespace
+
+SNN_MULTIVERSION
+float sum_span(const float *x, int64_t n) {
+    return lane_sum<float, 32>(n, [x](int64_t i) { return x[i]; });
+}
+
+SNN_MULTIVERSION
+double sum_span_f64(const float *x, int64_t n) {
+    return lane_sum<double, 16>(n, [x](int64_t i) { return double(x[i]); });
+}
+
+SNN_MULTIVERSION
+double squared_deviation_f64(const float *x, double mu, int64_t n) {
+    return lane_sum<double, 16>(n, [x, mu](int64_t i) {
+        const double d = double(x[i]) - mu;
+        return d * d;
+    });
+}
+
 }  // namespace snn

@@ -21,4 +21,12 @@ void add_bias_row(float *y, const float *b, int64_t n);
 // activations of act_uses_input (dst may equal g)
 void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t n);
 
+// Sums in 32 interleaved partial sums, added pairwise at the end: the loop
+// vectorises (one serial chain of n additions would be latency-bound), and
+// the order depends on n alone, so results are deterministic.
+float sum_span(const float *x, int64_t n);
+// The same in double precision: sum x, and sum (x - mu)^2
+double sum_span_f64(const float *x, int64_t n);
+double squared_deviation_f64(const float *x, double mu, int64_t n);
+
 }  // namespace snn

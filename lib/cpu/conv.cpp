@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "cpu/activation.h"
+#include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
 #include "ops/dims.h"
@@ -94,7 +95,8 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
 }
 
 struct ConvPlan {
-    int64_t chunk;    // images lowered per sgemm
+    bool direct;      // cpu/conv_direct.h's kernels, one image at a time
+    int64_t chunk;    // images lowered per sgemm (1 for direct)
     int32_t workers;  // workspace slots planned
     size_t slot;      // floats per worker: col[K][chunk*P] then z[cout][chunk*P]
     size_t params;    // floats of dW + db accumulated per extra worker
@@ -112,6 +114,19 @@ struct ConvJob {
 
 // Chunks are dealt round-robin (worker w takes chunks w, w + workers, ...),
 // so each worker's partial sums are the same for a fixed thread count.
+// The direct path: worker w takes a contiguous range of images.
+void direct_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
+    const int64_t in_size = d.cin * d.hin * d.win, out_size = d.cout * d.hout * d.wout;
+    int64_t i0, i1;
+    split_range(j.n, workers, worker, &i0, &i1);
+    for (int64_t i = i0; i < i1; ++i)
+        conv_direct_forward_image(d, j.x + i * in_size, j.w, j.b, j.out + i * out_size,
+                                  j.pre ? j.pre + i * out_size : nullptr,
+                                  j.workspace + size_t(worker) * j.plan->slot);
+}
+
 void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const ConvJob &j = *static_cast<const ConvJob *>(ctx);
     const ConvDims &d = *j.d;
@@ -156,6 +171,16 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     for (int64_t i = 0; i < d.cout * K; ++i) dw[i] = 0.0f;
     if (d.bias)
         for (int64_t co = 0; co < d.cout; ++co) db[co] = 0.0f;
+    if (j.plan->direct) {
+        const int64_t out_size = d.cout * P;
+        int64_t i0, i1;
+        split_range(j.n, workers, worker, &i0, &i1);
+        for (int64_t i = i0; i < i1; ++i)
+            conv_direct_backward_image(d, j.x + i * in_size, j.w, j.y + i * out_size,
+                                       j.pre ? j.pre + i * out_size : nullptr, j.dy + i * out_size, dw, db,
+                                       j.dx ? j.dx + i * in_size : nullptr, col);
+        return;
+    }
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         for (int64_t img = 0; img < nb; ++img)
@@ -167,12 +192,7 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
                 derivative_span(d.act, g, out, dst, P);
             }
         if (d.bias)
-            for (int64_t co = 0; co < d.cout; ++co) {
-                const float *row = z + co * ld;
-                float s = 0.0f;
-                for (int64_t p = 0; p < ld; ++p) s += row[p];
-                db[co] += s;
-            }
+            for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(z + co * ld, ld);
         im2col(d, nb, j.x + i0 * in_size, col);
         gemm_nt(d.cout, K, ld, z, ld, col, ld, dw, K, true);
         if (j.dx) {
@@ -188,11 +208,17 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
     const ConvDims d = conv_dims(l);
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
-    // Enough chunks for every worker, each within the lowering budget.
-    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
-    chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-    auto *plan = new (std::nothrow) ConvPlan{chunk, workers, size_t((K + d.cout) * chunk * P),
-                                             size_t(d.cout * K + d.cout)};
+    ConvPlan *plan = nullptr;
+    if (conv_direct_eligible(d) && !cpu_reference_kernels()) {
+        const size_t slot = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
+        plan = new (std::nothrow) ConvPlan{true, 1, workers, slot, size_t(d.cout * K + d.cout)};
+    } else {
+        // Enough chunks for every worker, each within the lowering budget.
+        int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
+        chunk = std::min(chunk, (max_batch + workers - 1) / workers);
+        plan = new (std::nothrow) ConvPlan{false, chunk, workers, size_t((K + d.cout) * chunk * P),
+                                           size_t(d.cout * K + d.cout)};
+    }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
     size_t floats = size_t(workers) * plan->slot;
     if (backward) floats += size_t(workers - 1) * plan->params;
@@ -213,7 +239,7 @@ void forward(const OpArgs &a) {
     ConvJob job{&p, &d, a.n, a.x[0], a.params + a.l->weight_offset, a.params + a.l->bias_offset, nullptr, a.y,
                 nullptr, nullptr, nullptr, nullptr, static_cast<float *>(a.workspace),
                 act_uses_input(d.act) ? a.aux : nullptr};
-    parallel_run(conv_workers(p, a.n), conv_forward_worker, &job);
+    parallel_run(conv_workers(p, a.n), p.direct ? direct_forward_worker : conv_forward_worker, &job);
 }
 
 void backward(const OpArgs &a) {

@@ -114,6 +114,11 @@ std::atomic<int32_t> g_cpu_threads{1};
 }
 
 // OpenBLAS runs single-threaded inside each of our workers.
+bool cpu_reference_kernels() {
+    const char *v = std::getenv("SNN_CPU_KERNELS");
+    return v != nullptr && std::strcmp(v, "reference") == 0;
+}
+
 void cpu_set_threads(int32_t n) {
     openblas_set_num_threads(1);
     thread_pool_reserve(n);

@@ -74,6 +74,13 @@ void small_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 // dst[K][N] = src[N][K]^T
 void small_transpose(int64_t N, int64_t K, const float *src, int64_t ld, float *dst);
 
+// True when the environment sets SNN_CPU_KERNELS=reference: the CPU ops then
+// take their plain reference paths (im2col convolution, generic pooling)
+// instead of the fast ones for common shapes. The tests compare the two; a
+// user can rule a fast path out when a result looks wrong. Convolutions read
+// it when a cache is made, pooling on every call.
+bool cpu_reference_kernels();
+
 // Applies the CPU thread bound to OpenBLAS.
 void cpu_set_threads(int32_t n);
 

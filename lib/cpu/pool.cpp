@@ -55,11 +55,75 @@ void maxpool_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, flo
     }
 }
 
+// The 2x2 window with stride 2, the common case: the same result as
+// maxpool_rows (and the same NaN rule), with constant strides so that the
+// even and odd columns are loaded as vectors.
+inline bool is_pool2(const PoolDims &d) { return d.kh == 2 && d.kw == 2 && d.sh == 2 && d.sw == 2; }
+
+inline float max_or_nan(float v, float e) { return (e > v || e != e) ? e : v; }
+
+SNN_MULTIVERSION
+void maxpool2_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, float *y) {
+    const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout, win = d.win, wout = d.wout;
+    for (int64_t m = m0; m < m1; ++m)
+        for (int64_t oy = 0; oy < d.hout; ++oy) {
+            const float *__restrict r0 = x + m * in_map + 2 * oy * win;
+            const float *__restrict r1 = r0 + win;
+            float *__restrict o = y + m * out_map + oy * wout;
+            for (int64_t ox = 0; ox < wout; ++ox) {
+                float v = r0[2 * ox];
+                v = max_or_nan(v, r0[2 * ox + 1]);
+                v = max_or_nan(v, r1[2 * ox]);
+                o[ox] = max_or_nan(v, r1[2 * ox + 1]);
+            }
+        }
+}
+
 void maxpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const PoolJob &j = *static_cast<const PoolJob *>(ctx);
     int64_t m0, m1;
     split_range(j.maps, workers, worker, &m0, &m1);
-    maxpool_rows(*j.d, m0, m1, j.x, j.y);
+    if (is_pool2(*j.d) && !cpu_reference_kernels())
+        maxpool2_rows(*j.d, m0, m1, j.x, j.y);
+    else
+        maxpool_rows(*j.d, m0, m1, j.x, j.y);
+}
+
+// Branch-free (bitwise, not short-circuit) so that the loop vectorises.
+inline int same(float e, float v) { return int(e == v) | (int(e != e) & int(v != v)); }
+
+// maxpool_backward_worker's routing for the 2x2 stride-2 window: the first
+// of the four equal to the maximum takes dy (the first, when none is), the
+// others 0; a last odd row or column, outside every window, is 0.
+SNN_MULTIVERSION
+void maxpool2_backward_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, const float *y,
+                            const float *dy, float *dx) {
+    const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout, win = d.win, wout = d.wout;
+    for (int64_t m = m0; m < m1; ++m) {
+        for (int64_t oy = 0; oy < d.hout; ++oy) {
+            const float *__restrict r0 = x + m * in_map + 2 * oy * win;
+            const float *__restrict r1 = r0 + win;
+            float *__restrict d0 = dx + m * in_map + 2 * oy * win;
+            float *__restrict d1 = d0 + win;
+            const float *__restrict v_row = y + m * out_map + oy * wout;
+            const float *__restrict g_row = dy + m * out_map + oy * wout;
+            for (int64_t ox = 0; ox < wout; ++ox) {
+                const float v = v_row[ox], g = g_row[ox];
+                const int e00 = same(r0[2 * ox], v), e01 = same(r0[2 * ox + 1], v);
+                const int e10 = same(r1[2 * ox], v), e11 = same(r1[2 * ox + 1], v);
+                const int t01 = (e00 ^ 1) & e01, t10 = ((e00 | e01) ^ 1) & e10;
+                const int t11 = ((e00 | e01 | e10) ^ 1) & e11;
+                const int t00 = (t01 | t10 | t11) ^ 1;
+                d0[2 * ox] = t00 ? g : 0.0f;
+                d0[2 * ox + 1] = t01 ? g : 0.0f;
+                d1[2 * ox] = t10 ? g : 0.0f;
+                d1[2 * ox + 1] = t11 ? g : 0.0f;
+            }
+            for (int64_t ix = 2 * wout; ix < win; ++ix) d0[ix] = d1[ix] = 0.0f;
+        }
+        for (int64_t iy = 2 * d.hout; iy < d.hin; ++iy)
+            for (int64_t ix = 0; ix < win; ++ix) dx[m * in_map + iy * win + ix] = 0.0f;
+    }
 }
 
 // dx[w] += dy for w the first element of the window equal to the maximum
@@ -71,6 +135,10 @@ void maxpool_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t in_map = d.hin * d.win, out_map = d.hout * d.wout;
     int64_t m0, m1;
     split_range(j.maps, workers, worker, &m0, &m1);
+    if (is_pool2(d) && !cpu_reference_kernels()) {
+        maxpool2_backward_rows(d, m0, m1, j.x, j.y, j.dy, j.dx);
+        return;
+    }
     for (int64_t m = m0; m < m1; ++m) {
         const float *map = j.x + m * in_map;
         const float *out = j.y + m * out_map;

@@ -1,0 +1,198 @@
+// Direct convolution for few taps (see cpu/conv_direct.h), written with
+// vectors of 8 floats. This file alone is compiled with -ffp-contract=fast
+// (meson.build), so the AVX2 build fuses each multiply-add into one FMA; the
+// baseline build multiplies and adds. Sums run in a fixed order for a fixed
+// image: results are deterministic on a given processor.
+#include "cpu/conv_direct.h"
+
+#include <algorithm>
+
+#include "cpu/activation.h"
+#include "cpu/multiversion.h"
+
+namespace snn {
+namespace {
+
+constexpr int64_t W = kDirectWidth;
+
+// 8 floats; loads and stores through memcpy need no alignment.
+typedef float v8 __attribute__((vector_size(32)));
+static_assert(W == 16, "two vectors per row of columns");
+__attribute__((always_inline)) inline v8 load8(const float *p) {
+    v8 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+__attribute__((always_inline)) inline void store8(float *p, v8 v) { __builtin_memcpy(p, &v, sizeof v); }
+__attribute__((always_inline)) inline v8 splat8(float x) { return v8{x, x, x, x, x, x, x, x}; }
+__attribute__((always_inline)) inline float sum8(v8 v) {
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// xp[c][r][col] = x[c][r - ph][col - pw], zero outside the image.
+void pad_image(const ConvDims &d, const DirectLayout &L, const float *x, float *xp) {
+    std::fill(xp, xp + d.cin * L.hp * L.wp, 0.0f);
+    for (int64_t c = 0; c < d.cin; ++c)
+        for (int64_t r = 0; r < d.hin; ++r)
+            std::copy(x + (c * d.hin + r) * d.win, x + (c * d.hin + r + 1) * d.win,
+                      xp + (c * L.hp + r + d.ph) * L.wp + d.pw);
+}
+
+// CB output channels from co0, every output row, 16 columns at a time.
+template <int CB>
+__attribute__((always_inline)) inline void forward_block(const ConvDims &d, const DirectLayout &L, const float *xp, const float *w,
+                          const float *b, int64_t co0, float *z) {
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
+    for (int64_t oy = 0; oy < d.hout; ++oy)
+        for (int64_t ox0 = 0; ox0 < d.wout; ox0 += W) {
+            v8 acc[CB][2];
+            for (int o = 0; o < CB; ++o) acc[o][0] = acc[o][1] = splat8(d.bias ? b[co0 + o] : 0.0f);
+            for (int64_t c = 0; c < d.cin; ++c)
+                for (int64_t i = 0; i < d.kh; ++i) {
+                    const float *xr = xp + (c * L.hp + oy + i) * L.wp + ox0;
+                    const float *wr = w + co0 * K + (c * d.kh + i) * d.kw;
+                    for (int64_t j = 0; j < d.kw; ++j) {
+                        const v8 x0 = load8(xr + j), x1 = load8(xr + j + 8);
+                        for (int o = 0; o < CB; ++o) {
+                            const v8 wv = splat8(wr[o * K + j]);
+                            acc[o][0] += wv * x0;
+                            acc[o][1] += wv * x1;
+                        }
+                    }
+                }
+            const int64_t n = std::min(W, d.wout - ox0);
+            for (int o = 0; o < CB; ++o) {
+                float *dst = z + (co0 + o) * P + oy * d.wout + ox0;
+                if (n == W) {
+                    store8(dst, acc[o][0]);
+                    store8(dst + 8, acc[o][1]);
+                } else {
+                    float row[W];
+                    store8(row, acc[o][0]);
+                    store8(row + 8, acc[o][1]);
+                    for (int64_t l = 0; l < n; ++l) dst[l] = row[l];
+                }
+            }
+        }
+}
+
+// dw[co][c][i][j0 + t] += sum over rows and columns of dz (x) x shifted, for
+// JB neighbouring taps j0.. at once (one load of dz serves them all).
+template <int JB>
+__attribute__((always_inline)) inline void weight_taps(const ConvDims &d, const DirectLayout &L, const float *xp, const float *dzp, int64_t co,
+                        int64_t c, int64_t i, int64_t j0, float *dw) {
+    const int64_t K = d.cin * d.kh * d.kw;
+    v8 acc[JB][2];
+    for (int t = 0; t < JB; ++t) acc[t][0] = acc[t][1] = splat8(0.0f);
+    for (int64_t oy = 0; oy < d.hout; ++oy) {
+        const float *g = dzp + (co * d.hout + oy) * L.wq;
+        const float *xr = xp + (c * L.hp + oy + i) * L.wp + j0;
+        for (int64_t ox0 = 0; ox0 < L.wq; ox0 += W) {
+            const v8 g0 = load8(g + ox0), g1 = load8(g + ox0 + 8);
+            for (int t = 0; t < JB; ++t) {
+                acc[t][0] += g0 * load8(xr + ox0 + t);
+                acc[t][1] += g1 * load8(xr + ox0 + t + 8);
+            }
+        }
+    }
+    for (int t = 0; t < JB; ++t) dw[co * K + (c * d.kh + i) * d.kw + j0 + t] += sum8(acc[t][0] + acc[t][1]);
+}
+
+}  // namespace
+
+bool conv_direct_eligible(const ConvDims &d) {
+    return d.sh == 1 && d.sw == 1 && d.cin * d.kh * d.kw <= kDirectMaxTaps && d.hout > 0 && d.wout > 0;
+}
+
+DirectLayout conv_direct_layout(const ConvDims &d) {
+    const int64_t wq = round_up(d.wout, W);
+    return {d.hin + 2 * d.ph, std::max(wq + d.kw - 1, d.win + 2 * d.pw), wq};
+}
+
+size_t conv_direct_forward_floats(const ConvDims &d) {
+    const DirectLayout L = conv_direct_layout(d);
+    return size_t(d.cin * L.hp * L.wp);
+}
+
+size_t conv_direct_backward_floats(const ConvDims &d) {
+    const DirectLayout L = conv_direct_layout(d);
+    return size_t(2 * d.cin * L.hp * L.wp + d.cout * d.hout * L.wq);
+}
+
+SNN_MULTIVERSION
+void conv_direct_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y,
+                               float *pre, float *workspace) {
+    const DirectLayout L = conv_direct_layout(d);
+    const int64_t P = d.hout * d.wout;
+    pad_image(d, L, x, workspace);
+    float *z = pre ? pre : y;
+    int64_t co = 0;
+    for (; co + 4 <= d.cout; co += 4) forward_block<4>(d, L, workspace, w, b, co, z);
+    for (; co < d.cout; ++co) forward_block<1>(d, L, workspace, w, b, co, z);
+    if (pre)
+        activate_copy(d.act, pre, y, d.cout * P);
+    else
+        activate_inplace(d.act, y, d.cout * P);
+}
+
+SNN_MULTIVERSION
+void conv_direct_backward_image(const ConvDims &d, const float *x, const float *w, const float *y,
+                                const float *pre, const float *dy, float *dw, float *db, float *dx,
+                                float *workspace) {
+    const DirectLayout L = conv_direct_layout(d);
+    const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw;
+    float *xp = workspace, *dxp = xp + d.cin * L.hp * L.wp, *dzp = dxp + d.cin * L.hp * L.wp;
+    pad_image(d, L, x, xp);
+    // dz, each row padded with zeros to wq columns
+    const float *v = pre ? pre : y;
+    for (int64_t co = 0; co < d.cout; ++co)
+        for (int64_t oy = 0; oy < d.hout; ++oy) {
+            const int64_t at = co * P + oy * d.wout;
+            float *row = dzp + (co * d.hout + oy) * L.wq;
+            derivative_span(d.act, dy + at, v + at, row, d.wout);
+            std::fill(row + d.wout, row + L.wq, 0.0f);
+        }
+    if (d.bias)
+        for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(dzp + co * d.hout * L.wq, d.hout * L.wq);
+    for (int64_t co = 0; co < d.cout; ++co)
+        for (int64_t c = 0; c < d.cin; ++c)
+            for (int64_t i = 0; i < d.kh; ++i) {
+                int64_t j = 0;
+                if (d.kw == 3) {
+                    weight_taps<3>(d, L, xp, dzp, co, c, i, 0, dw);
+                    j = 3;
+                } else if (d.kw == 5) {
+                    weight_taps<5>(d, L, xp, dzp, co, c, i, 0, dw);
+                    j = 5;
+                }
+                for (; j < d.kw; ++j) weight_taps<1>(d, L, xp, dzp, co, c, i, j, dw);
+            }
+    if (!dx) return;
+    // dxp[c][oy + i][ox + j] += w dz[co][oy][ox], then the image's interior
+    std::fill(dxp, dxp + d.cin * L.hp * L.wp, 0.0f);
+    for (int64_t co = 0; co < d.cout; ++co)
+        for (int64_t oy = 0; oy < d.hout; ++oy)
+            for (int64_t ox0 = 0; ox0 < L.wq; ox0 += W) {
+                const float *g = dzp + (co * d.hout + oy) * L.wq + ox0;
+                const v8 g0 = load8(g), g1 = load8(g + 8);
+                for (int64_t c = 0; c < d.cin; ++c)
+                    for (int64_t i = 0; i < d.kh; ++i) {
+                        float *dr = dxp + (c * L.hp + oy + i) * L.wp + ox0;
+                        const float *wr = w + co * K + (c * d.kh + i) * d.kw;
+                        for (int64_t j = 0; j < d.kw; ++j) {
+                            const v8 wv = splat8(wr[j]);
+                            store8(dr + j, load8(dr + j) + wv * g0);
+                            store8(dr + j + 8, load8(dr + j + 8) + wv * g1);
+                        }
+                    }
+            }
+    for (int64_t c = 0; c < d.cin; ++c)
+        for (int64_t r = 0; r < d.hin; ++r) {
+            const float *src = dxp + (c * L.hp + r + d.ph) * L.wp + d.pw;
+            std::copy(src, src + d.win, dx + (c * d.hin + r) * d.win);
+        }
+}
+
+}  // namespace snn

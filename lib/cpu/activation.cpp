@@ -5,6 +5,7 @@
 #include "cpu/activation.h"
 
 #include "cpu/multiversion.h"
+#include "cpu/reduce.h"
 
 namespace snn {
 namespace {
@@ -81,22 +82,6 @@ void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t 
 #undef SNN_ACT_CASE
     }
 }
-
-namespace {
-
-template <typename Acc, int Lanes, typename Term>
-inline Acc lane_sum(int64_t n, Term term) {
-    Acc acc[Lanes] = {};
-    int64_t i = 0;
-    for (; i + Lanes <= n; i += Lanes)
-        for (int l = 0; l < Lanes; ++l) acc[l] += term(i + l);
-    for (int l = 0; i + l < n; ++l) acc[l] += term(i + l);
-    for (int w = Lanes / 2; w >= 1; w /= 2)
-        for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-    return acc[0];
-}
-
-}  // namespace
 
 SNN_MULTIVERSION
 float sum_span(const float *x, int64_t n) {

@@ -30,10 +30,86 @@ inline void valid_columns(const ConvDims &d, int64_t j, int64_t *lo, int64_t *hi
     *hi = std::max(*lo, std::min(last, d.wout));
 }
 
+// Stride 1 with as many output as input columns (3x3 with padding 1, 5x5
+// with 2, ...): a lowered row of one image is the input map shifted by
+// (i - ph) rows and (j - pw) columns, so it is one contiguous copy, after
+// which the columns that wrapped around a row's edge are set to zero.
+inline bool same_width(const ConvDims &d) { return d.sh == 1 && d.sw == 1 && d.wout == d.win; }
+
+// For tap (i, j): the shift of the input index, the valid output rows
+// [*oy_lo, *oy_hi), and the range [*q_lo, *q_hi) of output indices whose
+// input index lies inside the map.
+struct Shift {
+    int64_t shift, cols, oy_lo, oy_hi, q_lo, q_hi;
+};
+inline Shift tap_shift(const ConvDims &d, int64_t i, int64_t j) {
+    Shift t;
+    const int64_t rows = i - d.ph;
+    t.cols = j - d.pw;
+    t.shift = rows * d.win + t.cols;
+    t.oy_lo = std::min(d.hout, std::max<int64_t>(0, -rows));
+    t.oy_hi = std::max(t.oy_lo, std::min(d.hout, d.hin - rows));
+    t.q_lo = std::max(t.oy_lo * d.wout, -t.shift);
+    t.q_hi = std::max(t.q_lo, std::min(t.oy_hi * d.wout, d.hin * d.win - t.shift));
+    return t;
+}
+
+// Zeroes, in each valid row of one image's lowered row, the columns whose
+// input column lies outside the map.
+inline void zero_wrapped(const ConvDims &d, const Shift &t, float *out) {
+    for (int64_t oy = t.oy_lo; oy < t.oy_hi; ++oy) {
+        float *o = out + oy * d.wout;
+        if (t.cols < 0)
+            for (int64_t ox = 0; ox < std::min(-t.cols, d.wout); ++ox) o[ox] = 0.0f;
+        else
+            for (int64_t ox = std::max<int64_t>(0, d.wout - t.cols); ox < d.wout; ++ox) o[ox] = 0.0f;
+    }
+}
+
+void im2col_same_width(const ConvDims &d, int64_t nb, const float *x, float *col) {
+    const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
+    for (int64_t c = 0; c < d.cin; ++c)
+        for (int64_t i = 0; i < d.kh; ++i)
+            for (int64_t j = 0; j < d.kw; ++j) {
+                const Shift t = tap_shift(d, i, j);
+                float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
+                for (int64_t img = 0; img < nb; ++img) {
+                    const float *map = x + (img * d.cin + c) * in_map;
+                    float *out = row + img * P;
+                    std::fill(out, out + t.q_lo, 0.0f);
+                    std::copy(map + t.q_lo + t.shift, map + t.q_hi + t.shift, out + t.q_lo);
+                    std::fill(out + t.q_hi, out + P, 0.0f);
+                    zero_wrapped(d, t, out);
+                }
+            }
+}
+
+// col2im for the same geometry: the wrapped columns of col (scratch) are
+// zeroed, then each image's lowered row is added to the map in one pass.
+void col2im_same_width(const ConvDims &d, int64_t nb, float *col, float *dx) {
+    const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
+    for (int64_t c = 0; c < d.cin; ++c)
+        for (int64_t i = 0; i < d.kh; ++i)
+            for (int64_t j = 0; j < d.kw; ++j) {
+                const Shift t = tap_shift(d, i, j);
+                float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
+                for (int64_t img = 0; img < nb; ++img) {
+                    float *__restrict in = row + img * P;
+                    float *__restrict map = dx + (img * d.cin + c) * in_map + t.shift;
+                    zero_wrapped(d, t, in);
+                    for (int64_t q = t.q_lo; q < t.q_hi; ++q) map[q] += in[q];
+                }
+            }
+}
+
 // col[(c*kh + i)*kw + j][img*P + oy*wout + ox] = x[img][c][oy*sh - ph + i][ox*sw - pw + j]
 // (zero outside the image). Each output row is a zero prefix, a strided (or
 // contiguous) copy, and a zero suffix.
-void im2col(const ConvDims &d, int64_t nb, const float *x, float *col) {
+void im2col(const ConvDims &d, bool shifted, int64_t nb, const float *x, float *col) {
+    if (shifted) {
+        im2col_same_width(d, nb, x, col);
+        return;
+    }
     const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
     for (int64_t c = 0; c < d.cin; ++c)
         for (int64_t i = 0; i < d.kh; ++i)
@@ -67,7 +143,11 @@ void im2col(const ConvDims &d, int64_t nb, const float *x, float *col) {
 
 // The adjoint of im2col: dx[img][c][iy][ix] += col[...] for every place the
 // input element was copied to. dx must be zeroed first.
-void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
+void col2im(const ConvDims &d, bool shifted, int64_t nb, float *col, float *dx) {
+    if (shifted) {
+        col2im_same_width(d, nb, col, dx);
+        return;
+    }
     const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
     for (int64_t c = 0; c < d.cin; ++c)
         for (int64_t i = 0; i < d.kh; ++i)
@@ -96,6 +176,7 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
 
 struct ConvPlan {
     bool direct;      // cpu/conv_direct.h's kernels, one image at a time
+    bool shifted;     // im2col_same_width and col2im_same_width
     int64_t chunk;    // images lowered per sgemm (1 for direct)
     int32_t workers;  // workspace slots planned
     size_t slot;      // floats per worker: col[K][chunk*P] then z[cout][chunk*P]
@@ -135,7 +216,7 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     float *z = col + K * chunk * P;
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
-        im2col(d, nb, j.x + i0 * d.cin * d.hin * d.win, col);
+        im2col(d, j.plan->shifted, nb, j.x + i0 * d.cin * d.hin * d.win, col);
         gemm_nn(d.cout, ld, K, j.w, K, col, ld, z, ld, false);
         // out[img][co][p] = act(z[co][img*P + p] + b[co])
         for (int64_t img = 0; img < nb; ++img)
@@ -193,13 +274,13 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
             }
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(z + co * ld, ld);
-        im2col(d, nb, j.x + i0 * in_size, col);
+        im2col(d, j.plan->shifted, nb, j.x + i0 * in_size, col);
         gemm_nt(d.cout, K, ld, z, ld, col, ld, dw, K, true);
         if (j.dx) {
             gemm_tn(K, ld, d.cout, j.w, K, z, ld, col, ld, false);
             float *dxc = j.dx + i0 * in_size;
             for (int64_t i = 0; i < nb * in_size; ++i) dxc[i] = 0.0f;
-            col2im(d, nb, col, dxc);
+            col2im(d, j.plan->shifted, nb, col, dxc);
         }
     }
 }
@@ -208,15 +289,17 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
     const ConvDims d = conv_dims(l);
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
+    const bool reference = cpu_reference_kernels();
     ConvPlan *plan = nullptr;
-    if (conv_direct_eligible(d) && !cpu_reference_kernels()) {
+    if (conv_direct_eligible(d) && !reference) {
         const size_t slot = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
-        plan = new (std::nothrow) ConvPlan{true, 1, workers, slot, size_t(d.cout * K + d.cout)};
+        plan = new (std::nothrow) ConvPlan{true, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
     } else {
         // Enough chunks for every worker, each within the lowering budget.
         int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
         chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-        plan = new (std::nothrow) ConvPlan{false, chunk, workers, size_t((K + d.cout) * chunk * P),
+        plan = new (std::nothrow) ConvPlan{false, same_width(d) && !reference, chunk, workers,
+                                           size_t((K + d.cout) * chunk * P),
                                            size_t(d.cout * K + d.cout)};
     }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -1,6 +1,7 @@
 // The CPU backend's fast paths against its reference paths
 // (SNN_CPU_KERNELS=reference): the direct convolution for few taps against
-// im2col and sgemm, and the 2x2 max pooling against the generic window loop.
+// im2col and sgemm, the shifted lowering against the generic im2col, and the
+// 2x2 max pooling against the generic window loop.
 // Each case runs one forward pass and one backprop (with the input gradient)
 // through both, at 1 and 2 threads, with sizes that leave a partial block of
 // 16 columns and a remainder of output channels, and compares outputs,
@@ -91,16 +92,23 @@ TEST(CpuKernels, DirectConvolutionMatchesIm2col) {
     compare("input 16x16x1; conv 1x1 1 tanh; conv 7x1 4 relu pad=3", 2);           // 7 taps in a column
 }
 
-TEST(CpuKernels, StridedAndWideConvolutionsKeepIm2col) {
-    // Outside the direct path (stride 2, many taps) both runs take im2col:
-    // the results must be identical.
-    for (const char *spec : {"input 9x9x1; conv 3x3 4 stride=2", "input 6x6x8; conv 3x3 4 pad=1"}) {
-        const Result ref = run_case(spec, 2, true, 1);
-        const Result fast = run_case(spec, 2, false, 1);
-        EXPECT_EQ(fast.y, ref.y) << spec;
-        EXPECT_EQ(fast.grads, ref.grads) << spec;
-        EXPECT_EQ(fast.dx, ref.dx) << spec;
+TEST(CpuKernels, ShiftedLoweringMatchesTheGenericLowering) {
+    // Stride 1 with as many output as input columns and too many taps for
+    // the direct path: the lowering is a shifted copy of each map. Both
+    // lowerings write the same columns and col2im adds in the same order, so
+    // the results are identical. Stride 2 takes the generic lowering both times.
+    for (const char *spec : {"input 6x6x8; conv 3x3 4 pad=1", "input 7x9x5; conv 3x3 6 relu pad=1",
+                             "input 10x19x4; conv 5x5 3 tanh pad=2", "input 5x4x40; conv 1x1 3",
+                             "input 9x9x1; conv 3x3 4 stride=2", "input 3x3x16; conv 3x3 2 pad=1"}) {
+        for (int32_t threads : {1, 2}) {
+            const Result ref = run_case(spec, 3, true, threads);
+            const Result fast = run_case(spec, 3, false, threads);
+            EXPECT_EQ(fast.y, ref.y) << spec;
+            EXPECT_EQ(fast.grads, ref.grads) << spec;
+            EXPECT_EQ(fast.dx, ref.dx) << spec;
+        }
     }
+    EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
 }
 
 TEST(CpuKernels, MaxPool2x2MatchesTheGenericWindow) {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Static checks of bindings/julia with tree-sitter-julia (no Julia needed).
-#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|bad-syntax|bad-ccalls
+#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|api|bad-syntax|bad-ccalls|bad-api
 set -eu
 src=$1
 tools=$src/bindings/julia/tools
@@ -20,9 +20,13 @@ fi || { echo "npm ci failed in bindings/julia/tools: skipped"; exit 77; }
 jl=$src/bindings/julia
 fixtures=$src/tests/bindings/fixtures
 case $2 in
-    syntax) exec node "$tools/check_syntax.js" "$jl"/src/*.jl "$jl"/test/*.jl ;;
-    ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete "$jl"/src/*.jl ;;
+    syntax) exec node "$tools/check_syntax.js" "$jl"/src/*.jl "$jl"/ext/*.jl "$jl"/test/*.jl ;;
+    ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete "$jl"/src/*.jl "$jl"/ext/*.jl ;;
+    api) exec node "$tools/check_api.js" --tests "$jl/test/runtests.jl" --clashes "$tools/clashing_names.txt" \
+        "$jl"/src/*.jl ;;
     bad-syntax) exec node "$tools/check_syntax.js" "$fixtures/bad_syntax.jl" ;;
     bad-ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" "$fixtures/bad_ccall.jl" ;;
+    bad-api) exec node "$tools/check_api.js" --tests "$fixtures/julia_api/test/runtests.jl" \
+        --clashes "$tools/clashing_names.txt" "$fixtures/julia_api/src/Mini.jl" ;;
 esac
 echo "unknown check $2"; exit 2

@@ -2,12 +2,21 @@
     SNN
 
 Julia binding of snn, an embeddable engine for training and running small
-neural networks on the CPU and on NVIDIA GPUs. Its API follows SimpleNNs.jl:
+neural networks on the CPU and on NVIDIA GPUs. Models are described with
+Flux's and SimpleNNs.jl's layer names and run by the snn library:
 
 ```julia
 using SNN
-model = chain(Static(1), Dense(10, activation_fn=tanh), Dense(10, activation_fn=sigmoid), Dense(1))
+model = SNN.Model(SNN.Chain(SNN.Dense(1 => 10, tanh), SNN.Dense(10 => 10, SNN.sigmoid), SNN.Dense(10 => 1)))
+fwd = preallocate(model, 512)
 ```
+
+Names: SNN exports only names that Flux, NNlib, Optimisers, MLUtils and
+FileIO do not export, so `using Flux, SNN` never makes a name ambiguous.
+Layers, activations, `gpu`/`cpu`, `trainmode!`/`testmode!`, `update!`,
+`save`/`load` are used qualified (`SNN.Dense`, `SNN.gpu`, ...) or imported by
+name (`using SNN: Dense, Chain`) where Flux is not loaded. They are marked
+`public` on Julia 1.11 and later.
 
 The library is `ENV["SNN_LIBRARY"]` (a path or a name) when set, else
 `libsnn` from the loader's search path; the value is read when the package is
@@ -17,11 +26,37 @@ module SNN
 
 using Libdl
 
-export chain, Static, Dense, Conv, MaxPool, AvgPool, Flatten, relu, leaky_relu, sigmoid, tanh_fast,
-       Model, ForwardCache, BackwardCache, Optimiser, Dataset, SNNError,
-       preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters,
-       gradients, set_gradients!, MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser,
-       RMSPropOptimiser, update!, reset!, gpu, cpu, initialise!, save, load, truncate_batch!
+export chain, Static, Model, ForwardCache, BackwardCache, Dataset, SNNError,
+       preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters, gradients,
+       MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser
+
+# The rest of the API: used as SNN.name (Flux, NNlib or FileIO export the same
+# names), declared public on Julia 1.11 and later.
+const PUBLIC = (
+    # layers and activations
+    :Chain, :Dense, :Conv, :MaxPool, :MeanPool, :AvgPool, :GlobalMeanPool, :Flatten, :BatchNorm,
+    :Dropout, :LayerNorm, :SkipConnection, :SamePad, :spec, :relu, :leakyrelu, :sigmoid, :tanh_fast,
+    :gelu, :swish, :silu, :softmax, :activation_name,
+    # models
+    :describe, :input_size, :output_size, :input_shape, :output_shape, :parameter_count, :layer_count,
+    :layer_shape, :layer_parameters, :initialise!, :get_parameters, :set_parameters!, :state_count,
+    :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
+    # devices
+    :gpu, :cpu, :device, :move!, :to_best_device!, :gpu_count, :gpu_status, :set_allow_tf32,
+    :set_inputs_device!, :synchronize,
+    # forward and backward caches
+    :batch_size, :truncate_batch!, :trainmode!, :testmode!, :istraining, :seed!, :get_gradients,
+    :set_gradients!, :input_gradients!, :input_gradients,
+    # optimisers and checkpoints
+    :Optimiser, :update!, :reset!, :step_count, :set_hyperparameter!, :hyperparameter,
+    :save_checkpoint, :load_checkpoint,
+    # the library
+    :version, :build_features, :has_feature, :set_num_threads, :get_num_threads, :set_check_finite,
+    :set_log_callback, :take_log_callback_error, :check_version,
+)
+@static if VERSION >= v"1.11"
+    eval(Expr(:public, PUBLIC...))
+end
 
 const libsnn = get(ENV, "SNN_LIBRARY", "libsnn")
 const PACKAGE_MAJOR = 0
@@ -29,8 +64,12 @@ const CPU_DEVICE = Int32(-1)
 
 include("libsnn.jl")
 include("errors.jl")
+include("activations.jl")
 include("layers.jl")
 include("handles.jl")
+include("views.jl")
+include("models.jl")
+include("caches.jl")
 include("training.jl")
 
 function __init__()
@@ -57,12 +96,16 @@ end
 version() = unsafe_string(snn_version_string())
 "The features of the loaded library, e.g. [\"cpu\", \"openblas\"]."
 build_features() = split(unsafe_string(snn_build_features()))
+"Whether the loaded library was built with `name` (one word of `build_features()`)."
 has_feature(name::AbstractString) = snn_has_feature(name) != 0
 
 "Bounds the CPU threads the library uses (OpenBLAS included)."
 set_num_threads(n::Integer) = check(snn_set_num_threads(Int32(n)))
+"The library's current CPU thread bound."
 get_num_threads() = Int(snn_get_num_threads())
+"With `true`, backprop and optimiser steps throw an `SNNError` on NaN or Inf instead of poisoning the model."
 set_check_finite(on::Bool) = check(snn_set_check_finite(Int32(on)))
+"With `true`, GPU caches created afterwards may use TF32 tensor-core math."
 set_allow_tf32(on::Bool) = check(snn_set_allow_tf32(Int32(on)))
 
 "Number of usable GPUs (0 without plugin, driver or device)."

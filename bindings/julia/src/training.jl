@@ -3,11 +3,16 @@
 const LOSS_MSE = Int32(1)
 const LOSS_LOGIT_CROSSENTROPY = Int32(2)
 
-"    MSELoss(targets)  — mean squared error against (outputs, batch) Float32 targets."
-struct MSELoss{A<:DenseArray{Float32}}
-    targets::A
+"""
+    MSELoss(targets)
+
+Mean squared error against targets shaped as the outputs ((outputs, batch));
+copied to host Float32 memory once, when the loss is made.
+"""
+struct MSELoss
+    targets::Array{Float32}
+    MSELoss(targets::AbstractArray{<:Real}) = new(Array{Float32}(targets))
 end
-MSELoss(targets::AbstractArray) = MSELoss(convert(Array{Float32}, targets))
 
 """
     LogitCrossEntropyLoss(labels, num_classes)
@@ -45,18 +50,29 @@ end
 LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer, indices::AbstractVector{<:Integer}) =
     GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, Int64[i - 1 for i in indices])
 
+# Each passes its arrays by pointer, preserved for the duration of the call.
 function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
-    GC.@preserve l check(snn_set_labels_gather(b, pointer(l.labels), length(l.labels), pointer(l.indices),
-                                               length(l.indices)))
+    labels, indices = l.labels, l.indices
+    GC.@preserve labels indices check(snn_set_labels_gather(b, pointer(labels), length(labels), pointer(indices),
+                                                            length(indices)))
     LOSS_LOGIT_CROSSENTROPY
 end
 
-set_loss_data!(b::BackwardCache, l::MSELoss) =
-    (GC.@preserve l check(snn_set_targets(b, pointer(l.targets), length(l.targets))); LOSS_MSE)
-set_loss_data!(b::BackwardCache, l::LogitCrossEntropyLoss) =
-    (GC.@preserve l check(snn_set_labels(b, pointer(l.labels), length(l.labels))); LOSS_LOGIT_CROSSENTROPY)
+function set_loss_data!(b::BackwardCache, l::MSELoss)
+    targets = l.targets
+    GC.@preserve targets check(snn_set_targets(b, pointer(targets), length(targets)))
+    LOSS_MSE
+end
+
+function set_loss_data!(b::BackwardCache, l::LogitCrossEntropyLoss)
+    labels = l.labels
+    GC.@preserve labels check(snn_set_labels(b, pointer(labels), length(labels)))
+    LOSS_LOGIT_CROSSENTROPY
+end
+
 function set_loss_data!(b::BackwardCache, l::DatasetLabelsLoss)
-    GC.@preserve l check(snn_set_labels_from_dataset(b, l.dataset, pointer(l.indices), length(l.indices)))
+    indices = l.indices
+    GC.@preserve indices check(snn_set_labels_from_dataset(b, l.dataset, pointer(indices), length(indices)))
     LOSS_LOGIT_CROSSENTROPY
 end
 
@@ -64,19 +80,28 @@ end
     backprop!(backward_cache, forward_cache, model, loss) -> Float32
 
 The loss of the last forward pass and its gradient with respect to every
-parameter (see `gradients`).
+parameter (see `gradients`), differentiating the pass in the mode it ran.
 """
 function backprop!(b::BackwardCache, f::ForwardCache, m::Model, loss)
     kind = set_loss_data!(b, loss)
     value = Ref{Cfloat}(0)
     check(snn_backprop(b, f, m, kind, value))
+    followed!(f, m)
+    followed!(b, m)
     value[]
 end
 
-"    backprop!(backward_cache, forward_cache, model, output_gradient::Matrix{Float32})  — a custom loss's gradient."
-function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient::DenseArray{Float32})
-    GC.@preserve output_gradient check(snn_backprop_with_output_gradient(b, f, m, pointer(output_gradient),
-                                                                       length(output_gradient)))
+"""
+    backprop!(backward_cache, forward_cache, model, output_gradient)
+
+Backpropagates a caller's gradient of the loss with respect to the outputs,
+shaped as `get_outputs(forward_cache)` (custom losses, reinforcement learning).
+"""
+function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient::AbstractArray{<:Real})
+    v = dense_floats(output_gradient)
+    GC.@preserve v check(snn_backprop_with_output_gradient(b, f, m, pointer(v), length(v)))
+    followed!(f, m)
+    followed!(b, m)
     nothing
 end
 
@@ -84,7 +109,7 @@ const HP = (lr=Int32(1), momentum=Int32(2), nesterov=Int32(3), beta1=Int32(4), b
             eps=Int32(6), weight_decay=Int32(7), alpha=Int32(8))
 
 function optimiser(m::Model, kind::Integer; settings...)
-    o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)))
+    o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)), m)
     for (name, value) in settings
         value === nothing || set_hyperparameter!(o, name, value)
     end
@@ -93,11 +118,15 @@ end
 
 "    set_hyperparameter!(opt, :lr, 0.01)  — also :momentum, :nesterov, :beta1, :beta2, :eps, :weight_decay, :alpha."
 set_hyperparameter!(o::Optimiser, name::Symbol, value::Real) =
-    (check(snn_optimiser_set(o, HP[name], Float64(value))); o)
+    (check(snn_optimiser_set(o, hp(name), Float64(value))); o)
 
+hp(name::Symbol) = haskey(HP, name) ? HP[name] :
+    throw(ArgumentError("no hyperparameter :$name; the names are $(join(map(repr, keys(HP)), ", "))"))
+
+"    hyperparameter(opt, :lr) -> Float64"
 function hyperparameter(o::Optimiser, name::Symbol)
     v = Ref{Cdouble}(0)
-    check(snn_optimiser_get(o, HP[name], v))
+    check(snn_optimiser_get(o, hp(name), v))
     v[]
 end
 
@@ -114,14 +143,35 @@ SGDOptimiser(m::Model; lr=nothing, momentum=nothing, nesterov=nothing, weight_de
 RMSPropOptimiser(m::Model; lr=nothing, alpha=nothing, eps=nothing, weight_decay=nothing) =
     optimiser(m, 4; lr, alpha, eps, weight_decay)
 
-"    update!(model, backward_cache, opt)  — one optimiser step from the last gradient."
-update!(m::Model, b::BackwardCache, o::Optimiser) = (check(snn_optimiser_step(o, m, b)); m)
+"    update!(model, backward_cache, opt)  — one optimiser step from the last gradient (SimpleNNs' name)."
+function update!(m::Model, b::BackwardCache, o::Optimiser)
+    check(snn_optimiser_step(o, m, b))
+    followed!(b, m)
+    m
+end
 
 "    reset!(opt)  — zeroes the moments and the step count."
 reset!(o::Optimiser) = (check(snn_optimiser_reset(o)); o)
 
+"Number of steps the optimiser has taken since its creation or `reset!`."
 function step_count(o::Optimiser)
     n = Ref{Int64}(0)
     check(snn_optimiser_step_count(o, n))
     Int(n[])
+end
+
+"""
+    save_checkpoint(path, model, opt)
+
+The model file plus the optimiser's kind, settings, step count and moments,
+saved atomically: training resumed from it continues bit-identically.
+"""
+save_checkpoint(path::AbstractString, m::Model, o::Optimiser) = (check(snn_checkpoint_save(m, o, path)); nothing)
+
+"    load_checkpoint(path) -> (model, optimiser)  — both on the CPU."
+function load_checkpoint(path::AbstractString)
+    m, o = Ref{Ptr{Cvoid}}(C_NULL), Ref{Ptr{Cvoid}}(C_NULL)
+    check(snn_checkpoint_load(path, m, o))
+    model = Model(m[])
+    (model, Optimiser(o[], model))
 end

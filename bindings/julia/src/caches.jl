@@ -1,0 +1,238 @@
+# Forward and backward caches: inputs, modes, forward passes, outputs and
+# gradients. Arrays pass by pointer: a Julia (features, batch) matrix or
+# (w, h, c, batch) array of Float32 is exactly snn's [batch][features] /
+# [batch][c][h][w] memory.
+
+"""
+    batch_of(shape, x) -> (batch, one_sample)
+
+How `x` lays out samples of `shape` ((n,) or (w, h, c)): a `Vector` is one
+sample, a `Matrix` is (features, batch), a 3-D array one (w, h, c) sample, a
+4-D array (w, h, c, batch). Throws a DimensionMismatch otherwise.
+"""
+function batch_of(shape::Tuple, x::AbstractArray)
+    n = prod(shape)
+    nd = ndims(x)
+    sample = nd in (2, 4) ? size(x)[1:end-1] : size(x)
+    fits = nd in (1, 2) ? sample[1] == n :
+        nd in (3, 4) ? (length(shape) == 3 ? sample == shape : prod(sample) == n) : false
+    fits || throw(DimensionMismatch("the model takes samples of shape $shape ($n features): a Vector is one sample, " *
+                                    "a Matrix (features, batch), a 3-D array one (w, h, c) image, a 4-D array a " *
+                                    "batch of them; got an array of size $(size(x))"))
+    batch = nd in (2, 4) ? size(x, nd) : 1
+    batch >= 1 || throw(ArgumentError("an empty batch (size $(size(x)))"))
+    (batch, nd in (1, 3))
+end
+
+"""
+    preallocate(model, max_batch) -> ForwardCache
+
+Every buffer a forward pass of `model` needs for batches up to `max_batch`, on
+the model's device. The cache starts in training mode (`trainmode!`), as a
+PyTorch module does, with its batch at `max_batch`.
+"""
+function preallocate(m::Model, max_batch::Integer)
+    d = raw_device(m)
+    ins, outs = input_shape(m), output_shape(m)
+    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, d, ins, outs)
+end
+
+"The cache's current and maximum batch size, `(batch=..., max_batch=...)`."
+function batch_size(c::ForwardCache)
+    b, mx = Ref{Int64}(0), Ref{Int64}(0)
+    check(snn_cache_batch(c, b, mx))
+    (batch=Int(b[]), max_batch=Int(mx[]))
+end
+
+"    truncate_batch!(cache, n)  — the next passes use batches of n (≤ max_batch) without reallocating."
+truncate_batch!(c::ForwardCache, n::Integer) = (check(snn_cache_set_batch(c, Int64(n))); c)
+
+"""
+    trainmode!(cache, on=true)
+
+Training mode for the cache's forward passes: batchnorm uses the batch's
+statistics and updates the model's running statistics; dropout drops. Modes
+belong to caches, not to models, so a training cache and an inference cache
+may serve one model at once.
+"""
+trainmode!(c::ForwardCache, on::Bool=true) = (check(snn_cache_set_training(c, Int32(on))); c)
+"    testmode!(cache, on=true)  — inference mode: running statistics, no dropout; the pass only reads the model."
+testmode!(c::ForwardCache, on::Bool=true) = trainmode!(c, !on)
+"Whether the cache's forward passes run in training mode."
+function istraining(c::ForwardCache)
+    on = Ref{Int32}(0)
+    check(snn_cache_training(c, on))
+    on[] != 0
+end
+
+"""
+    seed!(cache, seed)
+
+Seeds the cache's dropout masks and restarts their sequence: the masks of the
+following training passes depend only on the seed, the passes since and the
+layer (the same on the CPU and a GPU). A new cache has seed 0.
+"""
+seed!(c::ForwardCache, seed::Integer) = (check(snn_cache_set_seed(c, UInt64(seed))); c)
+
+"""
+    set_inputs!(cache, x)
+
+Copies `x` into the cache and sets the batch: a `Vector` is one sample, a
+`Matrix` is (features, batch), a 3-D array one (w, h, c) image and a 4-D array
+(w, h, c, batch). Float32 arrays pass by pointer, other arrays are converted
+first. A CuArray goes from GPU memory to a GPU cache (load CUDA.jl).
+"""
+function set_inputs!(c::ForwardCache, x::AbstractArray{<:Real})
+    batch, _ = batch_of(c.input_shape, x)
+    v = dense_floats(x)
+    batch_size(c).batch == batch || truncate_batch!(c, batch)
+    GC.@preserve v check(snn_set_inputs(c, pointer(v), length(v)))
+    c.device_inputs = nothing
+    c
+end
+
+one_based(indices, count) = Int64[(1 <= i <= count ? i - 1 : throw(BoundsError(1:count, i))) for i in indices]
+
+"""
+    set_inputs!(cache, data, indices)
+
+Gathers the samples `indices` (1-based, along the last dimension) of `data`,
+(features, n) or (w, h, c, n), straight into the cache: the batch becomes
+`length(indices)`.
+"""
+function set_inputs!(c::ForwardCache, data::AbstractArray{<:Real}, indices::AbstractVector{<:Integer})
+    samples, one_sample = batch_of(c.input_shape, data)
+    one_sample && throw(ArgumentError("gathering needs a batch of samples (a Matrix or a 4-D array)"))
+    v = dense_floats(data)
+    idx = one_based(indices, samples)
+    GC.@preserve v idx check(snn_set_inputs_gather(c, pointer(v), samples, pointer(idx), length(idx)))
+    c.device_inputs = nothing
+    c
+end
+
+"    set_inputs!(cache, dataset, indices)  — gathers samples (1-based) of a `Dataset` on the cache's device."
+function set_inputs!(c::ForwardCache, d::Dataset, indices::AbstractVector{<:Integer})
+    idx = one_based(indices, d.count)
+    GC.@preserve idx check(snn_set_inputs_from_dataset(c, d, pointer(idx), length(idx)))
+    c.device_inputs = nothing
+    c
+end
+
+"""
+    set_inputs_device!(cache, ptr, count)
+
+Copies `count` floats (batch × features) that already lie in GPU memory of
+the cache's device, given as a raw device pointer. The copy is queued on the
+cache's stream: the memory must stay allocated and unchanged until the next
+`get_outputs` or `backprop!` on the cache. With CUDA.jl loaded,
+`set_inputs!(cache, cu_array)` does this safely.
+"""
+set_inputs_device!(c::ForwardCache, ptr::Ptr{Cfloat}, count::Integer) =
+    (check(snn_set_inputs_device(c, ptr, Csize_t(count))); c)
+
+"    forward!(cache, model)  — runs the model on the cache's inputs, in the cache's mode."
+function forward!(c::ForwardCache, m::Model)
+    check(snn_forward(c, m))
+    followed!(c, m)
+end
+
+"""
+    get_outputs(cache)
+
+The outputs of the last forward pass as an (outputs, batch) matrix, or
+(w, h, c, batch) for image outputs. On the CPU it is a zero-copy `HostView`
+that keeps the cache alive, holds the values until the next `forward!`, and
+throws if used after the cache is closed or has moved to another device; for
+a GPU cache it is a host copy.
+"""
+function get_outputs(c::ForwardCache)
+    b = batch_size(c).batch
+    dims = (c.output_shape..., b)
+    if c.device == CPU_DEVICE
+        data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
+        check(snn_outputs(c, data, n))
+        return HostView(c, data[], dims)
+    end
+    dst = Array{Float32}(undef, dims)
+    GC.@preserve dst check(snn_get_outputs(c, pointer(dst), length(dst)))
+    dst
+end
+
+"""
+    preallocate_grads(model, max_batch) -> BackwardCache
+
+The buffers `backprop!` needs for batches up to `max_batch`, on the model's device.
+"""
+function preallocate_grads(m::Model, max_batch::Integer)
+    d = raw_device(m)
+    ins, np = input_shape(m), parameter_count(m)
+    BackwardCache(new_handle(out -> snn_preallocate_grads(m, Int64(max_batch), out)), m, d, ins, np)
+end
+
+"""
+    gradients(cache) -> HostView or Vector{Float32}
+
+The flat gradient of the last `backprop!`, laid out as `parameters(model)`:
+a zero-copy `HostView` on the CPU (it keeps the cache alive and refuses to be
+used after the cache is closed or moved), a host copy for a GPU cache. With
+CUDA.jl loaded, `gradients(cache, CuArray)` views a GPU cache's gradient.
+"""
+function gradients(c::BackwardCache)
+    c.device == CPU_DEVICE || return get_gradients(c)
+    data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
+    check(snn_gradients(c, data, n))
+    HostView(c, data[], (Int(n[]),))
+end
+
+"Copies the gradient out (any device)."
+function get_gradients(c::BackwardCache)
+    dst = Vector{Float32}(undef, c.parameters)
+    GC.@preserve dst check(snn_get_gradients(c, pointer(dst), length(dst)))
+    dst
+end
+
+"    set_gradients!(cache, g)  — overwrites the gradient (e.g. averaged over workers) before `update!`."
+function set_gradients!(c::BackwardCache, g::AbstractVector{<:Real})
+    v = dense_floats(g)
+    GC.@preserve v check(snn_set_gradients(c, pointer(v), length(v)))
+    c
+end
+
+"    input_gradients!(cache, true)  — makes `backprop!` also compute the gradient of the inputs."
+input_gradients!(c::BackwardCache, enabled::Bool) = (check(snn_set_input_gradient(c, Int32(enabled))); c)
+
+"The gradient of the loss with respect to the inputs of `fwd`'s last pass, shaped as those inputs (a batch)."
+function input_gradients(c::BackwardCache, fwd::ForwardCache)
+    dst = Array{Float32}(undef, (c.input_shape..., batch_size(fwd).batch))
+    GC.@preserve dst check(snn_get_input_gradients(c, pointer(dst), length(dst)))
+    dst
+end
+
+"""
+    synchronize(cache)
+
+Waits until the work queued on a GPU backward cache has finished (see
+`gradients(cache, CuArray)`); returns at once on the CPU.
+"""
+synchronize(c::BackwardCache) = (check(snn_backward_cache_synchronize(c)); c)
+
+"""
+    Dataset(samples; labels=nothing, device=:cpu)
+
+Copies `samples` ((features, n) or (w, h, c, n)) and optional 1-based class
+`labels` once to `device` (`:cpu` or a GPU index); batches are then gathered
+by index on that device (`set_inputs!(cache, dataset, indices)`,
+`LogitCrossEntropyLoss(dataset, indices)`).
+"""
+function Dataset(samples::AbstractArray{<:Real}; labels=nothing, device=:cpu)
+    ndims(samples) in (2, 4) || throw(ArgumentError("samples are (features, n) or (w, h, c, n), got size $(size(samples))"))
+    n = size(samples, ndims(samples))
+    features = length(samples) ÷ max(n, 1)
+    dev = device_index(device)
+    v = dense_floats(samples)
+    lab = labels === nothing ? nothing : Int32[l - 1 for l in labels]
+    lab === nothing || length(lab) == n || throw(DimensionMismatch("$(length(lab)) labels for $n samples"))
+    ptr = GC.@preserve v lab new_handle(out -> snn_dataset_create(dev, pointer(v), n, features,
+        lab === nothing ? Ptr{Int32}(C_NULL) : pointer(lab), out))
+    Dataset(ptr, dev, features, n)
+end

@@ -1,0 +1,263 @@
+# Models: creation, description, parameters, state, files and devices.
+
+Model(spec::AbstractString) = Model(new_handle(out -> snn_model_create(spec, out)))
+
+function Model(c::Chain)
+    b = builder(c)
+    m = Model(join(b.lines, "; "))
+    try
+        check_declared(m, b.declared)
+    catch
+        close(m)
+        rethrow()
+    end
+    m
+end
+
+"""
+    chain(layers...)
+
+SimpleNNs' constructor: `chain(Static(1), SNN.Dense(10, activation_fn=tanh), SNN.Dense(1))`
+is `Model(SNN.Chain(...))`.
+"""
+chain(layers...) = Model(Chain(layers...))
+
+# Sizes that layers declared (Dense(in => out), Conv(k, in => out),
+# BatchNorm(channels), LayerNorm(size...)) against the shapes snn inferred.
+function check_declared(m::Model, declared)
+    for (before, l) in declared
+        c, h, w = layer_shape(m, before)
+        got = h == 1 && w == 1 ? (c,) : (w, h, c)
+        if l isa Dense && l.in !== nothing && l.in != c * h * w
+            throw(DimensionMismatch("Dense($(l.in) => $(l.out)) receives $(c * h * w) features (shape $got)"))
+        elseif l isa Conv && l.in !== nothing && l.in != c
+            throw(DimensionMismatch("Conv($(l.kernel), $(l.in) => $(l.out)) receives $c channels (shape $got)"))
+        elseif l isa BatchNorm && l.channels !== nothing && l.channels != c
+            throw(DimensionMismatch("BatchNorm($(l.channels)) receives $c channels (shape $got)"))
+        elseif l isa LayerNorm && !isempty(l.size) && l.size != got
+            throw(DimensionMismatch("LayerNorm$(l.size) receives shape $got"))
+        end
+    end
+end
+
+"The canonical spec of the model (which `Model(spec)` parses back into the same model)."
+function describe(m::Model)
+    len = Ref{Csize_t}(0)
+    check(snn_model_describe(m, C_NULL, 0, len))
+    buf = Vector{UInt8}(undef, len[] + 1)
+    GC.@preserve buf check(snn_model_describe(m, pointer(buf), length(buf), len))
+    String(buf[1:len[]])
+end
+
+Base.show(io::IO, m::Model) = print(io, "SNN.Model(\"", isopen(m) ? describe(m) : "closed", "\")")
+
+function size_query(f, m)
+    n = Ref{Csize_t}(0)
+    check(f(m, n))
+    Int(n[])
+end
+"Number of input features per sample (w*h*c for images)."
+input_size(m::Model) = size_query(snn_model_input_size, m)
+"Number of outputs per sample."
+output_size(m::Model) = size_query(snn_model_output_size, m)
+"Total number of parameters."
+parameter_count(m::Model) = size_query(snn_parameter_count, m)
+"Number of values in the model's state (batchnorm's running statistics)."
+state_count(m::Model) = size_query(snn_state_count, m)
+
+"Number of layers, the input included (layer 0 is the input)."
+function layer_count(m::Model)
+    n = Ref{Int64}(0)
+    check(snn_model_layer_count(m, n))
+    Int(n[])
+end
+
+"The output shape of layer `layer` (0 is the input) as snn reports it: (channels, height, width)."
+function layer_shape(m::Model, layer::Integer)
+    c, h, w = Ref{Int64}(0), Ref{Int64}(0), Ref{Int64}(0)
+    check(snn_model_layer_shape(m, Int64(layer), c, h, w))
+    (Int(c[]), Int(h[]), Int(w[]))
+end
+
+# A sample's shape in Julia's order: (n,) for vectors, (w, h, c) for images.
+julia_shape((c, h, w)) = h == 1 && w == 1 ? (c,) : (w, h, c)
+"The shape of one input sample: `(n,)` or `(w, h, c)`."
+input_shape(m::Model) = julia_shape(layer_shape(m, 0))
+"The shape of one output sample: `(n,)` or `(w, h, c)`."
+output_shape(m::Model) = julia_shape(layer_shape(m, layer_count(m) - 1))
+
+"1-based ranges of layer `layer`'s weights and bias in `parameters(model)`."
+function layer_parameters(m::Model, layer::Integer)
+    wo, wc, bo, bc = Ref{Csize_t}(0), Ref{Csize_t}(0), Ref{Csize_t}(0), Ref{Csize_t}(0)
+    check(snn_model_layer_params(m, Int64(layer), wo, wc, bo, bc))
+    (weights=Int(wo[])+1:Int(wo[] + wc[]), bias=Int(bo[])+1:Int(bo[] + bc[]))
+end
+
+"1-based range of layer `layer`'s values in `state(model)` (empty for layers without state)."
+function layer_state(m::Model, layer::Integer)
+    offset, count = Ref{Csize_t}(0), Ref{Csize_t}(0)
+    check(snn_model_layer_state(m, Int64(layer), offset, count))
+    Int(offset[])+1:Int(offset[] + count[])
+end
+
+"    initialise!(model; seed=0)  — re-initialises every parameter from `seed` (biases zero)."
+initialise!(m::Model; seed::Integer=0) = (check(snn_model_init(m, UInt64(seed))); m)
+
+"""
+    parameters(model) -> HostView
+
+Zero-copy view of a CPU model's flat parameter vector (writable), laid out
+layer after layer as `layer_parameters` says. It keeps the model alive; using
+it after `close(model)` or `move!(model, ...)` throws an ArgumentError. A GPU
+model has no host view: use `get_parameters`.
+"""
+function parameters(m::Model)
+    raw_device(m) == CPU_DEVICE ||
+        throw(ArgumentError("parameters(model) views CPU memory; the model is on GPU $(raw_device(m)): use get_parameters"))
+    data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
+    check(snn_parameters(m, data, n))
+    HostView(m, data[], (Int(n[]),))
+end
+
+"Copies the parameters out (any device)."
+function get_parameters(m::Model)
+    dst = Vector{Float32}(undef, parameter_count(m))
+    GC.@preserve dst check(snn_get_parameters(m, pointer(dst), length(dst)))
+    dst
+end
+
+"Copies the parameters in (any device); `length(src)` must be `parameter_count(model)`."
+function set_parameters!(m::Model, src::AbstractVector{<:Real})
+    v = dense_floats(src)
+    GC.@preserve v check(snn_set_parameters(m, pointer(v), length(v)))
+    m
+end
+
+"""
+    state(model) -> Vector{Float32}
+
+A copy of the model's non-trainable state: each batchnorm's running_mean,
+running_var and num_batches_tracked, layer after layer (see `layer_state`).
+"""
+function state(m::Model)
+    dst = Vector{Float32}(undef, state_count(m))
+    GC.@preserve dst check(snn_get_state(m, isempty(dst) ? Ptr{Cfloat}(C_NULL) : pointer(dst), length(dst)))
+    dst
+end
+
+"Overwrites the model's state; `length(src)` must be `state_count(model)`."
+function set_state!(m::Model, src::AbstractVector{<:Real})
+    v = dense_floats(src)
+    GC.@preserve v check(snn_set_state(m, isempty(v) ? Ptr{Cfloat}(C_NULL) : pointer(v), length(v)))
+    m
+end
+
+# Float32 memory with the layout of `x` that can be passed by pointer.
+dense_floats(x::Array{Float32}) = x
+dense_floats(x::AbstractArray{<:Real}) = Array{Float32}(x)
+
+# --- files ---------------------------------------------------------------------
+
+"    save(path, model)  — writes a model file (safetensors), atomically; any device."
+save(path::AbstractString, m::Model) = (check(snn_model_save(m, path)); nothing)
+"    load(path) -> Model  — reads a model file onto the CPU."
+load(path::AbstractString) = Model(new_handle(out -> snn_model_load(path, out)))
+
+"The model file's bytes (for game assets, network transfer...)."
+function to_bytes(m::Model)
+    n = Ref{Csize_t}(0)
+    check(snn_model_save_to_buffer(m, C_NULL, 0, n))
+    bytes = Vector{UInt8}(undef, n[])
+    GC.@preserve bytes check(snn_model_save_to_buffer(m, pointer(bytes), length(bytes), n))
+    bytes
+end
+"A CPU model from a model file's bytes."
+from_bytes(bytes::Vector{UInt8}) =
+    GC.@preserve bytes Model(new_handle(out -> snn_model_load_from_buffer(pointer(bytes), length(bytes), out)))
+
+Base.read(io::IO, ::Type{Model}) = from_bytes(read(io))
+Base.write(io::IO, m::Model) = write(io, to_bytes(m))
+
+# --- devices -------------------------------------------------------------------
+
+function raw_device(m::Model)
+    d = Ref{Int32}(0)
+    check(snn_model_device(m, d))
+    d[]
+end
+"Where the model lives: `:cpu` or a GPU index."
+device(m::Model) = device_symbol(raw_device(m))
+
+"""
+    gpu(model; device=0) -> Model
+
+A copy of `model` on GPU `device` (parameters and state), as SimpleNNs'
+`gpu_model = gpu(cpu_model)`: the original stays on the CPU, with its caches,
+optimisers and views. A model already there is returned as is. Throws an
+`SNNError` saying why when no GPU can be used.
+"""
+function gpu(m::Model; device::Integer=0)
+    d = device_index(device)
+    raw_device(m) == d && return m
+    g = from_bytes(to_bytes(m))
+    try
+        check(snn_to_gpu(g, d))
+    catch
+        close(g)
+        rethrow()
+    end
+    g
+end
+
+"    cpu(model) -> Model  — a CPU copy of a GPU model; a CPU model is returned as is."
+cpu(m::Model) = raw_device(m) == CPU_DEVICE ? m : from_bytes(to_bytes(m))
+
+"""
+    move!(model, device)
+
+Moves the model itself to `device` (`:cpu` or a GPU index), for when memory
+allows only one copy. Its caches and optimisers follow on their next use with
+it; views taken before (`parameters`, `get_outputs`, `gradients`) refuse to be
+used afterwards. Prefer `gpu(model)`.
+"""
+function move!(m::Model, device)
+    d = device_index(device)
+    before = raw_device(m)
+    check(d == CPU_DEVICE ? snn_to_cpu(m) : snn_to_gpu(m, d))
+    raw_device(m) == before || (m.moves += 1)
+    m
+end
+
+"    to_best_device!(model) -> :cpu or a GPU index  — moves the model itself to GPU 0 when one can be used."
+function to_best_device!(m::Model)
+    before = raw_device(m)
+    d = Ref{Int32}(0)
+    check(snn_to_best_device(m, d))
+    d[] == before || (m.moves += 1)
+    device_symbol(d[])
+end
+
+# --- inference in one call -------------------------------------------------------
+
+"""
+    model(x)
+
+Runs the model on `x` in inference mode (`testmode!`) and returns a copy of
+the outputs: a `Vector` (or a `(w, h, c)` array) for one sample, a
+`(outputs, batch)` matrix (or `(w, h, c, batch)`) for a batch. Allocates a
+cache each call: for loops, use `preallocate` and `forward!`.
+"""
+function (m::Model)(x::AbstractArray{<:Real})
+    batch, one_sample = batch_of(input_shape(m), x)
+    c = preallocate(m, batch)
+    try
+        testmode!(c)
+        set_inputs!(c, x)
+        forward!(c, m)
+        out = get_outputs(c)
+        result = Array{Float32}(out)
+        one_sample ? reshape(result, output_shape(m)) : result
+    finally
+        close(c)
+    end
+end

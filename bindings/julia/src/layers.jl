@@ -275,6 +275,7 @@ function emit!(b::SpecBuilder, s::SkipConnection)
     b
 end
 
+emit!(::SpecBuilder, ::Static) = throw(ArgumentError("Static may only begin the outermost Chain"))
 emit!(b::SpecBuilder, x) = throw(ArgumentError("a Chain element must be a layer, a Chain, a SkipConnection or " *
                                                "an activation function, got $(repr(x))"))
 
@@ -289,7 +290,6 @@ function builder(c::Chain)
     end
     input === nothing && throw(ArgumentError("the Chain does not say its input size: begin it with Static(n) or " *
                                              "Static(w, h, c), pass input=, or begin with Dense(in => out)"))
-    any(l -> l isa Static, layers) && throw(ArgumentError("Static may only begin a Chain"))
     b = SpecBuilder([line(input)], Tuple{Int,Layer}[], 0)
     foreach(l -> emit!(b, l), layers)
     b

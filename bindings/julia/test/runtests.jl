@@ -137,6 +137,7 @@ end
         @test SNN.spec(SNN.Chain(SNN.Dense(3 => 2; init=:kaiming_normal))) ==
               "input 3; dense 2 identity init=he_normal"
         @test_throws ArgumentError SNN.spec(SNN.Chain(SNN.Conv((3, 3), 4)))       # no input size
+        @test_throws ArgumentError SNN.spec(Static(2), SNN.Dense(2), Static(2))
         @test_throws ArgumentError SNN.SkipConnection(SNN.Dense(2), (a, b) -> a .* b)
         @test_throws ArgumentError SNN.Dropout(1.0)
         @test_throws ArgumentError SNN.Conv((2, 2), 1 => 1; pad=SNN.SamePad())    # even kernel

@@ -58,6 +58,10 @@ may serve one model at once.
 trainmode!(c::ForwardCache, on::Bool=true) = (check(snn_cache_set_training(c, Int32(on))); c)
 "    testmode!(cache, on=true)  — inference mode: running statistics, no dropout; the pass only reads the model."
 testmode!(c::ForwardCache, on::Bool=true) = trainmode!(c, !on)
+# Flux sets modes on models; in snn they belong to caches: say so, rather than a MethodError.
+trainmode!(::Model, _...) = throw(ArgumentError("modes belong to forward caches in snn: trainmode!(cache) / testmode!(cache)"))
+testmode!(m::Model, _...) = trainmode!(m)
+
 "Whether the cache's forward passes run in training mode."
 function istraining(c::ForwardCache)
     on = Ref{Int32}(0)

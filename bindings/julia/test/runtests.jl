@@ -289,6 +289,8 @@ end
         @test get_outputs(fwd) != first_mask
         SNN.testmode!(fwd, false)
         @test SNN.istraining(fwd)
+        e = errorof(() -> SNN.testmode!(model))         # Flux's habit: modes are per cache here
+        @test e isa ArgumentError && occursin("testmode!(cache)", e.msg)
         SNN.trainmode!(fwd, false)
         @test !SNN.istraining(fwd)
         # the state can be read, written and is saved with the model

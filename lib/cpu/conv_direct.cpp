@@ -9,25 +9,15 @@
 
 #include "cpu/activation.h"
 #include "cpu/multiversion.h"
+#include "cpu/vec8.h"
 
 namespace snn {
 namespace {
 
 constexpr int64_t W = kDirectWidth;
 
-// 8 floats; loads and stores through memcpy need no alignment.
-typedef float v8 __attribute__((vector_size(32)));
 static_assert(W == 16, "two vectors per row of columns");
-__attribute__((always_inline)) inline v8 load8(const float *p) {
-    v8 v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-}
-__attribute__((always_inline)) inline void store8(float *p, v8 v) { __builtin_memcpy(p, &v, sizeof v); }
-__attribute__((always_inline)) inline v8 splat8(float x) { return v8{x, x, x, x, x, x, x, x}; }
-__attribute__((always_inline)) inline float sum8(v8 v) {
-    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-}
+typedef v8f v8;
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 

@@ -113,28 +113,50 @@ TEST(CpuKernels, ShiftedLoweringMatchesTheGenericLowering) {
 
 TEST(CpuKernels, MaxPool2x2MatchesTheGenericWindow) {
     // Even and odd sizes (a last row and column outside every window).
+    // Rows of 4 outputs (the scalar loop), 8 (one block), 9 and 14 (a last
+    // block overlapping the one before) and 17.
     compare("input 8x8x3; conv 1x1 3 tanh; maxpool 2", 2);
     compare("input 7x9x2; conv 1x1 2 tanh; maxpool 2", 3);
+    compare("input 4x16x2; conv 1x1 2 tanh; maxpool 2", 2);
+    compare("input 5x19x2; conv 1x1 2 tanh; maxpool 2", 2);
     compare("input 28x28x4; conv 1x1 4 tanh; maxpool 2", 2);
+    compare("input 3x35x3; conv 1x1 3 tanh; maxpool 2", 2);
 }
 
 TEST(CpuKernels, MaxPool2x2RoutesTiesAndNaNLikeTheGenericWindow) {
     // Inputs with ties inside windows and NaN: both paths must give the
     // same outputs and send each gradient to the same element. The pooling
-    // is the first layer, so the inputs reach it unchanged.
-    const std::string spec = "input 4x6x1; maxpool 2; flatten; dense 2";
-    std::vector<float> x(2 * 24);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 5)) * 0.5f;  // many ties
-    x[3] = NAN;
-    x[10] = NAN;
-    x[11] = NAN;
-    x[30] = x[31] = x[36] = x[37] = 2.0f;  // a window of four equal values
-    const Result ref = run_case(spec, 2, true, 1, &x);
-    const Result fast = run_case(spec, 2, false, 1, &x);
-    ASSERT_EQ(fast.dx.size(), ref.dx.size());
-    for (size_t i = 0; i < ref.dx.size(); ++i) {
-        const bool both_nan = std::isnan(ref.dx[i]) && std::isnan(fast.dx[i]);
-        EXPECT_TRUE(both_nan || ref.dx[i] == fast.dx[i]) << "dx[" << i << "] " << fast.dx[i] << " " << ref.dx[i];
+    // is the first layer, so the inputs reach it unchanged. Rows of 3
+    // outputs take the scalar loop, rows of 10 the vector blocks.
+    for (const int64_t width : {6, 20}) {
+        const std::string spec = "input 4x" + std::to_string(width) + "x1; maxpool 2; flatten; dense 2";
+        const int64_t n = 4 * width;
+        std::vector<float> x(size_t(3 * n));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 5)) * 0.5f;  // many ties
+        // sample 0: NaN in three windows (once in the window's last place)
+        x[3] = NAN;
+        x[size_t(width) + 8 % width] = NAN;
+        x[size_t(2 * width + 5)] = NAN;
+        x[size_t(3 * width + 1)] = NAN;
+        // sample 1: a window of four equal maxima, and one with the maximum
+        // in its last place only
+        x[size_t(n + 2)] = x[size_t(n + 3)] = x[size_t(n + width + 2)] = x[size_t(n + width + 3)] = 9.0f;
+        x[size_t(n + 2 * width + 4)] = x[size_t(n + 2 * width + 5)] = x[size_t(n + 2 * width + 4 + width)] = -1.0f;
+        x[size_t(n + 3 * width + 5)] = 9.5f;
+        // sample 2: all equal
+        for (int64_t i = 0; i < n; ++i) x[size_t(2 * n + i)] = 0.25f;
+        const Result ref = run_case(spec, 3, true, 1, &x);
+        const Result fast = run_case(spec, 3, false, 1, &x);
+        ASSERT_EQ(fast.dx.size(), ref.dx.size());
+        for (size_t i = 0; i < ref.dx.size(); ++i) {
+            const bool both_nan = std::isnan(ref.dx[i]) && std::isnan(fast.dx[i]);
+            EXPECT_TRUE(both_nan || ref.dx[i] == fast.dx[i])
+                << "width " << width << " dx[" << i << "] " << fast.dx[i] << " " << ref.dx[i];
+        }
+        for (size_t i = 0; i < ref.y.size(); ++i) {
+            const bool both_nan = std::isnan(ref.y[i]) && std::isnan(fast.y[i]);
+            EXPECT_TRUE(both_nan || ref.y[i] == fast.y[i]) << "width " << width << " y[" << i << "]";
+        }
     }
 }
 

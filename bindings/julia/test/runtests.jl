@@ -634,3 +634,32 @@ end
         @test SNN.take_log_callback_error() === nothing
     end
 end
+
+# The CUDA extension, where a GPU and CUDA.jl are both there (CUDA.jl is not a
+# test dependency: add it to the environment to run these). Loading it is a
+# top-level statement of its own, so the tests below see its methods.
+const WITH_CUDA = SNN.gpu_count() > 0 && Base.find_package("CUDA") !== nothing
+WITH_CUDA && @eval using CUDA
+
+if WITH_CUDA
+    @testset "CuArrays through the CUDA extension" begin
+        model = SNN.Model(SNN.Chain(SNN.Dense(3 => 4, SNN.relu), SNN.Dense(4 => 2)))
+        g = SNN.gpu(model)
+        x = rand(Float32, 3, 5)
+        cx = CUDA.CuArray(x)
+        @test g(cx) isa CUDA.CuArray
+        @test Array(g(cx)) ≈ model(x)
+        @test Array(g(CUDA.CuArray(x[:, 1]))) ≈ model(x[:, 1])          # a CuVector is one sample
+        fwd, bwd = preallocate(g, 5), preallocate_grads(g, 5)
+        set_inputs!(fwd, cx)
+        forward!(fwd, g)
+        @test Array(get_outputs(fwd, CUDA.CuArray)) == get_outputs(fwd)
+        backprop!(bwd, fwd, g, MSELoss(zeros(Float32, 2, 5)))
+        device_gradient = gradients(bwd, CUDA.CuArray)
+        @test Array(device_gradient) == SNN.get_gradients(bwd)
+        e = errorof(() -> set_inputs!(preallocate(model, 5), cx))          # a CPU cache
+        @test e isa ArgumentError && occursin("GPU model", e.msg)
+        @test_throws ArgumentError model(cx)
+        foreach(close, (fwd, bwd, g, model))
+    end
+end

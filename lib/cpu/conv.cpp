@@ -185,6 +185,7 @@ struct ConvPlan {
 
 struct ConvJob {
     const ConvPlan *plan;
+    int64_t chunk;  // images per sgemm in this call: at most plan->chunk
     const ConvDims *d;
     int64_t n;
     const float *x, *w, *b, *y;
@@ -211,9 +212,9 @@ void direct_forward_worker(void *ctx, int32_t worker, int32_t workers) {
 void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const ConvJob &j = *static_cast<const ConvJob *>(ctx);
     const ConvDims &d = *j.d;
-    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, chunk = j.plan->chunk;
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
-    float *z = col + K * chunk * P;
+    float *z = col + K * j.plan->chunk * P;
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         im2col(d, j.plan->shifted, nb, j.x + i0 * d.cin * d.hin * d.win, col);
@@ -241,9 +242,9 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const ConvJob &j = *static_cast<const ConvJob *>(ctx);
     const ConvDims &d = *j.d;
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, in_size = d.cin * d.hin * d.win;
-    const int64_t chunk = j.plan->chunk;
+    const int64_t chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
-    float *z = col + K * chunk * P;
+    float *z = col + K * j.plan->chunk * P;
     float *dw = j.dw, *db = j.db;
     if (worker > 0) {
         dw = j.workspace + size_t(j.plan->workers) * j.plan->slot + size_t(worker - 1) * j.plan->params;
@@ -316,22 +317,36 @@ int32_t conv_workers(const ConvPlan &plan, int64_t n) {
     return int32_t(std::max<int64_t>(1, std::min<int64_t>({int64_t(cpu_threads()), int64_t(plan.workers), chunks})));
 }
 
+// The chunk size that deals the n images evenly: as few rounds of one chunk
+// per worker as the planned chunk allows, the images split equally over
+// them (64 images, 2 workers, chunks of at most 18: 4 chunks of 16, not
+// 18, 18, 18 and 10, which would leave one worker 36 images and the other 28).
+int64_t balanced_chunk(const ConvPlan &plan, int64_t n, int32_t workers) {
+    if (plan.direct) return 1;
+    const int64_t per_round = int64_t(workers) * plan.chunk;
+    const int64_t rounds = (n + per_round - 1) / per_round;
+    const int64_t slots = int64_t(workers) * rounds;
+    return std::max<int64_t>(1, (n + slots - 1) / slots);
+}
+
 void forward(const OpArgs &a) {
     const ConvDims d = conv_dims(*a.l);
     const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
-    ConvJob job{&p, &d, a.n, a.x[0], a.params + a.l->weight_offset, a.params + a.l->bias_offset, nullptr, a.y,
-                nullptr, nullptr, nullptr, nullptr, static_cast<float *>(a.workspace),
-                act_uses_input(d.act) ? a.aux : nullptr};
-    parallel_run(conv_workers(p, a.n), p.direct ? direct_forward_worker : conv_forward_worker, &job);
+    const int32_t workers = conv_workers(p, a.n);
+    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset,
+                a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
+                static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
+    parallel_run(workers, p.direct ? direct_forward_worker : conv_forward_worker, &job);
 }
 
 void backward(const OpArgs &a) {
     const ConvDims d = conv_dims(*a.l);
     const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
-    ConvJob job{&p, &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y, nullptr, a.dy, dw, db, a.dx[0],
-                static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
     const int32_t workers = conv_workers(p, a.n);
+    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y,
+                nullptr, a.dy, dw, db, a.dx[0], static_cast<float *>(a.workspace),
+                act_uses_input(d.act) ? a.aux : nullptr};
     parallel_run(workers, conv_backward_worker, &job);
     // Sum the other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * d.cin * d.kh * d.kw);

@@ -30,41 +30,74 @@ void pad_image(const ConvDims &d, const DirectLayout &L, const float *x, float *
                       xp + (c * L.hp + r + d.ph) * L.wp + d.pw);
 }
 
-// CB output channels from co0, every output row, 16 columns at a time.
-template <int CB>
-__attribute__((always_inline)) inline void forward_block(const ConvDims &d, const DirectLayout &L, const float *xp, const float *w,
-                          const float *b, int64_t co0, float *z) {
+// Writes the first n (at most 16) columns of a, b to dst.
+__attribute__((always_inline)) inline void store_row(float *dst, int64_t n, v8 a, v8 b) {
+    if (n == W) {
+        store8(dst, a);
+        store8(dst + 8, b);
+        return;
+    }
+    for (int64_t l = 0; l < n; ++l) dst[l] = l < 8 ? a[l] : b[l - 8];
+}
+
+// Four output channels from co0 (named accumulators, so they stay in
+// registers), every output row, 16 columns at a time.
+__attribute__((always_inline)) inline void forward_block4(const ConvDims &d, const DirectLayout &L, const float *xp,
+                                                         const float *w, const float *b, int64_t co0, float *z) {
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
+    const float *w0 = w + co0 * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
     for (int64_t oy = 0; oy < d.hout; ++oy)
         for (int64_t ox0 = 0; ox0 < d.wout; ox0 += W) {
-            v8 acc[CB][2];
-            for (int o = 0; o < CB; ++o) acc[o][0] = acc[o][1] = splat8(d.bias ? b[co0 + o] : 0.0f);
+            v8 a0 = splat8(d.bias ? b[co0] : 0.0f), a1 = a0;
+            v8 b0 = splat8(d.bias ? b[co0 + 1] : 0.0f), b1 = b0;
+            v8 c0 = splat8(d.bias ? b[co0 + 2] : 0.0f), c1 = c0;
+            v8 e0 = splat8(d.bias ? b[co0 + 3] : 0.0f), e1 = e0;
             for (int64_t c = 0; c < d.cin; ++c)
                 for (int64_t i = 0; i < d.kh; ++i) {
                     const float *xr = xp + (c * L.hp + oy + i) * L.wp + ox0;
-                    const float *wr = w + co0 * K + (c * d.kh + i) * d.kw;
+                    const int64_t t0 = (c * d.kh + i) * d.kw;
                     for (int64_t j = 0; j < d.kw; ++j) {
                         const v8 x0 = load8(xr + j), x1 = load8(xr + j + 8);
-                        for (int o = 0; o < CB; ++o) {
-                            const v8 wv = splat8(wr[o * K + j]);
-                            acc[o][0] += wv * x0;
-                            acc[o][1] += wv * x1;
-                        }
+                        const v8 v0 = splat8(w0[t0 + j]), v1 = splat8(w1[t0 + j]);
+                        const v8 v2 = splat8(w2[t0 + j]), v3 = splat8(w3[t0 + j]);
+                        a0 += v0 * x0;
+                        a1 += v0 * x1;
+                        b0 += v1 * x0;
+                        b1 += v1 * x1;
+                        c0 += v2 * x0;
+                        c1 += v2 * x1;
+                        e0 += v3 * x0;
+                        e1 += v3 * x1;
                     }
                 }
             const int64_t n = std::min(W, d.wout - ox0);
-            for (int o = 0; o < CB; ++o) {
-                float *dst = z + (co0 + o) * P + oy * d.wout + ox0;
-                if (n == W) {
-                    store8(dst, acc[o][0]);
-                    store8(dst + 8, acc[o][1]);
-                } else {
-                    float row[W];
-                    store8(row, acc[o][0]);
-                    store8(row + 8, acc[o][1]);
-                    for (int64_t l = 0; l < n; ++l) dst[l] = row[l];
+            float *dst = z + co0 * P + oy * d.wout + ox0;
+            store_row(dst, n, a0, a1);
+            store_row(dst + P, n, b0, b1);
+            store_row(dst + 2 * P, n, c0, c1);
+            store_row(dst + 3 * P, n, e0, e1);
+        }
+}
+
+// One output channel, as forward_block4.
+__attribute__((always_inline)) inline void forward_block1(const ConvDims &d, const DirectLayout &L, const float *xp,
+                                                         const float *w, const float *b, int64_t co, float *z) {
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
+    const float *w0 = w + co * K;
+    for (int64_t oy = 0; oy < d.hout; ++oy)
+        for (int64_t ox0 = 0; ox0 < d.wout; ox0 += W) {
+            v8 a0 = splat8(d.bias ? b[co] : 0.0f), a1 = a0;
+            for (int64_t c = 0; c < d.cin; ++c)
+                for (int64_t i = 0; i < d.kh; ++i) {
+                    const float *xr = xp + (c * L.hp + oy + i) * L.wp + ox0;
+                    const int64_t t0 = (c * d.kh + i) * d.kw;
+                    for (int64_t j = 0; j < d.kw; ++j) {
+                        const v8 v0 = splat8(w0[t0 + j]);
+                        a0 += v0 * load8(xr + j);
+                        a1 += v0 * load8(xr + j + 8);
+                    }
                 }
-            }
+            store_row(z + co * P + oy * d.wout + ox0, std::min(W, d.wout - ox0), a0, a1);
         }
 }
 
@@ -119,8 +152,8 @@ void conv_direct_forward_image(const ConvDims &d, const float *x, const float *w
     pad_image(d, L, x, workspace);
     float *z = pre ? pre : y;
     int64_t co = 0;
-    for (; co + 4 <= d.cout; co += 4) forward_block<4>(d, L, workspace, w, b, co, z);
-    for (; co < d.cout; ++co) forward_block<1>(d, L, workspace, w, b, co, z);
+    for (; co + 4 <= d.cout; co += 4) forward_block4(d, L, workspace, w, b, co, z);
+    for (; co < d.cout; ++co) forward_block1(d, L, workspace, w, b, co, z);
     if (pre)
         activate_copy(d.act, pre, y, d.cout * P);
     else
@@ -135,15 +168,20 @@ void conv_direct_backward_image(const ConvDims &d, const float *x, const float *
     const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw;
     float *xp = workspace, *dxp = xp + d.cin * L.hp * L.wp, *dzp = dxp + d.cin * L.hp * L.wp;
     pad_image(d, L, x, xp);
-    // dz, each row padded with zeros to wq columns
+    // dz, each row padded with zeros to wq columns: a channel's P values
+    // are written at the start of its padded map, then its rows are moved
+    // out to their places, the last first (wq >= wout, so none is
+    // overwritten before it has moved).
     const float *v = pre ? pre : y;
-    for (int64_t co = 0; co < d.cout; ++co)
-        for (int64_t oy = 0; oy < d.hout; ++oy) {
-            const int64_t at = co * P + oy * d.wout;
-            float *row = dzp + (co * d.hout + oy) * L.wq;
-            derivative_span(d.act, dy + at, v + at, row, d.wout);
+    for (int64_t co = 0; co < d.cout; ++co) {
+        float *map = dzp + co * d.hout * L.wq;
+        derivative_span(d.act, dy + co * P, v + co * P, map, P);
+        for (int64_t oy = d.hout - 1; oy >= 0; --oy) {
+            float *row = map + oy * L.wq;
+            if (L.wq != d.wout) std::copy_backward(map + oy * d.wout, map + (oy + 1) * d.wout, row + d.wout);
             std::fill(row + d.wout, row + L.wq, 0.0f);
         }
+    }
     if (d.bias)
         for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(dzp + co * d.hout * L.wq, d.hout * L.wq);
     for (int64_t co = 0; co < d.cout; ++co)

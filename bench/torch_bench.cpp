@@ -7,6 +7,9 @@
 // torch::InferenceMode, or a whole training step: zero_grad, forward, loss,
 // backward, optimiser step); allocations: heap allocations per call.
 // startup_* cases time building the model and its optimiser, as snn_bench's.
+// Modules stay in training mode (libtorch's default), so batchnorm uses the
+// batch's statistics and dropout draws a mask at every training step, as in
+// snn's training steps.
 //
 // Threads: SNN_NUM_THREADS (default: all cores) is passed to
 // torch::set_num_threads, so both programs run with the same bound.
@@ -31,7 +34,7 @@
 
 namespace {
 
-enum class Net { Tiny, Seed, Mlp, Cnn, DefaultCnn };
+enum class Net { Tiny, Seed, Mlp, Cnn, DefaultCnn, Resnet };
 enum class Loss { None, Mse, CrossEntropy };
 
 struct Case {
@@ -51,12 +54,43 @@ const Case cases[] = {
     {"cnn_train_step", Net::Cnn, 64, true, Loss::CrossEntropy, false},
     {"cnn_inference_1000", Net::Cnn, 1000, false, Loss::None, false},
     {"default_cnn_train_step", Net::DefaultCnn, 64, true, Loss::CrossEntropy, false},
+    {"resnet_train_step", Net::Resnet, 64, true, Loss::CrossEntropy, false},
     {"startup_tiny", Net::Tiny, 32, true, Loss::Mse, true},
     {"startup_mlp", Net::Mlp, 64, true, Loss::CrossEntropy, true},
     {"startup_cnn", Net::Cnn, 64, true, Loss::CrossEntropy, true},
 };
 
 namespace nn = torch::nn;
+
+// x + body(x): the "add NAME" of a spec, the saved output NAME being x.
+struct ResidualImpl : nn::Module {
+    explicit ResidualImpl(nn::Sequential b) : body(register_module("body", b)) {}
+    torch::Tensor forward(torch::Tensor x) { return x + body->forward(x); }
+    nn::Sequential body;
+};
+TORCH_MODULE(Residual);
+
+nn::Conv2d conv3x3(int64_t in, int64_t out) {
+    // conv 3 OUT pad=1 nobias init=he_normal
+    nn::Conv2d conv(nn::Conv2dOptions(in, out, 3).padding(1).bias(false));
+    torch::NoGradGuard no_grad;
+    nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanIn, torch::kReLU);
+    return conv;
+}
+
+// One stage of FASHION_MNIST_RESNET_SPEC (examples/fashion_mnist/models.h):
+//   conv 3 C pad=1 nobias; batchnorm; relu name=s;
+//   conv 3 C pad=1 nobias; batchnorm; relu;
+//   conv 3 C pad=1 nobias; batchnorm; add s; relu; [maxpool 2]
+void add_resnet_stage(nn::Sequential &net, int64_t in, int64_t out, bool pool) {
+    net->push_back(conv3x3(in, out));
+    net->push_back(nn::BatchNorm2d(out));
+    net->push_back(nn::ReLU());
+    net->push_back(Residual(nn::Sequential(conv3x3(out, out), nn::BatchNorm2d(out), nn::ReLU(),
+                                           conv3x3(out, out), nn::BatchNorm2d(out))));
+    net->push_back(nn::ReLU());
+    if (pool) net->push_back(nn::MaxPool2d(2));
+}
 
 // The networks of snn_bench's specs, layer for layer.
 nn::Sequential make_net(Net net) {
@@ -82,6 +116,18 @@ nn::Sequential make_net(Net net) {
                               nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)),
                               nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
                               nn::Linear(64 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
+    case Net::Resnet: {
+        // Three stages: 16, 32 and 64 channels at 28x28, 14x14 and 7x7;
+        // flatten; dropout 0.4; dense 10.
+        nn::Sequential seq;
+        add_resnet_stage(seq, 1, 16, true);
+        add_resnet_stage(seq, 16, 32, true);
+        add_resnet_stage(seq, 32, 64, false);
+        seq->push_back(nn::Flatten());
+        seq->push_back(nn::Dropout(0.4));
+        seq->push_back(nn::Linear(64 * 7 * 7, 10));
+        return seq;
+    }
     }
     return nullptr;
 }
@@ -92,7 +138,8 @@ std::vector<int64_t> input_shape(Net net, int64_t batch) {
     case Net::Seed: return {batch, 100};
     case Net::Mlp: return {batch, 784};
     case Net::Cnn:
-    case Net::DefaultCnn: return {batch, 1, 28, 28};
+    case Net::DefaultCnn:
+    case Net::Resnet: return {batch, 1, 28, 28};
     }
     return {};
 }

@@ -188,8 +188,8 @@ int main(int argc, char **argv) {
          * moment of weights whose gradient is always zero (dead relu units)
          * decays into subnormal floats, which slows the update several-fold
          * (measure that regime with --reps 3000). */
-        int r = reps > 0 ? reps
-                         : (c->batch >= 1000 || strstr(c->name, "cnn") ? 50 : c->train ? 500 : 2000);
+        const int heavy = c->batch >= 1000 || strstr(c->name, "cnn") || strstr(c->name, "resnet");
+        int r = reps > 0 ? reps : heavy ? 50 : c->train ? 500 : 2000;
         run(c, r);
     }
     return 0;

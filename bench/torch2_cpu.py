@@ -131,7 +131,7 @@ CASES = {
 def default_reps(name, batch, loss):
     # As snn_bench: training cases stay below the steps where Adam's moments
     # of always-zero gradients turn subnormal.
-    if batch >= 1000 or "cnn" in name:
+    if batch >= 1000 or "cnn" in name or "resnet" in name:
         return 50
     return 500 if loss else 2000
 

@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
         // moments of always-zero gradients turn subnormal.
         int r = reps > 0 ? reps
                 : c.startup ? 200
-                : c.batch >= 1000 || std::strstr(c.name, "cnn") ? 50
+                : c.batch >= 1000 || std::strstr(c.name, "cnn") || std::strstr(c.name, "resnet") ? 50
                 : c.train ? 500
                 : 2000;
         run(c, r);

@@ -9,6 +9,7 @@
 #include "cpu/activation.h"
 #include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm512.h"
 #include "cpu/thread_pool.h"
 #include "ops/dims.h"
 #include "ops/op.h"
@@ -177,9 +178,10 @@ void col2im(const ConvDims &d, bool shifted, int64_t nb, float *col, float *dx) 
 struct ConvPlan {
     bool direct;      // cpu/conv_direct.h's kernels, one image at a time
     bool shifted;     // im2col_same_width and col2im_same_width
+    bool avx512;      // products by gemm512 (packing space at the end of each slot)
     int64_t chunk;    // images lowered per sgemm (1 for direct)
     int32_t workers;  // workspace slots planned
-    size_t slot;      // floats per worker: col[K][chunk*P] then z[cout][chunk*P]
+    size_t slot;      // floats per worker: col[K][chunk*P], z[cout][chunk*P], gemm512's packing
     size_t params;    // floats of dW + db accumulated per extra worker
 };
 
@@ -193,6 +195,20 @@ struct ConvJob {
     float *workspace;
     float *pre;  // z kept for gelu and silu, or null
 };
+
+// C (+)= op(A) op(B) by gemm512 when planned (pack: the worker's packing
+// space), else by OpenBLAS through gemm_nn, gemm_nt and gemm_tn.
+void conv_gemm(float *pack, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    if (pack)
+        gemm512(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, pack);
+    else if (!ta && !tb)
+        gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else if (!ta)
+        gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else
+        gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
 
 // Chunks are dealt round-robin (worker w takes chunks w, w + workers, ...),
 // so each worker's partial sums are the same for a fixed thread count.
@@ -215,10 +231,11 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * j.plan->chunk * P;
+    float *pack = j.plan->avx512 ? z + d.cout * j.plan->chunk * P : nullptr;
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         im2col(d, j.plan->shifted, nb, j.x + i0 * d.cin * d.hin * d.win, col);
-        gemm_nn(d.cout, ld, K, j.w, K, col, ld, z, ld, false);
+        conv_gemm(pack, false, false, d.cout, ld, K, j.w, K, col, ld, z, ld, false);
         // out[img][co][p] = act(z[co][img*P + p] + b[co])
         for (int64_t img = 0; img < nb; ++img)
             for (int64_t co = 0; co < d.cout; ++co) {
@@ -245,6 +262,7 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * j.plan->chunk * P;
+    float *pack = j.plan->avx512 ? z + d.cout * j.plan->chunk * P : nullptr;
     float *dw = j.dw, *db = j.db;
     if (worker > 0) {
         dw = j.workspace + size_t(j.plan->workers) * j.plan->slot + size_t(worker - 1) * j.plan->params;
@@ -276,9 +294,9 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(z + co * ld, ld);
         im2col(d, j.plan->shifted, nb, j.x + i0 * in_size, col);
-        gemm_nt(d.cout, K, ld, z, ld, col, ld, dw, K, true);
+        conv_gemm(pack, false, true, d.cout, K, ld, z, ld, col, ld, dw, K, true);
         if (j.dx) {
-            gemm_tn(K, ld, d.cout, j.w, K, z, ld, col, ld, false);
+            conv_gemm(pack, true, false, K, ld, d.cout, j.w, K, z, ld, col, ld, false);
             float *dxc = j.dx + i0 * in_size;
             for (int64_t i = 0; i < nb * in_size; ++i) dxc[i] = 0.0f;
             col2im(d, j.plan->shifted, nb, col, dxc);
@@ -294,13 +312,14 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
     ConvPlan *plan = nullptr;
     if (conv_direct_eligible(d) && !reference) {
         const size_t slot = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
-        plan = new (std::nothrow) ConvPlan{true, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
+        plan = new (std::nothrow) ConvPlan{true, false, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
     } else {
         // Enough chunks for every worker, each within the lowering budget.
         int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
         chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-        plan = new (std::nothrow) ConvPlan{false, same_width(d) && !reference, chunk, workers,
-                                           size_t((K + d.cout) * chunk * P),
+        const bool avx512 = !reference && gemm512_preferred();
+        plan = new (std::nothrow) ConvPlan{false, same_width(d) && !reference, avx512, chunk, workers,
+                                           size_t((K + d.cout) * chunk * P) + (avx512 ? gemm512_pack_floats() : 0),
                                            size_t(d.cout * K + d.cout)};
     }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");

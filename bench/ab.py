@@ -42,7 +42,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--reps", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     for program in (args.old, args.new):
         if not os.access(program, os.X_OK):
             sys.exit(f"not an executable: {program}")

@@ -29,7 +29,6 @@ size_t gemm512_pack_floats() { return size_t(kGemmKc * kGemmNc + kGemmMc * kGemm
 namespace {
 
 typedef float v16 __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
 
 #define SNN_AVX512 __attribute__((target("avx512f")))
 
@@ -40,7 +39,8 @@ SNN_AVX512 __attribute__((always_inline)) inline v16 load16(const float *p) {
 }
 SNN_AVX512 __attribute__((always_inline)) inline void store16(float *p, v16 v) { std::memcpy(p, &v, sizeof v); }
 SNN_AVX512 __attribute__((always_inline)) inline v16 bcast16(const float *p) {
-    return __builtin_shuffle(v16{*p}, v16i{});
+    const v16 v = {*p};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 // Bp[(panel*kc + k)*32 + c] = op(B)[k0 + k][j0 + panel*32 + c], 0 past nc.

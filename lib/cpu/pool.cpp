@@ -68,8 +68,8 @@ inline float max_or_nan(float v, float e) { return (e > v || e != e) ? e : v; }
 // The even and the odd elements of the 16 floats from p.
 __attribute__((always_inline)) inline void deinterleave(const float *p, v8f *even, v8f *odd) {
     const v8f a = load8(p), b = load8(p + 8);
-    *even = __builtin_shuffle(a, b, v8i{0, 2, 4, 6, 8, 10, 12, 14});
-    *odd = __builtin_shuffle(a, b, v8i{1, 3, 5, 7, 9, 11, 13, 15});
+    *even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    *odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 __attribute__((always_inline)) inline v8f max_or_nan8(v8f v, v8f e) { return (e > v || e != e) ? e : v; }
 
@@ -157,10 +157,10 @@ void maxpool2_backward_rows(const PoolDims &d, int64_t m0, int64_t m1, const flo
                     const v8i t00 = ~(t01 | t10 | t11);
                     const v8f g00 = t00 ? g : zero, g01 = t01 ? g : zero;
                     const v8f g10 = t10 ? g : zero, g11 = t11 ? g : zero;
-                    store8(d0 + 2 * ox, __builtin_shuffle(g00, g01, v8i{0, 8, 1, 9, 2, 10, 3, 11}));
-                    store8(d0 + 2 * ox + 8, __builtin_shuffle(g00, g01, v8i{4, 12, 5, 13, 6, 14, 7, 15}));
-                    store8(d1 + 2 * ox, __builtin_shuffle(g10, g11, v8i{0, 8, 1, 9, 2, 10, 3, 11}));
-                    store8(d1 + 2 * ox + 8, __builtin_shuffle(g10, g11, v8i{4, 12, 5, 13, 6, 14, 7, 15}));
+                    store8(d0 + 2 * ox, __builtin_shufflevector(g00, g01, 0, 8, 1, 9, 2, 10, 3, 11));
+                    store8(d0 + 2 * ox + 8, __builtin_shufflevector(g00, g01, 4, 12, 5, 13, 6, 14, 7, 15));
+                    store8(d1 + 2 * ox, __builtin_shufflevector(g10, g11, 0, 8, 1, 9, 2, 10, 3, 11));
+                    store8(d1 + 2 * ox + 8, __builtin_shufflevector(g10, g11, 4, 12, 5, 13, 6, 14, 7, 15));
                     if (ox == wout - 8) break;
                 }
             }

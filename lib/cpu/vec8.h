@@ -25,7 +25,10 @@ __attribute__((always_inline)) inline v8f load8(const float *p) {
 }
 __attribute__((always_inline)) inline void store8(float *p, v8f v) { __builtin_memcpy(p, &v, sizeof v); }
 // x in every lane (lane 0 shuffled to all: one broadcast instruction)
-__attribute__((always_inline)) inline v8f splat8(float x) { return __builtin_shuffle(v8f{x}, v8i{}); }
+__attribute__((always_inline)) inline v8f splat8(float x) {
+    const v8f v = {x};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
 // Pairwise: ((v0 + v4) + (v1 + v5)) + ((v2 + v6) + (v3 + v7))
 __attribute__((always_inline)) inline float sum8(v8f v) {
     return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));

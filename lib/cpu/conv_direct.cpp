@@ -33,8 +33,8 @@ void pad_image(const ConvDims &d, const DirectLayout &L, const float *x, float *
 // Writes the first n (at most 16) columns of a, b to dst.
 __attribute__((always_inline)) inline void store_row(float *dst, int64_t n, v8 a, v8 b) {
     if (n == W) {
-        store8(dst, a);
-        store8(dst + 8, b);
+        SNN_STORE8(dst, a);
+        SNN_STORE8(dst + 8, b);
         return;
     }
     for (int64_t l = 0; l < n; ++l) dst[l] = l < 8 ? a[l] : b[l - 8];
@@ -48,18 +48,18 @@ __attribute__((always_inline)) inline void forward_block4(const ConvDims &d, con
     const float *w0 = w + co0 * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
     for (int64_t oy = 0; oy < d.hout; ++oy)
         for (int64_t ox0 = 0; ox0 < d.wout; ox0 += W) {
-            v8 a0 = splat8(d.bias ? b[co0] : 0.0f), a1 = a0;
-            v8 b0 = splat8(d.bias ? b[co0 + 1] : 0.0f), b1 = b0;
-            v8 c0 = splat8(d.bias ? b[co0 + 2] : 0.0f), c1 = c0;
-            v8 e0 = splat8(d.bias ? b[co0 + 3] : 0.0f), e1 = e0;
+            v8 a0 = SNN_SPLAT8(d.bias ? b[co0] : 0.0f), a1 = a0;
+            v8 b0 = SNN_SPLAT8(d.bias ? b[co0 + 1] : 0.0f), b1 = b0;
+            v8 c0 = SNN_SPLAT8(d.bias ? b[co0 + 2] : 0.0f), c1 = c0;
+            v8 e0 = SNN_SPLAT8(d.bias ? b[co0 + 3] : 0.0f), e1 = e0;
             for (int64_t c = 0; c < d.cin; ++c)
                 for (int64_t i = 0; i < d.kh; ++i) {
                     const float *xr = xp + (c * L.hp + oy + i) * L.wp + ox0;
                     const int64_t t0 = (c * d.kh + i) * d.kw;
                     for (int64_t j = 0; j < d.kw; ++j) {
-                        const v8 x0 = load8(xr + j), x1 = load8(xr + j + 8);
-                        const v8 v0 = splat8(w0[t0 + j]), v1 = splat8(w1[t0 + j]);
-                        const v8 v2 = splat8(w2[t0 + j]), v3 = splat8(w3[t0 + j]);
+                        const v8 x0 = SNN_LOAD8(xr + j), x1 = SNN_LOAD8(xr + j + 8);
+                        const v8 v0 = SNN_SPLAT8(w0[t0 + j]), v1 = SNN_SPLAT8(w1[t0 + j]);
+                        const v8 v2 = SNN_SPLAT8(w2[t0 + j]), v3 = SNN_SPLAT8(w3[t0 + j]);
                         a0 += v0 * x0;
                         a1 += v0 * x1;
                         b0 += v1 * x0;
@@ -86,15 +86,15 @@ __attribute__((always_inline)) inline void forward_block1(const ConvDims &d, con
     const float *w0 = w + co * K;
     for (int64_t oy = 0; oy < d.hout; ++oy)
         for (int64_t ox0 = 0; ox0 < d.wout; ox0 += W) {
-            v8 a0 = splat8(d.bias ? b[co] : 0.0f), a1 = a0;
+            v8 a0 = SNN_SPLAT8(d.bias ? b[co] : 0.0f), a1 = a0;
             for (int64_t c = 0; c < d.cin; ++c)
                 for (int64_t i = 0; i < d.kh; ++i) {
                     const float *xr = xp + (c * L.hp + oy + i) * L.wp + ox0;
                     const int64_t t0 = (c * d.kh + i) * d.kw;
                     for (int64_t j = 0; j < d.kw; ++j) {
-                        const v8 v0 = splat8(w0[t0 + j]);
-                        a0 += v0 * load8(xr + j);
-                        a1 += v0 * load8(xr + j + 8);
+                        const v8 v0 = SNN_SPLAT8(w0[t0 + j]);
+                        a0 += v0 * SNN_LOAD8(xr + j);
+                        a1 += v0 * SNN_LOAD8(xr + j + 8);
                     }
                 }
             store_row(z + co * P + oy * d.wout + ox0, std::min(W, d.wout - ox0), a0, a1);
@@ -108,19 +108,19 @@ __attribute__((always_inline)) inline void weight_taps(const ConvDims &d, const 
                         int64_t c, int64_t i, int64_t j0, float *dw) {
     const int64_t K = d.cin * d.kh * d.kw;
     v8 acc[JB][2];
-    for (int t = 0; t < JB; ++t) acc[t][0] = acc[t][1] = splat8(0.0f);
+    for (int t = 0; t < JB; ++t) acc[t][0] = acc[t][1] = SNN_SPLAT8(0.0f);
     for (int64_t oy = 0; oy < d.hout; ++oy) {
         const float *g = dzp + (co * d.hout + oy) * L.wq;
         const float *xr = xp + (c * L.hp + oy + i) * L.wp + j0;
         for (int64_t ox0 = 0; ox0 < L.wq; ox0 += W) {
-            const v8 g0 = load8(g + ox0), g1 = load8(g + ox0 + 8);
+            const v8 g0 = SNN_LOAD8(g + ox0), g1 = SNN_LOAD8(g + ox0 + 8);
             for (int t = 0; t < JB; ++t) {
-                acc[t][0] += g0 * load8(xr + ox0 + t);
-                acc[t][1] += g1 * load8(xr + ox0 + t + 8);
+                acc[t][0] += g0 * SNN_LOAD8(xr + ox0 + t);
+                acc[t][1] += g1 * SNN_LOAD8(xr + ox0 + t + 8);
             }
         }
     }
-    for (int t = 0; t < JB; ++t) dw[co * K + (c * d.kh + i) * d.kw + j0 + t] += sum8(acc[t][0] + acc[t][1]);
+    for (int t = 0; t < JB; ++t) dw[co * K + (c * d.kh + i) * d.kw + j0 + t] += SNN_SUM8(acc[t][0] + acc[t][1]);
 }
 
 }  // namespace
@@ -204,15 +204,15 @@ void conv_direct_backward_image(const ConvDims &d, const float *x, const float *
         for (int64_t oy = 0; oy < d.hout; ++oy)
             for (int64_t ox0 = 0; ox0 < L.wq; ox0 += W) {
                 const float *g = dzp + (co * d.hout + oy) * L.wq + ox0;
-                const v8 g0 = load8(g), g1 = load8(g + 8);
+                const v8 g0 = SNN_LOAD8(g), g1 = SNN_LOAD8(g + 8);
                 for (int64_t c = 0; c < d.cin; ++c)
                     for (int64_t i = 0; i < d.kh; ++i) {
                         float *dr = dxp + (c * L.hp + oy + i) * L.wp + ox0;
                         const float *wr = w + co * K + (c * d.kh + i) * d.kw;
                         for (int64_t j = 0; j < d.kw; ++j) {
-                            const v8 wv = splat8(wr[j]);
-                            store8(dr + j, load8(dr + j) + wv * g0);
-                            store8(dr + j + 8, load8(dr + j + 8) + wv * g1);
+                            const v8 wv = SNN_SPLAT8(wr[j]);
+                            SNN_STORE8(dr + j, SNN_LOAD8(dr + j) + wv * g0);
+                            SNN_STORE8(dr + j + 8, SNN_LOAD8(dr + j + 8) + wv * g1);
                         }
                     }
             }

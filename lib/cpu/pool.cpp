@@ -66,12 +66,14 @@ inline bool is_pool2(const PoolDims &d) { return d.kh == 2 && d.kw == 2 && d.sh 
 inline float max_or_nan(float v, float e) { return (e > v || e != e) ? e : v; }
 
 // The even and the odd elements of the 16 floats from p.
-__attribute__((always_inline)) inline void deinterleave(const float *p, v8f *even, v8f *odd) {
-    const v8f a = load8(p), b = load8(p + 8);
-    *even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-    *odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-}
-__attribute__((always_inline)) inline v8f max_or_nan8(v8f v, v8f e) { return (e > v || e != e) ? e : v; }
+#define SNN_DEINTERLEAVE(p, even, odd)                                         \
+    do {                                                                       \
+        const v8f snn_a_ = SNN_LOAD8(p), snn_b_ = SNN_LOAD8((p) + 8);          \
+        (even) = __builtin_shufflevector(snn_a_, snn_b_, 0, 2, 4, 6, 8, 10, 12, 14); \
+        (odd) = __builtin_shufflevector(snn_a_, snn_b_, 1, 3, 5, 7, 9, 11, 13, 15);  \
+    } while (0)
+// max_or_nan on 8 lanes (e, v: plain names, each read more than once)
+#define SNN_MAX_OR_NAN8(v, e) (((e) > (v) || (e) != (e)) ? (e) : (v))
 
 SNN_MULTIVERSION
 void maxpool2_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, float *y) {
@@ -93,9 +95,10 @@ void maxpool2_rows(const PoolDims &d, int64_t m0, int64_t m1, const float *x, fl
             for (int64_t ox = 0;; ox += 8) {
                 if (ox > wout - 8) ox = wout - 8;
                 v8f a, b, c, e;
-                deinterleave(r0 + 2 * ox, &a, &b);
-                deinterleave(r1 + 2 * ox, &c, &e);
-                store8(o + ox, max_or_nan8(max_or_nan8(max_or_nan8(a, b), c), e));
+                SNN_DEINTERLEAVE(r0 + 2 * ox, a, b);
+                SNN_DEINTERLEAVE(r1 + 2 * ox, c, e);
+                const v8f ab = SNN_MAX_OR_NAN8(a, b), abc = SNN_MAX_OR_NAN8(ab, c);
+                SNN_STORE8(o + ox, SNN_MAX_OR_NAN8(abc, e));
                 if (ox == wout - 8) break;
             }
         }
@@ -112,8 +115,8 @@ void maxpool_forward_worker(void *ctx, int32_t worker, int32_t workers) {
 }
 
 inline int same(float e, float v) { return int(e == v) | (int(e != e) & int(v != v)); }
-// Lanes of -1 where e equals v or both are NaN, else 0.
-__attribute__((always_inline)) inline v8i same8(v8f e, v8f v) { return (e == v) | ((e != e) & (v != v)); }
+// Lanes of -1 where e equals v or both are NaN, else 0 (plain names).
+#define SNN_SAME8(e, v) (((e) == (v)) | (((e) != (e)) & ((v) != (v))))
 
 // maxpool_backward_worker's routing for the 2x2 stride-2 window: the first
 // of the four equal to the maximum takes dy (the first, when none is), the
@@ -148,19 +151,19 @@ void maxpool2_backward_rows(const PoolDims &d, int64_t m0, int64_t m1, const flo
                 const v8f zero = {};
                 for (int64_t ox = 0;; ox += 8) {
                     if (ox > wout - 8) ox = wout - 8;
-                    const v8f v = load8(v_row + ox), g = load8(g_row + ox);
+                    const v8f v = SNN_LOAD8(v_row + ox), g = SNN_LOAD8(g_row + ox);
                     v8f a, b, c, e;
-                    deinterleave(r0 + 2 * ox, &a, &b);
-                    deinterleave(r1 + 2 * ox, &c, &e);
-                    const v8i e00 = same8(a, v), e01 = same8(b, v), e10 = same8(c, v), e11 = same8(e, v);
+                    SNN_DEINTERLEAVE(r0 + 2 * ox, a, b);
+                    SNN_DEINTERLEAVE(r1 + 2 * ox, c, e);
+                    const v8i e00 = SNN_SAME8(a, v), e01 = SNN_SAME8(b, v), e10 = SNN_SAME8(c, v), e11 = SNN_SAME8(e, v);
                     const v8i t01 = ~e00 & e01, t10 = ~(e00 | e01) & e10, t11 = ~(e00 | e01 | e10) & e11;
                     const v8i t00 = ~(t01 | t10 | t11);
                     const v8f g00 = t00 ? g : zero, g01 = t01 ? g : zero;
                     const v8f g10 = t10 ? g : zero, g11 = t11 ? g : zero;
-                    store8(d0 + 2 * ox, __builtin_shufflevector(g00, g01, 0, 8, 1, 9, 2, 10, 3, 11));
-                    store8(d0 + 2 * ox + 8, __builtin_shufflevector(g00, g01, 4, 12, 5, 13, 6, 14, 7, 15));
-                    store8(d1 + 2 * ox, __builtin_shufflevector(g10, g11, 0, 8, 1, 9, 2, 10, 3, 11));
-                    store8(d1 + 2 * ox + 8, __builtin_shufflevector(g10, g11, 4, 12, 5, 13, 6, 14, 7, 15));
+                    SNN_STORE8(d0 + 2 * ox, __builtin_shufflevector(g00, g01, 0, 8, 1, 9, 2, 10, 3, 11));
+                    SNN_STORE8(d0 + 2 * ox + 8, __builtin_shufflevector(g00, g01, 4, 12, 5, 13, 6, 14, 7, 15));
+                    SNN_STORE8(d1 + 2 * ox, __builtin_shufflevector(g10, g11, 0, 8, 1, 9, 2, 10, 3, 11));
+                    SNN_STORE8(d1 + 2 * ox + 8, __builtin_shufflevector(g10, g11, 4, 12, 5, 13, 6, 14, 7, 15));
                     if (ox == wout - 8) break;
                 }
             }

@@ -88,16 +88,18 @@ void forward_channels(const OpArgs &a, const Channels &ch, int64_t c0, int64_t c
     }
 }
 
-void forward_worker(void *ctx, int32_t worker, int32_t workers) {
+// Runs Pass over the worker's share of the channels.
+template <void (*Pass)(const OpArgs &, const Channels &, int64_t, int64_t)>
+void channel_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);
     int64_t c0, c1;
     split_range(j.ch.c, workers, worker, &c0, &c1);
-    forward_channels(*j.a, j.ch, c0, c1);
+    Pass(*j.a, j.ch, c0, c1);
 }
 
 void forward(const OpArgs &a) {
     Job job{&a, channels_of(a)};
-    parallel_run(channel_workers(job.ch), forward_worker, &job);
+    parallel_run(channel_workers(job.ch), channel_worker<forward_channels>, &job);
     if (a.training) a.state[a.l->state_offset + 2 * job.ch.c] += 1.0f;  // num_batches_tracked
 }
 
@@ -142,16 +144,9 @@ void backward_channels(const OpArgs &a, const Channels &ch, int64_t c0, int64_t 
     }
 }
 
-void backward_worker(void *ctx, int32_t worker, int32_t workers) {
-    const Job &j = *static_cast<const Job *>(ctx);
-    int64_t c0, c1;
-    split_range(j.ch.c, workers, worker, &c0, &c1);
-    backward_channels(*j.a, j.ch, c0, c1);
-}
-
 void backward(const OpArgs &a) {
     Job job{&a, channels_of(a)};
-    parallel_run(channel_workers(job.ch), backward_worker, &job);
+    parallel_run(channel_workers(job.ch), channel_worker<backward_channels>, &job);
 }
 
 }  // namespace

@@ -67,40 +67,37 @@ inline void zero_wrapped(const ConvDims &d, const Shift &t, float *out) {
     }
 }
 
-void im2col_same_width(const ConvDims &d, int64_t nb, const float *x, float *col) {
+// fn(t, map, out) for every tap and image: map the image's channel c
+// (offset into base), out its lowered row (P floats of col).
+template <typename Map, typename Fn>
+inline void for_each_lowered_row(const ConvDims &d, int64_t nb, Map *base, float *col, Fn fn) {
     const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
     for (int64_t c = 0; c < d.cin; ++c)
         for (int64_t i = 0; i < d.kh; ++i)
             for (int64_t j = 0; j < d.kw; ++j) {
                 const Shift t = tap_shift(d, i, j);
                 float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
-                for (int64_t img = 0; img < nb; ++img) {
-                    const float *map = x + (img * d.cin + c) * in_map;
-                    float *out = row + img * P;
-                    std::fill(out, out + t.q_lo, 0.0f);
-                    std::copy(map + t.q_lo + t.shift, map + t.q_hi + t.shift, out + t.q_lo);
-                    std::fill(out + t.q_hi, out + P, 0.0f);
-                    zero_wrapped(d, t, out);
-                }
+                for (int64_t img = 0; img < nb; ++img) fn(t, base + (img * d.cin + c) * in_map, row + img * P);
             }
+}
+
+void im2col_same_width(const ConvDims &d, int64_t nb, const float *x, float *col) {
+    const int64_t P = d.hout * d.wout;
+    for_each_lowered_row(d, nb, x, col, [&](const Shift &t, const float *map, float *out) {
+        std::fill(out, out + t.q_lo, 0.0f);
+        std::copy(map + t.q_lo + t.shift, map + t.q_hi + t.shift, out + t.q_lo);
+        std::fill(out + t.q_hi, out + P, 0.0f);
+        zero_wrapped(d, t, out);
+    });
 }
 
 // col2im for the same geometry: the wrapped columns of col (scratch) are
 // zeroed, then each image's lowered row is added to the map in one pass.
 void col2im_same_width(const ConvDims &d, int64_t nb, float *col, float *dx) {
-    const int64_t P = d.hout * d.wout, ld = nb * P, in_map = d.hin * d.win;
-    for (int64_t c = 0; c < d.cin; ++c)
-        for (int64_t i = 0; i < d.kh; ++i)
-            for (int64_t j = 0; j < d.kw; ++j) {
-                const Shift t = tap_shift(d, i, j);
-                float *row = col + ((c * d.kh + i) * d.kw + j) * ld;
-                for (int64_t img = 0; img < nb; ++img) {
-                    float *__restrict in = row + img * P;
-                    float *__restrict map = dx + (img * d.cin + c) * in_map + t.shift;
-                    zero_wrapped(d, t, in);
-                    for (int64_t q = t.q_lo; q < t.q_hi; ++q) map[q] += in[q];
-                }
-            }
+    for_each_lowered_row(d, nb, dx, col, [&](const Shift &t, float *map, float *in) {
+        zero_wrapped(d, t, in);
+        for (int64_t q = t.q_lo; q < t.q_hi; ++q) map[q + t.shift] += in[q];
+    });
 }
 
 // col[(c*kh + i)*kw + j][img*P + oy*wout + ox] = x[img][c][oy*sh - ph + i][ox*sw - pw + j]

@@ -35,14 +35,6 @@ import time
 import torch
 from torch import nn
 
-TINY = "input 4; dense 32 tanh; dense 16 tanh; dense 4"
-SEED = "input 100; dense 200 relu; dense 1"
-MLP = "input 784; dense 128 relu; dense 64 relu; dense 10"
-CNN = ("input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; "
-       "flatten; dense 10")
-DEFAULT_CNN = ("input 28x28x1; conv 3x3 32 relu pad=1; maxpool 2; conv 3x3 64 relu pad=1; "
-               "maxpool 2; flatten; dense 128 relu; dense 10")
-
 
 class Residual(nn.Module):
     """x + body(x): a spec's "add NAME", the saved output NAME being x."""

@@ -88,17 +88,4 @@ float sum_span(const float *x, int64_t n) {
     return lane_sum<float, 32>(n, [x](int64_t i) { return x[i]; });
 }
 
-SNN_MULTIVERSION
-double sum_span_f64(const float *x, int64_t n) {
-    return lane_sum<double, 16>(n, [x](int64_t i) { return double(x[i]); });
-}
-
-SNN_MULTIVERSION
-double squared_deviation_f64(const float *x, double mu, int64_t n) {
-    return lane_sum<double, 16>(n, [x, mu](int64_t i) {
-        const double d = double(x[i]) - mu;
-        return d * d;
-    });
-}
-
 }  // namespace snn

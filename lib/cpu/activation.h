@@ -25,8 +25,5 @@ void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t 
 // vectorises (one serial chain of n additions would be latency-bound), and
 // the order depends on n alone, so results are deterministic.
 float sum_span(const float *x, int64_t n);
-// The same in double precision: sum x, and sum (x - mu)^2
-double sum_span_f64(const float *x, int64_t n);
-double squared_deviation_f64(const float *x, double mu, int64_t n);
 
 }  // namespace snn

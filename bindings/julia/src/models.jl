@@ -51,26 +51,24 @@ end
 
 Base.show(io::IO, m::Model) = print(io, "SNN.Model(\"", isopen(m) ? describe(m) : "closed", "\")")
 
-function size_query(f, m)
-    n = Ref{Csize_t}(0)
-    check(f(m, n))
+# One count out of a C function taking (handle, out-pointer): T is the
+# pointer's element type (Csize_t or Int64).
+function count_query(f, h, ::Type{T}=Csize_t) where {T}
+    n = Ref{T}(0)
+    check(f(h, n))
     Int(n[])
 end
 "Number of input features per sample (w*h*c for images)."
-input_size(m::Model) = size_query(snn_model_input_size, m)
+input_size(m::Model) = count_query(snn_model_input_size, m)
 "Number of outputs per sample."
-output_size(m::Model) = size_query(snn_model_output_size, m)
+output_size(m::Model) = count_query(snn_model_output_size, m)
 "Total number of parameters."
-parameter_count(m::Model) = size_query(snn_parameter_count, m)
+parameter_count(m::Model) = count_query(snn_parameter_count, m)
 "Number of values in the model's state (batchnorm's running statistics)."
-state_count(m::Model) = size_query(snn_state_count, m)
+state_count(m::Model) = count_query(snn_state_count, m)
 
 "Number of layers, the input included (layer 0 is the input)."
-function layer_count(m::Model)
-    n = Ref{Int64}(0)
-    check(snn_model_layer_count(m, n))
-    Int(n[])
-end
+layer_count(m::Model) = count_query(snn_model_layer_count, m, Int64)
 
 "The output shape of layer `layer` (0 is the input) as snn reports it: (channels, height, width)."
 function layer_shape(m::Model, layer::Integer)

@@ -154,11 +154,7 @@ end
 reset!(o::Optimiser) = (check(snn_optimiser_reset(o)); o)
 
 "Number of steps the optimiser has taken since its creation or `reset!`."
-function step_count(o::Optimiser)
-    n = Ref{Int64}(0)
-    check(snn_optimiser_step_count(o, n))
-    Int(n[])
-end
+step_count(o::Optimiser) = count_query(snn_optimiser_step_count, o, Int64)
 
 """
     save_checkpoint(path, model, opt)

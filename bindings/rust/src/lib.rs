@@ -1,5 +1,8 @@
 #![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
+#[allow(missing_docs)]
 pub mod sys;
 
 use std::any::Any;
@@ -18,26 +21,47 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWrite
 /// What went wrong, one variant per status of `snn.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
+    /// A required pointer or handle was NULL (`SNN_ERR_NULL_ARGUMENT`).
     NullArgument,
+    /// A value out of its documented range (`SNN_ERR_INVALID_ARGUMENT`).
     InvalidArgument,
+    /// The model spec does not parse (`SNN_ERR_SPEC`).
     Spec,
+    /// A layer does not fit its input (`SNN_ERR_SHAPE`).
     Shape,
+    /// A buffer has the wrong number of elements (`SNN_ERR_COUNT`).
     Count,
+    /// A batch of 0 or above the cache's maximum (`SNN_ERR_BATCH`).
     Batch,
+    /// A class label out of range (`SNN_ERR_LABEL`).
     Label,
+    /// A cache or optimiser used with another model (`SNN_ERR_MODEL_MISMATCH`).
     ModelMismatch,
+    /// Handles or buffers on different devices (`SNN_ERR_DEVICE_MISMATCH`).
     DeviceMismatch,
+    /// A call out of order, e.g. backprop before forward (`SNN_ERR_STATE`).
     State,
+    /// A host or device allocation failed (`SNN_ERR_OUT_OF_MEMORY`).
     OutOfMemory,
+    /// NaN or Inf found, see [`set_check_finite`] (`SNN_ERR_NOT_FINITE`).
     NotFinite,
+    /// A file could not be read or written (`SNN_ERR_IO`).
     Io,
+    /// A file or buffer is malformed (`SNN_ERR_FILE_FORMAT`).
     FileFormat,
+    /// Not available on this device or build, or a library of another major version (`SNN_ERR_UNSUPPORTED`).
     Unsupported,
+    /// The CUDA plugin `libsnn_cuda.so` could not be loaded (`SNN_ERR_GPU_PLUGIN_NOT_FOUND`).
     GpuPluginNotFound,
+    /// The CUDA driver or runtime is missing or too old (`SNN_ERR_GPU_DRIVER`).
     GpuDriver,
+    /// CUDA works but sees no device (`SNN_ERR_NO_GPU`).
     NoGpu,
+    /// A GPU index out of range (`SNN_ERR_GPU_INDEX`).
     GpuIndex,
+    /// A CUDA, cuBLAS or cuDNN call failed (`SNN_ERR_CUDA`).
     Cuda,
+    /// A bug in snn: the message says what to report (`SNN_ERR_INTERNAL`).
     Internal,
     /// A status this binding does not know (a newer library).
     Other(i32),
@@ -91,7 +115,12 @@ impl ErrorKind {
 /// Checks made by this crate before calling the library (a `usize` that does
 /// not fit the C type, a slice that is not a whole number of samples) give
 /// the same kinds, with messages naming the Rust method.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `{}` prints the message and the status's text; `{:?}`, which is what a
+/// `main` returning `Err` prints, adds the kind in front:
+/// `Error: Spec: snn_model_create: ... (the model spec does not parse)`.
+/// `{:#?}` shows the fields.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     status: i32,
     message: String,
@@ -106,6 +135,7 @@ impl Error {
     pub fn status(&self) -> i32 {
         self.status
     }
+    /// The status as an [`ErrorKind`].
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::from_status(self.status)
     }
@@ -130,9 +160,21 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return f
+                .debug_struct("Error")
+                .field("kind", &self.kind())
+                .field("message", &self.message)
+                .field("log_panic", &self.log_panic)
+                .finish();
+        }
+        write!(f, "{:?}: {self}", self.kind())
+    }
+}
 
-pub type Result<T> = std::result::Result<T, Error>;
+impl std::error::Error for Error {}
 
 fn text(p: *const c_char) -> String {
     if p.is_null() {
@@ -144,7 +186,7 @@ fn text(p: *const c_char) -> String {
 
 /// Turns a status into a `Result`, reading the thread's last error message
 /// right away, before any other call can replace it.
-fn check(status: sys::snn_status) -> Result<()> {
+fn check(status: sys::snn_status) -> Result<(), Error> {
     let log_panic = take_log_panic();
     if status == sys::SNN_OK {
         return Ok(());
@@ -154,13 +196,13 @@ fn check(status: sys::snn_status) -> Result<()> {
     Err(Error { status, message, log_panic })
 }
 
-fn c_string(what: &str, s: &str) -> Result<CString> {
+fn c_string(what: &str, s: &str) -> Result<CString, Error> {
     CString::new(s).map_err(|e| {
         Error::new(ErrorKind::InvalidArgument, format!("{what}: contains a NUL byte at {}", e.nul_position()))
     })
 }
 
-fn path_string(what: &str, path: &Path) -> Result<CString> {
+fn path_string(what: &str, path: &Path) -> Result<CString, Error> {
     match path.to_str() {
         Some(s) => c_string(what, s),
         None => Err(Error::new(ErrorKind::InvalidArgument, format!("{what}: path {path:?} is not UTF-8"))),
@@ -168,19 +210,19 @@ fn path_string(what: &str, path: &Path) -> Result<CString> {
 }
 
 /// A `usize` as the library's `int64_t`, or an error naming the value.
-fn to_i64(what: &str, value: usize, kind: ErrorKind) -> Result<i64> {
+fn to_i64(what: &str, value: usize, kind: ErrorKind) -> Result<i64, Error> {
     i64::try_from(value)
         .map_err(|_| Error::new(kind, format!("{what}: {value} does not fit in int64_t (at most {})", i64::MAX)))
 }
 
 /// An `int64_t` the library returned, as a `usize`.
-fn to_usize(what: &str, value: i64) -> Result<usize> {
+fn to_usize(what: &str, value: i64) -> Result<usize, Error> {
     usize::try_from(value)
         .map_err(|_| Error::new(ErrorKind::Internal, format!("{what}: the library returned {value}")))
 }
 
 /// The number of whole samples of `features` floats in `len` floats.
-fn whole_samples(what: &str, len: usize, features: usize) -> Result<usize> {
+fn whole_samples(what: &str, len: usize, features: usize) -> Result<usize, Error> {
     if features == 0 || len % features != 0 {
         return Err(Error::new(
             ErrorKind::Count,
@@ -226,8 +268,8 @@ pub fn has_feature(feature: &str) -> bool {
 /// Checks once that the loaded library's major version is this crate's.
 /// Every constructor calls it, so a mismatch is an error before any handle
 /// exists.
-pub fn check_version() -> Result<()> {
-    static CHECKED: OnceLock<Result<()>> = OnceLock::new();
+pub fn check_version() -> Result<(), Error> {
+    static CHECKED: OnceLock<Result<(), Error>> = OnceLock::new();
     CHECKED
         .get_or_init(|| {
             let major: i32 = env!("CARGO_PKG_VERSION_MAJOR").parse().unwrap_or(-1);
@@ -245,7 +287,7 @@ pub fn check_version() -> Result<()> {
 }
 
 /// Bounds the CPU threads the library uses (OpenBLAS included); `n >= 1`.
-pub fn set_num_threads(n: usize) -> Result<()> {
+pub fn set_num_threads(n: usize) -> Result<(), Error> {
     let n = i32::try_from(n).map_err(|_| {
         Error::new(ErrorKind::InvalidArgument, format!("set_num_threads: {n} does not fit in int32_t"))
     })?;
@@ -261,13 +303,13 @@ pub fn num_threads() -> usize {
 
 /// Makes backprop and optimiser steps fail with [`ErrorKind::NotFinite`]
 /// instead of writing NaN or Inf into the model.
-pub fn set_check_finite(on: bool) -> Result<()> {
+pub fn set_check_finite(on: bool) -> Result<(), Error> {
     // SAFETY: plain value.
     check(unsafe { sys::snn_set_check_finite(i32::from(on)) })
 }
 
 /// Lets GPU caches created afterwards use TF32 tensor-core math.
-pub fn set_allow_tf32(on: bool) -> Result<()> {
+pub fn set_allow_tf32(on: bool) -> Result<(), Error> {
     // SAFETY: plain value.
     check(unsafe { sys::snn_set_allow_tf32(i32::from(on)) })
 }
@@ -278,8 +320,11 @@ pub fn set_allow_tf32(on: bool) -> Result<()> {
 /// Severity passed to the log callback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogLevel {
+    /// A failed call's message (`SNN_LOG_ERROR`).
     Error,
+    /// Something the caller may want to fix, the call went on (`SNN_LOG_WARNING`).
     Warning,
+    /// A note, e.g. which GPU plugin was loaded (`SNN_LOG_INFO`).
     Info,
 }
 
@@ -345,13 +390,16 @@ unsafe extern "C" fn log_trampoline(_user_data: *mut c_void, level: i32, message
 /// `Mutex` or an atomic). It must not call into snn, except
 /// [`set_log_callback`] and [`clear_log_callback`].
 ///
-/// A panic inside the callback never unwinds into the library and never
-/// aborts the process: it is caught, the message being logged is dropped,
-/// and the callback stays installed. When the call that logged failed, its
-/// [`Error`] carries the panic's message ([`Error::log_callback_panic`]);
-/// when it succeeded (a note), it still returns `Ok` and the panic is known
-/// only to the panic hook, which reports it as for any panic.
-pub fn set_log_callback<F>(callback: F) -> Result<()>
+/// A panic inside the callback never unwinds into the library. Under the
+/// default `panic = "unwind"` it is caught: the message being logged is
+/// dropped, and the callback stays installed. When the call that logged
+/// failed, its [`Error`] carries the panic's message
+/// ([`Error::log_callback_panic`]); when it succeeded (a note), it still
+/// returns `Ok` and the panic is known only to the panic hook, which reports
+/// it as for any panic. Under `panic = "abort"` (a setting of the profile
+/// that builds the final binary) nothing can catch a panic: one inside the
+/// callback aborts the process, as it would anywhere else.
+pub fn set_log_callback<F>(callback: F) -> Result<(), Error>
 where
     F: Fn(LogLevel, &str) + Send + Sync + 'static,
 {
@@ -362,7 +410,7 @@ where
 }
 
 /// Removes the log callback.
-pub fn clear_log_callback() -> Result<()> {
+pub fn clear_log_callback() -> Result<(), Error> {
     let mut slot = LOG_CALLBACK.write().unwrap_or_else(PoisonError::into_inner);
     *slot = None;
     // SAFETY: removing the callback.
@@ -375,7 +423,9 @@ pub fn clear_log_callback() -> Result<()> {
 /// Where a model lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
+    /// The CPU (`SNN_DEVICE_CPU`).
     Cpu,
+    /// The GPU of this index, from 0.
     Gpu(i32),
 }
 
@@ -404,7 +454,7 @@ pub fn gpu_count() -> usize {
 }
 
 /// `Ok` when GPU `device` can be used, else the reason.
-pub fn gpu_status(device: i32) -> Result<()> {
+pub fn gpu_status(device: i32) -> Result<(), Error> {
     // SAFETY: plain value.
     check(unsafe { sys::snn_gpu_status(device) })
 }
@@ -415,7 +465,9 @@ pub fn gpu_status(device: i32) -> Result<()> {
 /// Where one layer's parameters lie in the flat vector.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerParams {
+    /// The weights: dense `[out][in]`, conv `[out][in][kh][kw]`, norms `[shape]`.
     pub weight: Range<usize>,
+    /// The bias, right after the weights (empty with `nobias`).
     pub bias: Range<usize>,
 }
 
@@ -443,20 +495,20 @@ pub struct Model {
 unsafe impl Send for Model {}
 unsafe impl Sync for Model {}
 
-fn take<T>(status: sys::snn_status, out: *mut T) -> Result<NonNull<T>> {
+fn take<T>(status: sys::snn_status, out: *mut T) -> Result<NonNull<T>, Error> {
     check(status)?;
     NonNull::new(out).ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned a NULL handle".to_owned()))
 }
 
 impl Model {
-    fn from_raw(raw: NonNull<sys::snn_model>) -> Result<Model> {
+    fn from_raw(raw: NonNull<sys::snn_model>) -> Result<Model, Error> {
         let mut model = Model { raw, has_state: false, state_lock: RwLock::new(()) };
         model.has_state = model.state_count()? > 0;
         Ok(model)
     }
 
     /// Parses a spec such as `"input 28x28x1; conv 5x5 16 relu; maxpool 2; flatten; dense 10"`.
-    pub fn new(spec: &str) -> Result<Model> {
+    pub fn new(spec: &str) -> Result<Model, Error> {
         check_version()?;
         let spec = c_string("Model::new: spec", spec)?;
         let mut out = ptr::null_mut();
@@ -466,7 +518,7 @@ impl Model {
     }
 
     /// Loads a model file (safetensors) onto the CPU.
-    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Model, Error> {
         check_version()?;
         let path = path_string("Model::load", path.as_ref())?;
         let mut out = ptr::null_mut();
@@ -476,7 +528,7 @@ impl Model {
     }
 
     /// Reads a model from the bytes of a model file.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Model, Error> {
         check_version()?;
         let mut out = ptr::null_mut();
         // SAFETY: the slice is valid for its length; it is not kept.
@@ -485,7 +537,7 @@ impl Model {
     }
 
     /// Loads a training checkpoint as a CPU model and its optimiser.
-    pub fn load_checkpoint(path: impl AsRef<Path>) -> Result<(Model, Optimiser)> {
+    pub fn load_checkpoint(path: impl AsRef<Path>) -> Result<(Model, Optimiser), Error> {
         check_version()?;
         let path = path_string("Model::load_checkpoint", path.as_ref())?;
         let mut model = ptr::null_mut();
@@ -513,7 +565,7 @@ impl Model {
     }
 
     /// Saves atomically to a model file (parameters and state).
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path_string("Model::save", path.as_ref())?;
         let _state = self.read_state();
         // SAFETY: live handle, valid string.
@@ -521,7 +573,7 @@ impl Model {
     }
 
     /// The bytes of the model file.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
         let _state = self.read_state();
         let mut size = 0usize;
         // SAFETY: a size query (NULL buffer, capacity 0).
@@ -536,7 +588,7 @@ impl Model {
     /// Saves a training checkpoint: the model plus the optimiser's kind,
     /// settings, step count and moments; training resumed from it continues
     /// bit-identically.
-    pub fn save_checkpoint(&self, optimiser: &Optimiser, path: impl AsRef<Path>) -> Result<()> {
+    pub fn save_checkpoint(&self, optimiser: &Optimiser, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path_string("Model::save_checkpoint", path.as_ref())?;
         let _state = self.read_state();
         // SAFETY: live handles, valid string. The optimiser may follow the
@@ -545,7 +597,7 @@ impl Model {
     }
 
     /// The canonical spec, which [`Model::new`] parses back into the same model.
-    pub fn describe(&self) -> Result<String> {
+    pub fn describe(&self) -> Result<String, Error> {
         let mut length = 0usize;
         // SAFETY: a length query.
         check(unsafe { sys::snn_model_describe(self.ptr(), ptr::null_mut(), 0, &mut length) })?;
@@ -557,20 +609,20 @@ impl Model {
     }
 
     /// Number of layers, the input layer (layer 0) included.
-    pub fn layer_count(&self) -> Result<usize> {
+    pub fn layer_count(&self) -> Result<usize, Error> {
         let mut n = 0i64;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_model_layer_count(self.ptr(), &mut n) })?;
         to_usize("Model::layer_count", n)
     }
 
-    fn layer_index(what: &str, layer: usize) -> Result<i64> {
+    fn layer_index(what: &str, layer: usize) -> Result<i64, Error> {
         to_i64(what, layer, ErrorKind::InvalidArgument)
     }
 
     /// The output shape of a layer as (channels, height, width); a vector of
     /// N features is (N, 1, 1).
-    pub fn layer_shape(&self, layer: usize) -> Result<(usize, usize, usize)> {
+    pub fn layer_shape(&self, layer: usize) -> Result<(usize, usize, usize), Error> {
         let index = Model::layer_index("Model::layer_shape: layer", layer)?;
         let (mut c, mut h, mut w) = (0i64, 0i64, 0i64);
         // SAFETY: live handle, valid out pointers.
@@ -581,7 +633,7 @@ impl Model {
 
     /// Where a layer's weights and bias lie in the flat parameter vector
     /// (empty ranges for layers without them).
-    pub fn layer_params(&self, layer: usize) -> Result<LayerParams> {
+    pub fn layer_params(&self, layer: usize) -> Result<LayerParams, Error> {
         let index = Model::layer_index("Model::layer_params: layer", layer)?;
         let (mut wo, mut wc, mut bo, mut bc) = (0usize, 0usize, 0usize, 0usize);
         // SAFETY: live handle, valid out pointers.
@@ -590,9 +642,9 @@ impl Model {
     }
 
     /// Where a layer's state lies in the state vector (batchnorm:
-    /// running_mean [C], running_var [C], num_batches_tracked [1]; empty for
+    /// `running_mean[C]`, `running_var[C]`, `num_batches_tracked[1]`; empty for
     /// layers without state).
-    pub fn layer_state(&self, layer: usize) -> Result<Range<usize>> {
+    pub fn layer_state(&self, layer: usize) -> Result<Range<usize>, Error> {
         let index = Model::layer_index("Model::layer_state: layer", layer)?;
         let (mut offset, mut count) = (0usize, 0usize);
         // SAFETY: live handle, valid out pointers.
@@ -601,7 +653,7 @@ impl Model {
     }
 
     /// Input features per sample (C*H*W for images).
-    pub fn input_size(&self) -> Result<usize> {
+    pub fn input_size(&self) -> Result<usize, Error> {
         let mut n = 0usize;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_model_input_size(self.ptr(), &mut n) })?;
@@ -609,14 +661,15 @@ impl Model {
     }
 
     /// Outputs per sample.
-    pub fn output_size(&self) -> Result<usize> {
+    pub fn output_size(&self) -> Result<usize, Error> {
         let mut n = 0usize;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_model_output_size(self.ptr(), &mut n) })?;
         Ok(n)
     }
 
-    pub fn parameter_count(&self) -> Result<usize> {
+    /// Number of trainable parameters, the length of the flat vector.
+    pub fn parameter_count(&self) -> Result<usize, Error> {
         let mut n = 0usize;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_parameter_count(self.ptr(), &mut n) })?;
@@ -624,12 +677,12 @@ impl Model {
     }
 
     /// Re-initialises every parameter from `seed` (bit-identical everywhere).
-    pub fn init(&mut self, seed: u64) -> Result<()> {
+    pub fn init(&mut self, seed: u64) -> Result<(), Error> {
         // SAFETY: live handle, exclusive borrow.
         check(unsafe { sys::snn_model_init(self.ptr(), seed) })
     }
 
-    fn view(&self) -> Result<(*mut f32, usize)> {
+    fn view(&self) -> Result<(*mut f32, usize), Error> {
         let mut data = ptr::null_mut();
         let mut count = 0usize;
         // SAFETY: live handle, valid out pointers; the call only reads.
@@ -639,7 +692,7 @@ impl Model {
 
     /// Zero-copy view of a CPU model's flat parameter vector
     /// ([`ErrorKind::DeviceMismatch`] on a GPU).
-    pub fn parameters(&self) -> Result<&[f32]> {
+    pub fn parameters(&self) -> Result<&[f32], Error> {
         let (data, count) = self.view()?;
         // SAFETY: valid for `count` floats until the model is destroyed or
         // moved, and written only through `&mut self`: the borrow excludes both.
@@ -647,7 +700,7 @@ impl Model {
     }
 
     /// Writable zero-copy view of a CPU model's parameters.
-    pub fn parameters_mut(&mut self) -> Result<&mut [f32]> {
+    pub fn parameters_mut(&mut self) -> Result<&mut [f32], Error> {
         let (data, count) = self.view()?;
         // SAFETY: as `parameters`, and the borrow is exclusive.
         Ok(unsafe { std::slice::from_raw_parts_mut(data, count) })
@@ -655,26 +708,26 @@ impl Model {
 
     /// Copies the parameters out, on any device; `dst.len()` must be the
     /// parameter count.
-    pub fn get_parameters(&self, dst: &mut [f32]) -> Result<()> {
+    pub fn get_parameters(&self, dst: &mut [f32]) -> Result<(), Error> {
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_parameters(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
 
     /// The parameters as a new vector, on any device.
-    pub fn parameters_vec(&self) -> Result<Vec<f32>> {
+    pub fn parameters_vec(&self) -> Result<Vec<f32>, Error> {
         let mut v = vec![0f32; self.parameter_count()?];
         self.get_parameters(&mut v)?;
         Ok(v)
     }
 
     /// Copies the parameters in, on any device.
-    pub fn set_parameters(&mut self, src: &[f32]) -> Result<()> {
+    pub fn set_parameters(&mut self, src: &[f32]) -> Result<(), Error> {
         // SAFETY: src is valid for its length; exclusive borrow.
         check(unsafe { sys::snn_set_parameters(self.ptr(), src.as_ptr(), src.len()) })
     }
 
     /// Number of state values (0 for a model without batchnorm).
-    pub fn state_count(&self) -> Result<usize> {
+    pub fn state_count(&self) -> Result<usize, Error> {
         let mut n = 0usize;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_state_count(self.ptr(), &mut n) })?;
@@ -682,27 +735,27 @@ impl Model {
     }
 
     /// Copies the state out; `dst.len()` must be the state count.
-    pub fn get_state(&self, dst: &mut [f32]) -> Result<()> {
+    pub fn get_state(&self, dst: &mut [f32]) -> Result<(), Error> {
         let _state = self.read_state();
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_state(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
 
     /// The state as a new vector.
-    pub fn state(&self) -> Result<Vec<f32>> {
+    pub fn state(&self) -> Result<Vec<f32>, Error> {
         let mut v = vec![0f32; self.state_count()?];
         self.get_state(&mut v)?;
         Ok(v)
     }
 
     /// Overwrites the state; `src.len()` must be the state count.
-    pub fn set_state(&mut self, src: &[f32]) -> Result<()> {
+    pub fn set_state(&mut self, src: &[f32]) -> Result<(), Error> {
         // SAFETY: src is valid for its length; exclusive borrow.
         check(unsafe { sys::snn_set_state(self.ptr(), src.as_ptr(), src.len()) })
     }
 
     /// Where the model lives.
-    pub fn device(&self) -> Result<Device> {
+    pub fn device(&self) -> Result<Device, Error> {
         let mut d = 0i32;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_model_device(self.ptr(), &mut d) })?;
@@ -711,19 +764,19 @@ impl Model {
 
     /// Moves the model to GPU `device`; on failure it stays where it was.
     /// Its caches and optimisers follow it on their next use with it.
-    pub fn to_gpu(&mut self, device: i32) -> Result<()> {
+    pub fn to_gpu(&mut self, device: i32) -> Result<(), Error> {
         // SAFETY: live handle; the exclusive borrow ends every parameter view.
         check(unsafe { sys::snn_to_gpu(self.ptr(), device) })
     }
 
     /// Moves the model back to the CPU.
-    pub fn to_cpu(&mut self) -> Result<()> {
+    pub fn to_cpu(&mut self) -> Result<(), Error> {
         // SAFETY: as to_gpu.
         check(unsafe { sys::snn_to_cpu(self.ptr()) })
     }
 
     /// Moves the model to GPU 0 when one can be used, else keeps it on the CPU.
-    pub fn to_best_device(&mut self) -> Result<Device> {
+    pub fn to_best_device(&mut self) -> Result<Device, Error> {
         let mut d = 0i32;
         // SAFETY: as to_gpu.
         check(unsafe { sys::snn_to_best_device(self.ptr(), &mut d) })?;
@@ -732,16 +785,17 @@ impl Model {
 
     /// A forward cache for batches up to `max_batch`, on the model's device,
     /// in training mode.
-    pub fn preallocate(&self, max_batch: usize) -> Result<ForwardCache> {
+    pub fn preallocate(&self, max_batch: usize) -> Result<ForwardCache, Error> {
         let max_batch = to_i64("Model::preallocate: max_batch", max_batch, ErrorKind::Batch)?;
+        let features = self.input_size()?;
         let mut out = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
         let status = unsafe { sys::snn_preallocate(self.ptr(), max_batch, &mut out) };
-        Ok(ForwardCache { raw: take(status, out)?, _not_sync: PhantomData })
+        Ok(ForwardCache { raw: take(status, out)?, features, _not_sync: PhantomData })
     }
 
     /// Gradient buffers for batches up to `max_batch`.
-    pub fn preallocate_grads(&self, max_batch: usize) -> Result<BackwardCache> {
+    pub fn preallocate_grads(&self, max_batch: usize) -> Result<BackwardCache, Error> {
         let max_batch = to_i64("Model::preallocate_grads: max_batch", max_batch, ErrorKind::Batch)?;
         let mut out = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
@@ -750,7 +804,7 @@ impl Model {
     }
 
     /// An optimiser with PyTorch's default hyperparameters.
-    pub fn optimiser(&self, kind: OptimiserKind) -> Result<Optimiser> {
+    pub fn optimiser(&self, kind: OptimiserKind) -> Result<Optimiser, Error> {
         let mut out = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
         let status = unsafe { sys::snn_optimiser_create(self.ptr(), kind as i32, &mut out) };
@@ -801,6 +855,8 @@ type NotSync = PhantomData<Cell<()>>;
 /// ```
 pub struct ForwardCache {
     raw: NonNull<sys::snn_forward_cache>,
+    /// The model's input features per sample, fixed by its spec.
+    features: usize,
     _not_sync: NotSync,
 }
 
@@ -812,15 +868,17 @@ impl ForwardCache {
         self.raw.as_ptr()
     }
 
-    /// Sets the batch used by the next `set_inputs` / `forward` (1..=max_batch).
-    pub fn set_batch(&mut self, batch: usize) -> Result<()> {
+    /// Sets the batch of the next [`ForwardCache::forward`] (1..=max_batch)
+    /// without reallocating. [`ForwardCache::set_inputs`] and the gathers set
+    /// it themselves; this is for [`ForwardCache::set_inputs_device`].
+    pub fn set_batch(&mut self, batch: usize) -> Result<(), Error> {
         let batch = to_i64("ForwardCache::set_batch: batch", batch, ErrorKind::Batch)?;
         // SAFETY: live handle.
         check(unsafe { sys::snn_cache_set_batch(self.ptr(), batch) })
     }
 
     /// The current and the maximum batch size.
-    pub fn batch(&self) -> Result<(usize, usize)> {
+    pub fn batch(&self) -> Result<(usize, usize), Error> {
         let (mut b, mut m) = (0i64, 0i64);
         // SAFETY: live handle, valid out pointers.
         check(unsafe { sys::snn_cache_batch(self.ptr(), &mut b, &mut m) })?;
@@ -830,27 +888,43 @@ impl ForwardCache {
     /// Training mode (the default: batchnorm uses the batch's statistics and
     /// updates the model's, dropout drops) or inference mode (batchnorm uses
     /// the running statistics, dropout passes through).
-    pub fn set_training(&mut self, on: bool) -> Result<()> {
+    pub fn set_training(&mut self, on: bool) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_cache_set_training(self.ptr(), i32::from(on)) })
     }
 
     /// Whether the cache's passes run in training mode.
-    pub fn training(&self) -> Result<bool> {
+    pub fn training(&self) -> Result<bool, Error> {
         let mut on = 0i32;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_cache_training(self.ptr(), &mut on) })?;
         Ok(on != 0)
     }
 
-    /// Seeds the dropout masks and restarts their sequence.
-    pub fn set_seed(&mut self, seed: u64) -> Result<()> {
+    /// Seeds the dropout masks and restarts their sequence: the masks of the
+    /// training passes that follow depend only on the seed, the number of
+    /// passes since and the layer. A new cache has seed 0.
+    pub fn set_seed(&mut self, seed: u64) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_cache_set_seed(self.ptr(), seed) })
     }
 
-    /// Copies `batch * features` inputs, `[batch][features]`.
-    pub fn set_inputs(&mut self, inputs: &[f32]) -> Result<()> {
+    /// Copies a batch of inputs, `[batch][features]`; the batch becomes
+    /// `inputs.len() / features`, so the last, smaller batch of an epoch
+    /// needs no [`ForwardCache::set_batch`]. A slice that is not a whole
+    /// number of samples is [`ErrorKind::Count`]; none, or more samples than
+    /// the cache's maximum batch, [`ErrorKind::Batch`]. A failed call changes
+    /// nothing.
+    pub fn set_inputs(&mut self, inputs: &[f32]) -> Result<(), Error> {
+        let samples = whole_samples("ForwardCache::set_inputs: inputs", inputs.len(), self.features)?;
+        let (_, max_batch) = self.batch()?;
+        if samples == 0 || samples > max_batch {
+            return Err(Error::new(
+                ErrorKind::Batch,
+                format!("ForwardCache::set_inputs: inputs hold {samples} samples; the cache takes 1 to {max_batch}"),
+            ));
+        }
+        self.set_batch(samples)?;
         // SAFETY: the slice is valid for its length and copied.
         check(unsafe { sys::snn_set_inputs(self.ptr(), inputs.as_ptr(), inputs.len()) })
     }
@@ -858,14 +932,15 @@ impl ForwardCache {
     /// Gathers samples `indices` of `data`, which holds whole samples of
     /// the model's input size (anything else is [`ErrorKind::Count`]); the
     /// batch becomes `indices.len()`.
-    pub fn set_inputs_gather(&mut self, model: &Model, data: &[f32], indices: &[i64]) -> Result<()> {
+    pub fn set_inputs_gather(&mut self, model: &Model, data: &[f32], indices: &[i64]) -> Result<(), Error> {
         let samples = whole_samples("ForwardCache::set_inputs_gather: data", data.len(), model.input_size()?)?;
         // SAFETY: data holds `samples` whole samples; indices are checked by the library.
         check(unsafe { sys::snn_set_inputs_gather(self.ptr(), data.as_ptr(), samples, indices.as_ptr(), indices.len()) })
     }
 
-    /// Gathers samples of a data set on the cache's device.
-    pub fn set_inputs_from_dataset(&mut self, dataset: &Dataset, indices: &[i64]) -> Result<()> {
+    /// Gathers samples `indices` of a data set on the cache's device; the
+    /// batch becomes `indices.len()`.
+    pub fn set_inputs_from_dataset(&mut self, dataset: &Dataset, indices: &[i64]) -> Result<(), Error> {
         // SAFETY: live handles, valid slice.
         check(unsafe {
             sys::snn_set_inputs_from_dataset(self.ptr(), dataset.raw.as_ptr(), indices.as_ptr(), indices.len())
@@ -873,12 +948,15 @@ impl ForwardCache {
     }
 
     /// Copies `count` floats of inputs that already live in GPU memory on the
-    /// cache's device (a GPU cache only: [`ErrorKind::DeviceMismatch`] on the CPU).
+    /// cache's device (a GPU cache only: [`ErrorKind::DeviceMismatch`] on the
+    /// CPU). `count` must be batch * features for the current batch: unlike
+    /// [`ForwardCache::set_inputs`], this call does not set the batch (use
+    /// [`ForwardCache::set_batch`] first).
     ///
     /// # Safety
     /// `device_inputs` must point to at least `count` floats of device memory
     /// on the cache's GPU.
-    pub unsafe fn set_inputs_device(&mut self, device_inputs: *const f32, count: usize) -> Result<()> {
+    pub unsafe fn set_inputs_device(&mut self, device_inputs: *const f32, count: usize) -> Result<(), Error> {
         // SAFETY: the caller's contract.
         check(unsafe { sys::snn_set_inputs_device(self.ptr(), device_inputs, count) })
     }
@@ -887,7 +965,7 @@ impl ForwardCache {
     /// at once, each with its own cache; a training-mode pass of a model
     /// with batchnorm, which updates its running statistics, waits for the
     /// other passes of that model.
-    pub fn forward(&mut self, model: &Model) -> Result<()> {
+    pub fn forward(&mut self, model: &Model) -> Result<(), Error> {
         let writes_state = model.has_state && self.training()?;
         let _write = if writes_state { model.write_state() } else { None };
         let _read = if writes_state { None } else { model.read_state() };
@@ -897,7 +975,7 @@ impl ForwardCache {
 
     /// Zero-copy view of the outputs of the last pass, `[batch][outputs]`
     /// (CPU caches; [`ErrorKind::DeviceMismatch`] on a GPU).
-    pub fn outputs(&self) -> Result<&[f32]> {
+    pub fn outputs(&self) -> Result<&[f32], Error> {
         let mut data = ptr::null();
         let mut count = 0usize;
         // SAFETY: live handle, valid out pointers.
@@ -907,7 +985,7 @@ impl ForwardCache {
     }
 
     /// Copies the outputs, on any device; `dst.len()` must be batch * outputs.
-    pub fn get_outputs(&self, dst: &mut [f32]) -> Result<()> {
+    pub fn get_outputs(&self, dst: &mut [f32]) -> Result<(), Error> {
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_outputs(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
@@ -946,20 +1024,25 @@ impl BackwardCache {
         self.raw.as_ptr()
     }
 
-    /// Targets for [`Loss::Mse`], `[batch][outputs]`, copied.
-    pub fn set_targets(&mut self, targets: &[f32]) -> Result<()> {
+    /// Targets for [`Loss::Mse`], `[batch][outputs]`, copied: any whole
+    /// number of samples up to the cache's maximum batch, which the next
+    /// backprop's forward batch must equal (else [`ErrorKind::State`]).
+    pub fn set_targets(&mut self, targets: &[f32]) -> Result<(), Error> {
         // SAFETY: valid slice, copied.
         check(unsafe { sys::snn_set_targets(self.ptr(), targets.as_ptr(), targets.len()) })
     }
 
-    /// 0-based class labels for [`Loss::LogitCrossEntropy`], copied.
-    pub fn set_labels(&mut self, labels: &[i32]) -> Result<()> {
+    /// 0-based class labels for [`Loss::LogitCrossEntropy`], one per sample,
+    /// copied: up to the cache's maximum batch, as many as the next
+    /// backprop's forward batch. A label outside `0..outputs` is
+    /// [`ErrorKind::Label`].
+    pub fn set_labels(&mut self, labels: &[i32]) -> Result<(), Error> {
         // SAFETY: valid slice, copied.
         check(unsafe { sys::snn_set_labels(self.ptr(), labels.as_ptr(), labels.len()) })
     }
 
     /// Label i becomes `labels[indices[i]]`.
-    pub fn set_labels_gather(&mut self, labels: &[i32], indices: &[i64]) -> Result<()> {
+    pub fn set_labels_gather(&mut self, labels: &[i32], indices: &[i64]) -> Result<(), Error> {
         // SAFETY: valid slices; indices are checked by the library.
         check(unsafe {
             sys::snn_set_labels_gather(self.ptr(), labels.as_ptr(), labels.len(), indices.as_ptr(), indices.len())
@@ -967,7 +1050,7 @@ impl BackwardCache {
     }
 
     /// Gathers labels of a data set on the cache's device.
-    pub fn set_labels_from_dataset(&mut self, dataset: &Dataset, indices: &[i64]) -> Result<()> {
+    pub fn set_labels_from_dataset(&mut self, dataset: &Dataset, indices: &[i64]) -> Result<(), Error> {
         // SAFETY: live handles, valid slice.
         check(unsafe {
             sys::snn_set_labels_from_dataset(self.ptr(), dataset.raw.as_ptr(), indices.as_ptr(), indices.len())
@@ -975,14 +1058,14 @@ impl BackwardCache {
     }
 
     /// Makes backprop also compute the gradient with respect to the inputs.
-    pub fn set_input_gradient(&mut self, enabled: bool) -> Result<()> {
+    pub fn set_input_gradient(&mut self, enabled: bool) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_set_input_gradient(self.ptr(), i32::from(enabled)) })
     }
 
     /// Computes the loss of `fwd`'s last pass of `model` and its gradient
     /// with respect to every parameter; returns the loss.
-    pub fn backprop(&mut self, fwd: &mut ForwardCache, model: &Model, loss: Loss) -> Result<f32> {
+    pub fn backprop(&mut self, fwd: &mut ForwardCache, model: &Model, loss: Loss) -> Result<f32, Error> {
         let mut value = 0f32;
         let _state = model.read_state();
         // SAFETY: live handles; the library checks that both caches are the model's.
@@ -997,7 +1080,7 @@ impl BackwardCache {
         fwd: &mut ForwardCache,
         model: &Model,
         output_gradient: &[f32],
-    ) -> Result<()> {
+    ) -> Result<(), Error> {
         let _state = model.read_state();
         // SAFETY: live handles, valid slice.
         check(unsafe {
@@ -1012,7 +1095,7 @@ impl BackwardCache {
     }
 
     /// Zero-copy view of the flat gradient (CPU caches).
-    pub fn gradients(&self) -> Result<&[f32]> {
+    pub fn gradients(&self) -> Result<&[f32], Error> {
         let mut data = ptr::null();
         let mut count = 0usize;
         // SAFETY: live handle, valid out pointers.
@@ -1023,20 +1106,20 @@ impl BackwardCache {
     }
 
     /// Copies the gradient, on any device; `dst.len()` = parameter count.
-    pub fn get_gradients(&self, dst: &mut [f32]) -> Result<()> {
+    pub fn get_gradients(&self, dst: &mut [f32]) -> Result<(), Error> {
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_gradients(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
 
     /// Overwrites the gradient (e.g. with an average over data-parallel
     /// workers) before an optimiser step; `src.len()` = parameter count.
-    pub fn set_gradients(&mut self, src: &[f32]) -> Result<()> {
+    pub fn set_gradients(&mut self, src: &[f32]) -> Result<(), Error> {
         // SAFETY: live handle; src is valid for its length.
         check(unsafe { sys::snn_set_gradients(self.ptr(), src.as_ptr(), src.len()) })
     }
 
     /// Copies the gradient with respect to the inputs, `[batch][features]`.
-    pub fn get_input_gradients(&self, dst: &mut [f32]) -> Result<()> {
+    pub fn get_input_gradients(&self, dst: &mut [f32]) -> Result<(), Error> {
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_input_gradients(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
@@ -1046,7 +1129,7 @@ impl BackwardCache {
     /// for a CPU cache. Reading or writing that memory is `unsafe` and must
     /// wait for [`BackwardCache::synchronize`]; the pointer is valid while
     /// the cache lives on that device.
-    pub fn gradients_device(&mut self) -> Result<(*mut f32, usize)> {
+    pub fn gradients_device(&mut self) -> Result<(*mut f32, usize), Error> {
         let mut data = ptr::null_mut();
         let mut count = 0usize;
         // SAFETY: live handle, valid out pointers.
@@ -1055,7 +1138,7 @@ impl BackwardCache {
     }
 
     /// Waits until the work queued on the cache has finished (at once on the CPU).
-    pub fn synchronize(&mut self) -> Result<()> {
+    pub fn synchronize(&mut self) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_backward_cache_synchronize(self.ptr()) })
     }
@@ -1071,23 +1154,43 @@ impl Drop for BackwardCache {
 // ---------------------------------------------------------------------------
 // Optimisers
 
+/// The update rule of an [`Optimiser`], as PyTorch's `torch.optim` classes,
+/// with their default hyperparameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OptimiserKind {
+    /// Stochastic gradient descent with optional momentum, Nesterov and weight
+    /// decay (`torch.optim.SGD`, learning rate 0.01, momentum 0).
     Sgd = 1,
+    /// Adam (`torch.optim.Adam`, learning rate 0.001, betas 0.9 and 0.999,
+    /// epsilon 1e-8).
     Adam = 2,
+    /// Adam with decoupled weight decay (`torch.optim.AdamW`, weight decay 0.01).
     AdamW = 3,
+    /// RMSprop (`torch.optim.RMSprop`, learning rate 0.01, alpha 0.99,
+    /// epsilon 1e-8).
     RmsProp = 4,
 }
 
+/// A setting of an [`Optimiser`]; each kind accepts the ones PyTorch's
+/// class of the same name has, and refuses the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hyperparameter {
+    /// The step size, at least 0 (all kinds).
     LearningRate = 1,
+    /// Momentum in [0, 1) (SGD).
     Momentum = 2,
+    /// 1 for Nesterov momentum (needs momentum > 0), 0 for classical (SGD).
     Nesterov = 3,
+    /// Decay of the first moment in [0, 1) (Adam, AdamW).
     Beta1 = 4,
+    /// Decay of the second moment in [0, 1) (Adam, AdamW).
     Beta2 = 5,
+    /// Added to the denominator for stability, at least `f32::MIN_POSITIVE`
+    /// (Adam, AdamW, RMSprop).
     Epsilon = 6,
+    /// L2 penalty (SGD, Adam, RMSprop) or decoupled decay (AdamW), at least 0.
     WeightDecay = 7,
+    /// Decay of the squared-gradient average in [0, 1) (RMSprop).
     Alpha = 8,
 }
 
@@ -1106,12 +1209,14 @@ unsafe impl Send for Optimiser {}
 impl Optimiser {
     /// Sets a hyperparameter; a value out of its range changes nothing and
     /// is [`ErrorKind::InvalidArgument`].
-    pub fn set(&mut self, which: Hyperparameter, value: f64) -> Result<()> {
+    pub fn set(&mut self, which: Hyperparameter, value: f64) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_optimiser_set(self.raw.as_ptr(), which as i32, value) })
     }
 
-    pub fn get(&self, which: Hyperparameter) -> Result<f64> {
+    /// Reads a hyperparameter; one the kind does not have is
+    /// [`ErrorKind::InvalidArgument`].
+    pub fn get(&self, which: Hyperparameter) -> Result<f64, Error> {
         let mut v = 0f64;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_optimiser_get(self.raw.as_ptr(), which as i32, &mut v) })?;
@@ -1121,20 +1226,20 @@ impl Optimiser {
     /// Updates `model`'s parameters in place from the gradient in `grads`.
     /// `grads` is borrowed mutably because it follows a model that moved to
     /// another device, which ends its gradient views.
-    pub fn step(&mut self, model: &mut Model, grads: &mut BackwardCache) -> Result<()> {
+    pub fn step(&mut self, model: &mut Model, grads: &mut BackwardCache) -> Result<(), Error> {
         // SAFETY: live handles; the exclusive borrow of the model keeps every
         // other reader away while the parameters change.
         check(unsafe { sys::snn_optimiser_step(self.raw.as_ptr(), model.ptr(), grads.ptr()) })
     }
 
     /// Zeroes the moments and the step count.
-    pub fn reset(&mut self) -> Result<()> {
+    pub fn reset(&mut self) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_optimiser_reset(self.raw.as_ptr()) })
     }
 
     /// Steps taken since creation or reset.
-    pub fn step_count(&self) -> Result<u64> {
+    pub fn step_count(&self) -> Result<u64, Error> {
         let mut n = 0i64;
         // SAFETY: live handle, valid out pointer.
         check(unsafe { sys::snn_optimiser_step_count(self.raw.as_ptr(), &mut n) })?;
@@ -1166,7 +1271,7 @@ impl Dataset {
     /// `samples` holds whole samples of `features` floats (anything else is
     /// [`ErrorKind::Count`]); `labels`, when given, one 0-based label per
     /// sample.
-    pub fn new(device: Device, samples: &[f32], features: usize, labels: Option<&[i32]>) -> Result<Dataset> {
+    pub fn new(device: Device, samples: &[f32], features: usize, labels: Option<&[i32]>) -> Result<Dataset, Error> {
         check_version()?;
         let count = whole_samples("Dataset::new: samples", samples.len(), features)?;
         if let Some(l) = labels {

@@ -18,6 +18,21 @@ fn a_bad_spec_names_the_problem() {
 }
 
 #[test]
+fn debug_prints_the_kind_and_the_message_as_main_shows_them() {
+    let e = Model::new("input 4; dense banana").unwrap_err();
+    let shown = e.to_string();
+    assert!(shown.starts_with("snn_model_create: "), "{shown}");
+    assert!(shown.ends_with(" (the model spec does not parse)"), "{shown}");
+    // `fn main() -> Result<(), snn::Error>` prints "Error: " and this
+    assert_eq!(format!("{e:?}"), format!("Spec: {shown}"));
+    let fields = format!("{e:#?}");
+    assert!(fields.starts_with("Error {") && fields.contains("kind: Spec"), "{fields}");
+    assert!(fields.contains(&format!("{:?}", e.message())), "{fields}");
+    let other = snn::set_num_threads(0).unwrap_err();
+    assert_eq!(format!("{other:?}"), format!("InvalidArgument: {other}"));
+}
+
+#[test]
 fn usize_values_beyond_int64_are_errors_naming_the_value() {
     let model = Model::new("input 3; dense 2").unwrap();
     let max = usize::MAX.to_string();
@@ -47,7 +62,7 @@ fn wrong_sizes_are_count_errors() {
     let mut fwd = model.preallocate(2).unwrap();
     let e = fwd.set_inputs(&[1.0; 5]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Count);
-    assert!(e.message().contains('6') && e.message().contains('5'), "{}", e.message());
+    assert!(e.message().contains("5 floats") && e.message().contains("3 features"), "{}", e.message());
     let mut out = [0f32; 3];
     fwd.set_inputs(&[1.0; 6]).unwrap();
     fwd.forward(&model).unwrap();

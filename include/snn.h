@@ -126,6 +126,16 @@
  *     the parameters or the state (optimiser step, snn_model_init,
  *     snn_set_parameters, snn_set_state, a training-mode forward pass of a
  *     batchnorm model) while another thread runs that model is a data race.
+ *   - On one thread, calls are ordered as they are made, on a GPU too: a
+ *     parameter or state write (optimiser step, snn_model_init,
+ *     snn_set_parameters, snn_set_state) comes after the forward and
+ *     backward passes of every cache queued before it, and passes queued
+ *     after it see the new values. The GPU work is ordered on the device
+ *     (CUDA events): snn_forward and snn_optimiser_step do not wait for the
+ *     GPU, and snn_backprop waits only for the loss it returns.
+ *   - Every call leaves the calling thread's current CUDA device as it found
+ *     it, so a host that drives another GPU from the same thread keeps its
+ *     own. (A thread that never chose one finds device 0, CUDA's default.)
  *   - snn_set_num_threads() bounds the CPU threads the library uses (OpenBLAS
  *     included); tiny layers are never split across threads.
  *   - Results are deterministic for a fixed thread count: the same inputs and
@@ -402,6 +412,21 @@ SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *o
  * with any thread count. A new cache has seed 0. */
 SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed);
 
+/* Reads a forward cache's dropout generator state: the seed last set and the
+ * number of training passes run since then. Together they decide the masks of
+ * the next training pass; save them with a checkpoint to resume a model with
+ * dropout bit for bit (see snn_checkpoint_save). Inference passes do not count.
+ * Errors: SNN_ERR_NULL_ARGUMENT (cache, seed or passes null). */
+SNN_API snn_status snn_cache_rng_state(const snn_forward_cache *cache, uint64_t *seed,
+                                       uint64_t *passes);
+/* Restores it, so that the training passes that follow draw the same masks as the
+ * passes that followed the state's reading, in any cache of a model with the
+ * same layers, on the CPU or a GPU. snn_cache_set_rng_state(c, s, 0) is
+ * snn_cache_set_seed(c, s).
+ * Errors: SNN_ERR_NULL_ARGUMENT. */
+SNN_API snn_status snn_cache_set_rng_state(snn_forward_cache *cache, uint64_t seed,
+                                           uint64_t passes);
+
 /* Copies `count` floats of input, [batch][features], into the cache.
  * count must be batch * features for the cache's current batch.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT. */
@@ -503,7 +528,8 @@ SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst
 
 /* Overwrites the flat gradient held by the cache (e.g. with the average over
  * data-parallel workers) before snn_optimiser_step; count = parameter count.
- * Marks the cache as holding a gradient. Works on any device.
+ * Marks the cache as holding a gradient. Works on any device; on a GPU the
+ * write comes after the steps already queued that read the old gradient.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT, SNN_ERR_NOT_FINITE (with the
  * finite check on). */
 SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src, size_t count);
@@ -576,7 +602,8 @@ SNN_API snn_status snn_optimiser_get(const snn_optimiser *optimiser, snn_hyperpa
 SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model,
                                       const snn_backward_cache *grads);
 
-/* Zeroes the optimiser's moments and step count. */
+/* Zeroes the optimiser's moments and step count, after every step queued
+ * so far (on a GPU it waits for them). */
 SNN_API snn_status snn_optimiser_reset(snn_optimiser *optimiser);
 /* Number of steps taken since creation or reset. */
 SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int64_t *steps);
@@ -690,8 +717,17 @@ SNN_API snn_status snn_set_allow_tf32(int32_t on);
 /* Copies inputs that already live in GPU memory on the cache's device (a
  * CUDA.jl CuArray, a CuPy array, a PyTorch tensor's data_ptr) into the cache,
  * device to device, without a round trip through the host. count must be
- * batch * features. Errors: SNN_ERR_DEVICE_MISMATCH for a CPU cache,
- * SNN_ERR_COUNT, SNN_ERR_CUDA. */
+ * batch * features.
+ * Ordering: the copy starts after all work the calling thread queued before
+ * the call on the default streams of the cache's GPU (the legacy default
+ * stream and the per-thread default stream), so kernels queued there may
+ * still be writing device_inputs when the call is made. Work on other CUDA
+ * streams is not waited for: synchronize those first. The copy has
+ * completed when the call returns (it waits for the cache's earlier passes,
+ * whose inputs it replaces): the caller may then overwrite or free
+ * device_inputs at once. The library keeps no pointer to it.
+ * Errors: SNN_ERR_DEVICE_MISMATCH for a CPU cache, SNN_ERR_COUNT,
+ * SNN_ERR_CUDA. */
 SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *device_inputs,
                                          size_t count);
 

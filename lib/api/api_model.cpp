@@ -35,7 +35,10 @@ SNN_API snn_status snn_model_create(const char *spec, snn_model **out) {
     });
 }
 
-SNN_API void snn_model_destroy(snn_model *model) { delete model; }
+SNN_API void snn_model_destroy(snn_model *model) {
+    DeviceScope device_scope;
+    delete model;
+}
 
 SNN_API snn_status snn_model_describe(const snn_model *model, char *buf, size_t capacity,
                                       size_t *length) {
@@ -156,8 +159,7 @@ SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t
         Model &m = model->m;
         if (count != m.net.param_count)
             fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", m.net.param_count, count);
-        m.backend->upload(m.stream.get(), m.params.get(), src, count * sizeof(float));
-        m.backend->synchronize(m.stream.get());
+        model_write(m, m.params.get(), src, count * sizeof(float));
     });
 }
 
@@ -189,8 +191,7 @@ SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t coun
             fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
         if (count == 0) return;
         need(src, "src");
-        m.backend->upload(m.stream.get(), m.state.get(), src, count * sizeof(float));
-        m.backend->synchronize(m.stream.get());
+        model_write(m, m.state.get(), src, count * sizeof(float));
     });
 }
 
@@ -220,7 +221,10 @@ SNN_API snn_status snn_preallocate(const snn_model *model, int64_t max_batch,
     });
 }
 
-SNN_API void snn_forward_cache_destroy(snn_forward_cache *cache) { delete cache; }
+SNN_API void snn_forward_cache_destroy(snn_forward_cache *cache) {
+    DeviceScope device_scope;
+    delete cache;
+}
 
 SNN_API snn_status snn_cache_set_batch(snn_forward_cache *cache, int64_t batch) {
     return guarded(__func__, [&] {
@@ -269,6 +273,26 @@ SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed) {
     });
 }
 
+SNN_API snn_status snn_cache_rng_state(const snn_forward_cache *cache, uint64_t *seed,
+                                       uint64_t *passes) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(seed, "seed");
+        need(passes, "passes");
+        *seed = cache->c.seed;
+        *passes = cache->c.passes;
+    });
+}
+
+SNN_API snn_status snn_cache_set_rng_state(snn_forward_cache *cache, uint64_t seed,
+                                           uint64_t passes) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        cache->c.seed = seed;
+        cache->c.passes = passes;
+    });
+}
+
 SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
@@ -314,7 +338,7 @@ SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *
         if (count != expected)
             fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
                  (long long)c.batch, features, count);
-        c.backend->copy(c.stream.get(), c.acts[0], device_inputs, count * sizeof(float));
+        c.backend->copy_from_caller(c.stream.get(), c.acts[0], device_inputs, count * sizeof(float));
         c.input_batch = c.batch;
     });
 }
@@ -394,7 +418,10 @@ SNN_API snn_status snn_dataset_create(int32_t device, const float *samples, size
     });
 }
 
-SNN_API void snn_dataset_destroy(snn_dataset *dataset) { delete dataset; }
+SNN_API void snn_dataset_destroy(snn_dataset *dataset) {
+    DeviceScope device_scope;
+    delete dataset;
+}
 
 SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache, const snn_dataset *dataset,
                                                const int64_t *indices, size_t n) {

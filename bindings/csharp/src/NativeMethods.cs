@@ -157,6 +157,10 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_seed(ForwardCacheHandle cache, ulong seed);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_rng_state(ForwardCacheHandle cache, out ulong seed, out ulong passes);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_rng_state(ForwardCacheHandle cache, ulong seed, ulong passes);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_inputs(ForwardCacheHandle cache, float* inputs, UIntPtr count);

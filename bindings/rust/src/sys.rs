@@ -130,6 +130,16 @@ extern "C" {
     pub fn snn_cache_set_training(cache: *mut snn_forward_cache, on: i32) -> snn_status;
     pub fn snn_cache_training(cache: *const snn_forward_cache, on: *mut i32) -> snn_status;
     pub fn snn_cache_set_seed(cache: *mut snn_forward_cache, seed: u64) -> snn_status;
+    pub fn snn_cache_rng_state(
+        cache: *const snn_forward_cache,
+        seed: *mut u64,
+        passes: *mut u64,
+    ) -> snn_status;
+    pub fn snn_cache_set_rng_state(
+        cache: *mut snn_forward_cache,
+        seed: u64,
+        passes: u64,
+    ) -> snn_status;
     pub fn snn_cache_batch(
         cache: *const snn_forward_cache,
         batch: *mut i64,

@@ -156,6 +156,19 @@ namespace Snn
 
         internal static long Long(UIntPtr n) { return checked((long)n.ToUInt64()); }
 
+        /// <summary>A size that spans and arrays are indexed with, as an int. It
+        /// fits for every model whose data a span can hold; otherwise the
+        /// OverflowException names the size (`what`) and its value.</summary>
+        internal static int Int(long n, string what)
+        {
+            if (n < 0 || n > int.MaxValue)
+                throw new OverflowException(what + " is " + n + ", outside the range of an int " +
+                    "(the largest span or array index); this model's data cannot be held in a span");
+            return (int)n;
+        }
+
+        internal static int Int(UIntPtr n, string what) { return Int(Long(n), what); }
+
         /// <summary>A span's length for a native view; a view of more than
         /// int.MaxValue floats cannot be a span (copy it in parts instead).</summary>
         internal static int SpanLength(UIntPtr n)
@@ -270,24 +283,77 @@ namespace Snn
         public static void RequireGpu(int device) { Check(NativeMethods.snn_gpu_status(device)); }
     }
 
+    /// <summary>A read or write lock on a model, held for one call (a struct,
+    /// so that `using` on it allocates nothing).</summary>
+    internal struct ModelAccess : IDisposable
+    {
+        readonly ReaderWriterLockSlim lockOfModel;
+        readonly bool write;
+
+        internal ModelAccess(ReaderWriterLockSlim lockOfModel, bool write)
+        {
+            if (write) lockOfModel.EnterWriteLock(); else lockOfModel.EnterReadLock();
+            this.lockOfModel = lockOfModel;
+            this.write = write;
+        }
+
+        public void Dispose()
+        {
+            if (write) lockOfModel.ExitWriteLock(); else lockOfModel.ExitReadLock();
+        }
+    }
+
     /// <summary>A network: its graph of layers, its flat parameter vector and its
-    /// flat state vector (batchnorm's running statistics).</summary>
+    /// flat state vector (batchnorm's running statistics).
+    ///
+    /// Threads: several threads may run one model at once, each with its own
+    /// caches. The model serialises the calls that write it with those that
+    /// read it through a read-write lock, so that the data races snn.h warns
+    /// of cannot happen through the binding. Writers run alone: a
+    /// training-mode Forward of a model with state (it updates the running
+    /// statistics), Optimiser.Step, Init, SetParameters, SetState, ToGpu,
+    /// ToCpu and ToBestDevice. Readers run together: inference passes,
+    /// training passes of a model without state, backprops, the Get methods,
+    /// saves. ParametersView is not covered: a span outlives the call.</summary>
     public sealed class Model : IDisposable
     {
         internal readonly ModelHandle Handle;
+        // Never disposed: a cache on another thread may be waiting on it when
+        // the model is disposed, and it holds nothing the collector cannot free.
+        readonly ReaderWriterLockSlim access = new ReaderWriterLockSlim();
+        readonly bool hasState;
         volatile bool disposed;
 
-        Model(ModelHandle handle) { Handle = handle; }
+        /// <summary>Wraps a new handle; disposes it when the state query fails.</summary>
+        Model(ModelHandle handle)
+        {
+            try
+            {
+                UIntPtr n;
+                Library.Check(NativeMethods.snn_state_count(handle, out n));
+                hasState = n != UIntPtr.Zero;
+            }
+            catch
+            {
+                handle.Dispose();
+                throw;
+            }
+            Handle = handle;
+        }
+
+        internal static Model Wrap(ModelHandle handle) { return new Model(handle); }
 
         /// <summary>Parses a spec such as "input 1; dense 10 tanh; dense 1" (see
         /// snn.h for every layer). A NUL in the spec is an ArgumentException.</summary>
-        public Model(string spec)
+        public Model(string spec) : this(Create(spec)) { }
+
+        static ModelHandle Create(string spec)
         {
             var text = Library.Utf8z(spec, "spec");
             Library.CheckVersion();
             ModelHandle h;
             Library.Check(NativeMethods.snn_model_create(text, out h));
-            Handle = h;
+            return h;
         }
 
         /// <summary>Loads a model file (safetensors) onto the CPU.</summary>
@@ -310,43 +376,49 @@ namespace Snn
             return new Model(h);
         }
 
-        /// <summary>Loads a checkpoint as a CPU model and its optimiser, from which
-        /// training continues bit-identically.</summary>
+        /// <summary>The former form of Checkpoint.Load: the model is returned and
+        /// the optimiser comes back through an out parameter, which cannot be
+        /// declared in a using statement. Kept so that existing code compiles.</summary>
+        [Obsolete("Use Checkpoint.Load(path), whose result holds the Model and the Optimiser and disposes both")]
         public static Model LoadCheckpoint(string path, out Optimiser optimiser)
         {
-            var p = Library.Utf8z(path, "path");
-            Library.CheckVersion();
-            ModelHandle m;
-            OptimiserHandle o;
-            Library.Check(NativeMethods.snn_checkpoint_load(p, out m, out o));
-            o.Own(m);
-            var model = new Model(m);
-            optimiser = new Optimiser(model, o);
-            return model;
+            var checkpoint = Checkpoint.Load(path);
+            optimiser = checkpoint.Optimiser;
+            return checkpoint.Model;
         }
 
         /// <summary>Saves the model atomically (a temporary file renamed over path).</summary>
         public void Save(string path)
         {
             var p = Library.Utf8z(path, "path");
-            Library.Check(NativeMethods.snn_model_save(Live, p));
+            var m = Live;
+            using (Reading()) Library.Check(NativeMethods.snn_model_save(m, p));
         }
 
-        /// <summary>Saves the model and the optimiser's state atomically.</summary>
+        /// <summary>Saves the model and the optimiser's state atomically; Checkpoint.Load
+        /// reads them back. A forward cache's dropout generator is not in the
+        /// file: save its RngState beside it to resume a model with dropout bit
+        /// for bit.</summary>
         public void SaveCheckpoint(Optimiser optimiser, string path)
         {
             var p = Library.Utf8z(path, "path");
-            Library.Check(NativeMethods.snn_checkpoint_save(Live, optimiser.Live, p));
+            var m = Live;
+            var o = optimiser.Live;
+            using (Reading()) Library.Check(NativeMethods.snn_checkpoint_save(m, o, p));
         }
 
         /// <summary>The bytes of the model file, in memory.</summary>
         public byte[] ToBytes()
         {
-            UIntPtr size;
-            Library.Check(NativeMethods.snn_model_save_to_buffer(Live, null, UIntPtr.Zero, out size));
-            var bytes = new byte[Library.Long(size)];
-            Library.Check(NativeMethods.snn_model_save_to_buffer(Live, bytes, size, out size));
-            return bytes;
+            var m = Live;
+            using (Reading())
+            {
+                UIntPtr size;
+                Library.Check(NativeMethods.snn_model_save_to_buffer(m, null, UIntPtr.Zero, out size));
+                var bytes = new byte[Library.Long(size)];
+                Library.Check(NativeMethods.snn_model_save_to_buffer(m, bytes, size, out size));
+                return bytes;
+            }
         }
 
         /// <summary>The canonical spec, which the constructor parses back into the same model.</summary>
@@ -360,20 +432,28 @@ namespace Snn
         }
 
         /// <summary>The number of layers, the input layer (layer 0) included.</summary>
-        public long LayerCount
+        public int LayerCount
         {
-            get { long n; Library.Check(NativeMethods.snn_model_layer_count(Live, out n)); return n; }
+            get
+            {
+                long n;
+                Library.Check(NativeMethods.snn_model_layer_count(Live, out n));
+                return Library.Int(n, "Model.LayerCount");
+            }
         }
 
         /// <summary>The output shape of a layer as (channels, height, width).</summary>
-        public long[] LayerShape(long layer)
+        public int[] LayerShape(int layer)
         {
             long c, h, w;
             Library.Check(NativeMethods.snn_model_layer_shape(Live, layer, out c, out h, out w));
-            return new[] { c, h, w };
+            return new[] { Library.Int(c, "Model.LayerShape: channels"), Library.Int(h, "Model.LayerShape: height"),
+                           Library.Int(w, "Model.LayerShape: width") };
         }
 
-        public LayerParams LayerParams(long layer)
+        /// <summary>Where a layer's weights and bias lie in the parameter vector
+        /// (offsets and counts are long, as ParameterCount).</summary>
+        public LayerParams LayerParams(int layer)
         {
             UIntPtr wo, wc, bo, bc;
             Library.Check(NativeMethods.snn_model_layer_params(Live, layer, out wo, out wc, out bo, out bc));
@@ -382,24 +462,40 @@ namespace Snn
                 BiasOffset = Library.Long(bo), BiasCount = Library.Long(bc) };
         }
 
-        public LayerState LayerState(long layer)
+        public LayerState LayerState(int layer)
         {
             UIntPtr offset, count;
             Library.Check(NativeMethods.snn_model_layer_state(Live, layer, out offset, out count));
             return new LayerState { Offset = Library.Long(offset), Count = Library.Long(count) };
         }
 
-        /// <summary>Input features per sample (C*H*W for images).</summary>
-        public long InputSize
+        /// <summary>Input features per sample (C*H*W for images). An int, as the
+        /// index of a span; a model whose sample exceeds int.MaxValue floats
+        /// throws OverflowException here.</summary>
+        public int InputSize
+        {
+            get { return Library.Int(InputSizeLong, "Model.InputSize"); }
+        }
+
+        internal long InputSizeLong
         {
             get { UIntPtr n; Library.Check(NativeMethods.snn_model_input_size(Live, out n)); return Library.Long(n); }
         }
 
-        public long OutputSize
+        /// <summary>Outputs per sample, an int as InputSize.</summary>
+        public int OutputSize
+        {
+            get { return Library.Int(OutputSizeLong, "Model.OutputSize"); }
+        }
+
+        internal long OutputSizeLong
         {
             get { UIntPtr n; Library.Check(NativeMethods.snn_model_output_size(Live, out n)); return Library.Long(n); }
         }
 
+        /// <summary>The length of the parameter vector: a long, since a model on a
+        /// GPU may hold more than int.MaxValue parameters (the span and array
+        /// methods then throw; GPU interop still works).</summary>
         public long ParameterCount
         {
             get { UIntPtr n; Library.Check(NativeMethods.snn_parameter_count(Live, out n)); return Library.Long(n); }
@@ -412,7 +508,11 @@ namespace Snn
         }
 
         /// <summary>Re-initialises every parameter from seed (the same on every platform).</summary>
-        public void Init(ulong seed) { Library.Check(NativeMethods.snn_model_init(Live, seed)); }
+        public void Init(ulong seed)
+        {
+            var m = Live;
+            using (Writing()) Library.Check(NativeMethods.snn_model_init(m, seed));
+        }
 
         /// <summary>A writable view of a CPU model's parameters, without a copy.
         /// It is valid until the model is disposed or moved to a GPU; reading it
@@ -437,14 +537,18 @@ namespace Snn
         /// <summary>Copies the parameters into dst, whose length must be ParameterCount.</summary>
         public unsafe void GetParameters(Span<float> dst)
         {
+            var m = Live;
+            using (Reading())
             fixed (float* p = &MemoryMarshal.GetReference(dst))
-                Library.Check(NativeMethods.snn_get_parameters(Live, p, Library.Size(dst.Length)));
+                Library.Check(NativeMethods.snn_get_parameters(m, p, Library.Size(dst.Length)));
         }
 
         public unsafe void SetParameters(ReadOnlySpan<float> src)
         {
+            var m = Live;
+            using (Writing())
             fixed (float* p = &MemoryMarshal.GetReference(src))
-                Library.Check(NativeMethods.snn_set_parameters(Live, p, Library.Size(src.Length)));
+                Library.Check(NativeMethods.snn_set_parameters(m, p, Library.Size(src.Length)));
         }
 
         /// <summary>The state (batchnorm's running statistics), copied into a new array.</summary>
@@ -457,38 +561,60 @@ namespace Snn
 
         public unsafe void GetState(Span<float> dst)
         {
+            var m = Live;
+            using (Reading())
             fixed (float* p = &MemoryMarshal.GetReference(dst))
-                Library.Check(NativeMethods.snn_get_state(Live, p, Library.Size(dst.Length)));
+                Library.Check(NativeMethods.snn_get_state(m, p, Library.Size(dst.Length)));
         }
 
         public unsafe void SetState(ReadOnlySpan<float> src)
         {
+            var m = Live;
+            using (Writing())
             fixed (float* p = &MemoryMarshal.GetReference(src))
-                Library.Check(NativeMethods.snn_set_state(Live, p, Library.Size(src.Length)));
+                Library.Check(NativeMethods.snn_set_state(m, p, Library.Size(src.Length)));
         }
 
         /// <summary>Library.CpuDevice or the GPU index the model lives on.</summary>
         public int Device
         {
-            get { int d; Library.Check(NativeMethods.snn_model_device(Live, out d)); return d; }
+            get
+            {
+                var m = Live;
+                int d;
+                using (Reading()) Library.Check(NativeMethods.snn_model_device(m, out d));
+                return d;
+            }
         }
 
         /// <summary>Moves the model to GPU `device`; its caches and optimisers
         /// follow on their next use with it. Without a usable GPU this throws an
         /// SnnException whose Status says why, and the model stays where it was.</summary>
-        public void ToGpu(int device) { Library.Check(NativeMethods.snn_to_gpu(Live, device)); }
-        public void ToCpu() { Library.Check(NativeMethods.snn_to_cpu(Live)); }
+        public void ToGpu(int device)
+        {
+            var m = Live;
+            using (Writing()) Library.Check(NativeMethods.snn_to_gpu(m, device));
+        }
+
+        public void ToCpu()
+        {
+            var m = Live;
+            using (Writing()) Library.Check(NativeMethods.snn_to_cpu(m));
+        }
 
         /// <summary>Moves the model to GPU 0 when one can be used; returns where it is.</summary>
         public int ToBestDevice()
         {
+            var m = Live;
             int d;
-            Library.Check(NativeMethods.snn_to_best_device(Live, out d));
+            using (Writing()) Library.Check(NativeMethods.snn_to_best_device(m, out d));
             return d;
         }
 
-        public ForwardCache Preallocate(long maxBatch) { return new ForwardCache(this, maxBatch); }
-        public BackwardCache PreallocateGrads(long maxBatch) { return new BackwardCache(this, maxBatch); }
+        /// <summary>A forward cache for batches of 1 to maxBatch samples.</summary>
+        public ForwardCache Preallocate(int maxBatch) { return new ForwardCache(this, maxBatch); }
+        /// <summary>A backward cache for batches of 1 to maxBatch samples.</summary>
+        public BackwardCache PreallocateGrads(int maxBatch) { return new BackwardCache(this, maxBatch); }
         public Optimiser CreateOptimiser(OptimiserKind kind) { return new Optimiser(this, kind); }
 
         /// <summary>Disposes the model: every later call on it throws
@@ -502,6 +628,16 @@ namespace Snn
 
         public bool IsDisposed { get { return disposed; } }
 
+        /// <summary>Whether the model has state (batchnorm's running statistics),
+        /// which training-mode passes write.</summary>
+        internal bool HasState { get { return hasState; } }
+
+        /// <summary>Held by the calls that only read the model.</summary>
+        internal ModelAccess Reading() { return new ModelAccess(access, false); }
+
+        /// <summary>Held by the calls that write its parameters or state, alone.</summary>
+        internal ModelAccess Writing() { return new ModelAccess(access, true); }
+
         /// <summary>The handle, or ObjectDisposedException for a disposed model.</summary>
         internal ModelHandle Live
         {
@@ -513,6 +649,22 @@ namespace Snn
                 return Handle;
             }
         }
+    }
+
+    /// <summary>A forward cache's dropout generator: the seed last set and the
+    /// number of training passes since. It decides the masks of the next
+    /// training pass, in any cache of a model with the same layers.</summary>
+    public struct RngState
+    {
+        public ulong Seed, Passes;
+
+        public RngState(ulong seed, ulong passes)
+        {
+            Seed = seed;
+            Passes = passes;
+        }
+
+        public override string ToString() { return "seed " + Seed + ", " + Passes + " passes"; }
     }
 
     /// <summary>The buffers of forward passes of one model, for batches up to
@@ -528,14 +680,14 @@ namespace Snn
         /// <summary>The model the cache was made for.</summary>
         public Model Model { get; private set; }
 
-        internal ForwardCache(Model model, long maxBatch)
+        internal ForwardCache(Model model, int maxBatch)
         {
             var m = model.Live;
             Model = model;
-            inputSize = model.InputSize;
-            outputSize = model.OutputSize;
+            inputSize = model.InputSizeLong;
+            outputSize = model.OutputSizeLong;
             ForwardCacheHandle h;
-            Library.Check(NativeMethods.snn_preallocate(m, maxBatch, out h));
+            using (model.Reading()) Library.Check(NativeMethods.snn_preallocate(m, maxBatch, out h));
             h.Own(m);
             Handle = h;
         }
@@ -550,15 +702,16 @@ namespace Snn
         }
 
         /// <summary>The batch size of the next SetInputs and Forward, 1..MaxBatch.</summary>
-        public long Batch
+        public int Batch
         {
-            get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return b; }
+            get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return (int)b; }
             set { Library.Check(NativeMethods.snn_cache_set_batch(Live, value)); }
         }
 
-        public long MaxBatch
+        /// <summary>The largest batch, given to Model.Preallocate.</summary>
+        public int MaxBatch
         {
-            get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return m; }
+            get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return (int)m; }
         }
 
         /// <summary>Training mode (true, the default) or inference mode (false):
@@ -573,6 +726,22 @@ namespace Snn
         /// <summary>Seeds the dropout masks of the training passes that follow
         /// (they depend only on the seed and the number of passes since).</summary>
         public void SetSeed(ulong seed) { Library.Check(NativeMethods.snn_cache_set_seed(Live, seed)); }
+
+        /// <summary>The dropout generator's state. Read it when saving a
+        /// checkpoint and set it on the resumed run's cache, and the resumed
+        /// training passes draw the masks the uninterrupted run would have
+        /// drawn (inference passes do not count). Setting RngState(s, 0) is
+        /// SetSeed(s).</summary>
+        public RngState RngState
+        {
+            get
+            {
+                ulong seed, passes;
+                Library.Check(NativeMethods.snn_cache_rng_state(Live, out seed, out passes));
+                return new RngState(seed, passes);
+            }
+            set { Library.Check(NativeMethods.snn_cache_set_rng_state(Live, value.Seed, value.Passes)); }
+        }
 
         /// <summary>Copies Batch * InputSize inputs, [batch][features].</summary>
         public unsafe void SetInputs(ReadOnlySpan<float> inputs)
@@ -612,11 +781,16 @@ namespace Snn
         }
 
         /// <summary>Runs the model on the cache's inputs (ObjectDisposedException
-        /// when the model was disposed).</summary>
+        /// when the model was disposed). Other threads may run the model at
+        /// the same time with their own caches; a training-mode pass of a model
+        /// with state (batchnorm), which updates the running statistics, waits
+        /// for the others and runs alone (see Model).</summary>
         public void Forward()
         {
             var cache = Live;
-            Library.Check(NativeMethods.snn_forward(cache, Model.Live));
+            var m = Model.Live;
+            using (Model.HasState && Training ? Model.Writing() : Model.Reading())
+                Library.Check(NativeMethods.snn_forward(cache, m));
         }
 
         /// <summary>A read-only view of a CPU cache's outputs, [batch][outputs],
@@ -634,7 +808,7 @@ namespace Snn
         /// <summary>The outputs, [batch][outputs], copied into a new array (any device).</summary>
         public float[] GetOutputs()
         {
-            var dst = new float[Batch * outputSize];
+            var dst = new float[Library.Int(Batch * outputSize, "ForwardCache.GetOutputs: batch x outputs")];
             GetOutputs(dst);
             return dst;
         }
@@ -664,13 +838,13 @@ namespace Snn
         /// <summary>The model the cache was made for.</summary>
         public Model Model { get; private set; }
 
-        internal BackwardCache(Model model, long maxBatch)
+        internal BackwardCache(Model model, int maxBatch)
         {
             var m = model.Live;
             Model = model;
             parameterCount = model.ParameterCount;
             BackwardCacheHandle h;
-            Library.Check(NativeMethods.snn_preallocate_grads(m, maxBatch, out h));
+            using (model.Reading()) Library.Check(NativeMethods.snn_preallocate_grads(m, maxBatch, out h));
             h.Own(m);
             Handle = h;
         }
@@ -727,8 +901,9 @@ namespace Snn
         {
             var bwd = Live;
             var f = fwd.Live;
+            var m = Model.Live;
             float value;
-            Library.Check(NativeMethods.snn_backprop(bwd, f, Model.Live, (int)loss, out value));
+            using (Model.Reading()) Library.Check(NativeMethods.snn_backprop(bwd, f, m, (int)loss, out value));
             return value;
         }
 
@@ -739,6 +914,7 @@ namespace Snn
             var bwd = Live;
             var f = fwd.Live;
             var m = Model.Live;
+            using (Model.Reading())
             fixed (float* p = &MemoryMarshal.GetReference(outputGradient))
                 Library.Check(NativeMethods.snn_backprop_with_output_gradient(bwd, f, m, p,
                                                                               Library.Size(outputGradient.Length)));
@@ -829,7 +1005,7 @@ namespace Snn
             var m = model.Live;
             Model = model;
             OptimiserHandle h;
-            Library.Check(NativeMethods.snn_optimiser_create(m, (int)kind, out h));
+            using (model.Reading()) Library.Check(NativeMethods.snn_optimiser_create(m, (int)kind, out h));
             h.Own(m);
             Handle = h;
         }
@@ -855,12 +1031,27 @@ namespace Snn
             return v;
         }
 
-        /// <summary>Updates model's parameters from the gradient in grads.</summary>
-        public void Step(Model model, BackwardCache grads)
+        /// <summary>Updates the parameters of the optimiser's model (Model) from
+        /// the gradient in grads. Like Forward and Backprop, which take the model
+        /// from their caches, it takes the model from the optimiser, which
+        /// belongs to one model from its creation. It waits for the passes of
+        /// the model under way on other threads and runs alone (see Model);
+        /// ObjectDisposedException when the model was disposed.</summary>
+        public void Step(BackwardCache grads) { StepOn(Model, grads); }
+
+        /// <summary>The former form of Step(grads). Passing the model again can
+        /// only repeat the optimiser's own model or name another, which the
+        /// library refuses (Status.ModelMismatch); the form is kept, with that
+        /// behaviour, so that existing code compiles.</summary>
+        [Obsolete("An optimiser knows its model: call Step(grads)")]
+        public void Step(Model model, BackwardCache grads) { StepOn(model, grads); }
+
+        void StepOn(Model model, BackwardCache grads)
         {
             var o = Live;
+            var g = grads.Live;
             var m = model.Live;
-            Library.Check(NativeMethods.snn_optimiser_step(o, m, grads.Live));
+            using (model.Writing()) Library.Check(NativeMethods.snn_optimiser_step(o, m, g));
         }
 
         /// <summary>Zeroes the moments and the step count.</summary>
@@ -880,6 +1071,53 @@ namespace Snn
         public bool IsDisposed { get { return disposed; } }
     }
 
+    /// <summary>A training checkpoint read back: a CPU model and its optimiser
+    /// (kind, settings, step count, moments), from which training continues
+    /// bit-identically. Dispose disposes both; they may also be disposed one
+    /// by one, and either may outlive the Checkpoint.</summary>
+    public sealed class Checkpoint : IDisposable
+    {
+        public Model Model { get; private set; }
+        public Optimiser Optimiser { get; private set; }
+
+        Checkpoint(Model model, Optimiser optimiser)
+        {
+            Model = model;
+            Optimiser = optimiser;
+        }
+
+        /// <summary>Loads a file written by Model.SaveCheckpoint:
+        /// `using (var run = Checkpoint.Load(path)) { ... run.Optimiser.Step(grads); }`.
+        /// A failed load throws (SnnException with Status.Io, FileFormat, ...;
+        /// ArgumentException for a NUL in path) and leaves nothing to dispose.</summary>
+        public static Checkpoint Load(string path)
+        {
+            var p = Library.Utf8z(path, "path");
+            Library.CheckVersion();
+            ModelHandle m;
+            OptimiserHandle o;
+            Library.Check(NativeMethods.snn_checkpoint_load(p, out m, out o));
+            try
+            {
+                o.Own(m);
+                var model = Model.Wrap(m);
+                return new Checkpoint(model, new Optimiser(model, o));
+            }
+            catch
+            {
+                o.Dispose();
+                m.Dispose();
+                throw;
+            }
+        }
+
+        public void Dispose()
+        {
+            Optimiser.Dispose();
+            Model.Dispose();
+        }
+    }
+
     /// <summary>A data set copied once to a device (Library.CpuDevice or a GPU),
     /// from which batches are gathered by index.</summary>
     public sealed class Dataset : IDisposable
@@ -887,19 +1125,19 @@ namespace Snn
         internal readonly DatasetHandle Handle;
         volatile bool disposed;
 
-        public long SampleCount { get; private set; }
-        public long Features { get; private set; }
+        public int SampleCount { get; private set; }
+        public int Features { get; private set; }
         public int Device { get; private set; }
 
         /// <summary>samples holds whole samples of `features` floats; labels is
         /// empty (or null) or holds one 0-based label per sample.</summary>
-        public unsafe Dataset(int device, ReadOnlySpan<float> samples, long features, ReadOnlySpan<int> labels)
+        public unsafe Dataset(int device, ReadOnlySpan<float> samples, int features, ReadOnlySpan<int> labels)
         {
             if (features < 1) throw new ArgumentOutOfRangeException("features", features, "must be at least 1");
             if (samples.Length % features != 0)
                 throw new SnnException(Status.Count, "Dataset: " + samples.Length +
                     " floats are not a whole number of samples of " + features);
-            long count = samples.Length / features;
+            int count = samples.Length / features;
             if (!labels.IsEmpty && labels.Length != count)
                 throw new SnnException(Status.Count, "Dataset: " + labels.Length + " labels for " + count + " samples");
             Library.CheckVersion();

@@ -28,7 +28,7 @@ static class ExitProgram
             fwd.Forward();
             last = bwd.Backprop(fwd, Loss.LogitCrossEntropy);
             if (step == 0) first = last;
-            adam.Step(model, bwd);
+            adam.Step(bwd);
         }
         bwd.Dispose();
         model.Dispose();

@@ -48,7 +48,7 @@ namespace Snn.Tests
                 {
                     fwd.Forward();
                     bwd.Backprop(fwd, Loss.LogitCrossEntropy);
-                    adam.Step(model, bwd);
+                    adam.Step(bwd);
                 }
             }
             return model;
@@ -122,7 +122,7 @@ namespace Snn.Tests
                     fwd.SetSeed((ulong)s);
                     fwd.Forward();
                     bwd.Backprop(fwd, Loss.LogitCrossEntropy);
-                    adam.Step(model, bwd);
+                    adam.Step(bwd);
                 }
             }
         }
@@ -148,20 +148,172 @@ namespace Snn.Tests
                     state = model.GetState();
                 }
 
-                Optimiser resumedAdam;
-                using (var resumed = Model.LoadCheckpoint(path, out resumedAdam))
-                using (resumedAdam)
+                using (var run = Checkpoint.Load(path))
                 {
-                    Assert.AreEqual(N, resumedAdam.StepCount);
-                    Assert.AreEqual(0.003, resumedAdam.Get(Hyperparameter.LearningRate));
-                    Assert.AreNotEqual(Bits.Of(parameters), Bits.Of(resumed.GetParameters()));
-                    Steps(resumed, resumedAdam, N, N + M);
-                    Assert.AreEqual(N + M, resumedAdam.StepCount);
-                    Assert.AreEqual(Bits.Of(parameters), Bits.Of(resumed.GetParameters()), "parameters");
-                    Assert.AreEqual(Bits.Of(state), Bits.Of(resumed.GetState()), "state");
+                    Assert.AreSame(run.Model, run.Optimiser.Model);
+                    Assert.AreEqual(N, run.Optimiser.StepCount);
+                    Assert.AreEqual(0.003, run.Optimiser.Get(Hyperparameter.LearningRate));
+                    Assert.AreNotEqual(Bits.Of(parameters), Bits.Of(run.Model.GetParameters()));
+                    Steps(run.Model, run.Optimiser, N, N + M);
+                    Assert.AreEqual(N + M, run.Optimiser.StepCount);
+                    Assert.AreEqual(Bits.Of(parameters), Bits.Of(run.Model.GetParameters()), "parameters");
+                    Assert.AreEqual(Bits.Of(state), Bits.Of(run.Model.GetState()), "state");
                 }
             }
         }
+
+        /// <summary>Adam steps on the residual model with one cache seeded once, so
+        /// that each step's dropout masks follow from the cache's generator.</summary>
+        static void StepsOn(ForwardCache fwd, Optimiser adam, int steps)
+        {
+            using (var bwd = adam.Model.PreallocateGrads(6))
+            {
+                bwd.SetLabels(Graph.Labels(6));
+                for (int s = 0; s < steps; s++)
+                {
+                    fwd.Forward();
+                    bwd.Backprop(fwd, Loss.LogitCrossEntropy);
+                    adam.Step(bwd);
+                }
+            }
+        }
+
+        [Test]
+        public void TheRngStateCountsTrainingPassesSinceTheSeed()
+        {
+            using (var model = new Model(Graph.Residual))
+            using (var fwd = model.Preallocate(6))
+            {
+                fwd.SetInputs(Graph.Images(6));
+                Assert.AreEqual(new RngState(0, 0), fwd.RngState, "a new cache has seed 0");
+                fwd.SetSeed(42);
+                fwd.Forward();
+                fwd.Forward();
+                Assert.AreEqual(new RngState(42, 2), fwd.RngState);
+                fwd.Training = false;
+                fwd.Forward();
+                Assert.AreEqual(new RngState(42, 2), fwd.RngState, "inference passes do not count");
+                fwd.Training = true;
+                fwd.RngState = new RngState(42, 1);
+                fwd.Forward();
+                float[] second = fwd.GetOutputs();
+                fwd.SetSeed(42);
+                fwd.Forward();
+                fwd.Forward();
+                Assert.AreEqual(Bits.Of(second), Bits.Of(fwd.GetOutputs()), "state (42, 1) draws the second pass's masks");
+            }
+        }
+
+        [Test]
+        public void ADropoutModelResumedWithItsRngStateMatchesTheUninterruptedRun()
+        {
+            const int N = 4, M = 4;
+            using (var dir = new TempDir())
+            {
+                string path = dir.File("run.ckpt");
+                RngState rng;
+                float[] parameters, state;
+                using (var model = new Model(Graph.Residual))
+                using (var adam = model.CreateOptimiser(OptimiserKind.AdamW))
+                using (var fwd = model.Preallocate(6))
+                {
+                    model.Init(6);
+                    adam.Set(Hyperparameter.LearningRate, 0.003);
+                    fwd.SetInputs(Graph.Images(6));
+                    fwd.SetSeed(1234);
+                    StepsOn(fwd, adam, N);
+                    model.SaveCheckpoint(adam, path);
+                    rng = fwd.RngState;
+                    StepsOn(fwd, adam, M);
+                    parameters = model.GetParameters();
+                    state = model.GetState();
+                }
+                Assert.AreEqual(new RngState(1234, N), rng);
+
+                using (var run = Checkpoint.Load(path))
+                using (var fwd = run.Model.Preallocate(6))
+                {
+                    fwd.SetInputs(Graph.Images(6));
+                    fwd.RngState = rng;
+                    StepsOn(fwd, run.Optimiser, M);
+                    Assert.AreEqual(Bits.Of(parameters), Bits.Of(run.Model.GetParameters()), "parameters");
+                    Assert.AreEqual(Bits.Of(state), Bits.Of(run.Model.GetState()), "state");
+                }
+
+                // Without the generator's state, the resumed masks are the seed's first ones.
+                using (var run = Checkpoint.Load(path))
+                using (var fwd = run.Model.Preallocate(6))
+                {
+                    fwd.SetInputs(Graph.Images(6));
+                    fwd.SetSeed(1234);
+                    StepsOn(fwd, run.Optimiser, M);
+                    Assert.AreNotEqual(Bits.Of(parameters), Bits.Of(run.Model.GetParameters()));
+                }
+            }
+        }
+
+        [Test]
+        public void DisposingACheckpointDisposesItsModelAndOptimiser()
+        {
+            using (var dir = new TempDir())
+            {
+                string path = dir.File("run.ckpt");
+                using (var model = new Model("input 3; dense 2"))
+                using (var adam = model.CreateOptimiser(OptimiserKind.Adam))
+                    model.SaveCheckpoint(adam, path);
+                var run = Checkpoint.Load(path);
+                var model2 = run.Model;
+                var adam2 = run.Optimiser;
+                run.Dispose();
+                Assert.IsTrue(model2.IsDisposed && adam2.IsDisposed);
+                Assert.IsTrue(model2.Handle.IsClosed && adam2.Handle.IsClosed, "the native memory was freed");
+                run.Dispose();
+            }
+        }
+
+        [Test]
+        public void AFailedCheckpointLoadThrowsAndLeavesNothingOpen()
+        {
+            using (var dir = new TempDir())
+            {
+                var missing = Assert.Throws<SnnException>(() => Checkpoint.Load(dir.File("none.ckpt")));
+                Assert.AreEqual(Status.Io, missing.Status);
+                StringAssert.Contains("snn_checkpoint_load", missing.Message);
+                string path = dir.File("cut.ckpt");
+                using (var model = new Model("input 3; dense 2"))
+                using (var adam = model.CreateOptimiser(OptimiserKind.Adam))
+                    model.SaveCheckpoint(adam, path);
+                var bytes = File.ReadAllBytes(path);
+                File.WriteAllBytes(path, bytes.Take(bytes.Length / 2).ToArray());
+                Assert.AreEqual(Status.FileFormat, Assert.Throws<SnnException>(() => Checkpoint.Load(path)).Status);
+                Assert.AreEqual("path", Assert.Throws<ArgumentException>(() => Checkpoint.Load(path + "\0")).ParamName);
+                Assert.Throws<ArgumentNullException>(() => Checkpoint.Load(null));
+            }
+        }
+
+#pragma warning disable 618  // the obsolete Model.LoadCheckpoint, which must keep working
+        [Test]
+        public void TheObsoleteLoadCheckpointStillLoadsBoth()
+        {
+            using (var dir = new TempDir())
+            {
+                string path = dir.File("run.ckpt");
+                using (var model = new Model("input 3; dense 2"))
+                using (var sgd = model.CreateOptimiser(OptimiserKind.Sgd))
+                {
+                    sgd.Set(Hyperparameter.LearningRate, 0.25);
+                    model.SaveCheckpoint(sgd, path);
+                }
+                Optimiser loaded;
+                using (var model = Model.LoadCheckpoint(path, out loaded))
+                using (loaded)
+                {
+                    Assert.AreSame(model, loaded.Model);
+                    Assert.AreEqual(0.25, loaded.Get(Hyperparameter.LearningRate));
+                }
+            }
+        }
+#pragma warning restore 618
     }
 
     [TestFixture]
@@ -229,7 +381,7 @@ namespace Snn.Tests
                         bwd.SetLabelsFromDataset(data, batch);
                         fwd.Forward();
                         bwd.Backprop(fwd, Loss.LogitCrossEntropy);
-                        sgd.Step(model, bwd);
+                        sgd.Step(bwd);
                     }
                 }
 

@@ -37,8 +37,8 @@ namespace Snn.Tests
             using (var model = new Model(Residual))
             {
                 Assert.AreEqual(15, model.LayerCount);
-                Assert.AreEqual(new long[] { 8, 8, 8 }, model.LayerShape(9));
-                Assert.AreEqual(new long[] { 8, 1, 1 }, model.LayerShape(11));
+                Assert.AreEqual(new[] { 8, 8, 8 }, model.LayerShape(9));
+                Assert.AreEqual(new[] { 8, 1, 1 }, model.LayerShape(11));
                 Assert.AreEqual(3, model.OutputSize);
                 var bn = model.LayerParams(3);
                 Assert.AreEqual(4, bn.WeightCount);
@@ -157,7 +157,7 @@ namespace Snn.Tests
                 {
                     train.Forward();
                     bwd.Backprop(train, Loss.LogitCrossEntropy);
-                    adam.Step(model, bwd);
+                    adam.Step(bwd);
                 }
                 float final = evalLoss();
                 Assert.Less(final, 0.05f, "inference-mode cross-entropy after 100 steps (from " + initial + ")");

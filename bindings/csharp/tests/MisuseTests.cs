@@ -39,9 +39,8 @@ namespace Snn.Tests
                 Assert.IsFalse(File.Exists(cut));
                 Assert.AreEqual(0, Directory.GetFiles(dir.Path).Length);
                 model.Save(cut);
-                Optimiser o;
                 Assert.Throws<ArgumentException>(() => Model.Load(path));
-                Assert.Throws<ArgumentException>(() => Model.LoadCheckpoint(path, out o));
+                Assert.Throws<ArgumentException>(() => Checkpoint.Load(path));
             }
         }
 
@@ -135,7 +134,7 @@ namespace Snn.Tests
             StringAssert.Contains("model was disposed", e.Message);
             Assert.Throws<ObjectDisposedException>(() => model.GetParameters());
             Assert.Throws<ObjectDisposedException>(() => model.Preallocate(1));
-            Assert.Throws<ObjectDisposedException>(() => adam.Step(model, bwd));
+            Assert.Throws<ObjectDisposedException>(() => adam.Step(bwd));
             Assert.AreEqual(outputs, fwd.GetOutputs(), "the cache answers the calls that take only it");
 
             fwd.Dispose();
@@ -156,8 +155,9 @@ namespace Snn.Tests
                 using (var model = new Model("input 3; dense 2"))
                 using (var adam = model.CreateOptimiser(OptimiserKind.Adam))
                     model.SaveCheckpoint(adam, path);
-                Optimiser loaded;
-                var m = Model.LoadCheckpoint(path, out loaded);
+                var run = Checkpoint.Load(path);
+                Model m = run.Model;
+                Optimiser loaded = run.Optimiser;
                 Assert.AreSame(m, loaded.Model);
                 m.Dispose();
                 Assert.IsFalse(m.Handle.IsClosed);

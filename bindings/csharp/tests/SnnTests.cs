@@ -42,7 +42,7 @@ namespace Snn.Tests
                     fwd.Forward();
                     float loss = bwd.Backprop(fwd, Loss.Mse);
                     if (epoch == 0) first = loss;
-                    adam.Step(model, bwd);
+                    adam.Step(bwd);
                 }
                 Assert.AreEqual(3000, adam.StepCount);
                 fwd.Forward();
@@ -53,6 +53,107 @@ namespace Snn.Tests
                 mse /= N;
                 Assert.Less(mse, 1e-3, "final MSE");
                 Assert.Less(mse, first / 100.0);
+            }
+        }
+    }
+
+    [TestFixture]
+    public class Calls
+    {
+        /// <summary>A model, its caches and its SGD optimiser, with one batch set.</summary>
+        sealed class Run : IDisposable
+        {
+            public readonly Model Model = new Model("input 3; dense 2");
+            public readonly ForwardCache Fwd;
+            public readonly BackwardCache Bwd;
+            public readonly Optimiser Sgd;
+
+            public Run()
+            {
+                Fwd = Model.Preallocate(2);
+                Bwd = Model.PreallocateGrads(2);
+                Sgd = Model.CreateOptimiser(OptimiserKind.Sgd);
+                Sgd.Set(Hyperparameter.LearningRate, 0.1);
+                Fwd.SetInputs(new float[] { 1, 2, 3, -1, 0, 2 });
+                Bwd.SetTargets(new float[] { 1, 0, 0, 1 });
+            }
+
+            public void Dispose()
+            {
+                Sgd.Dispose();
+                Bwd.Dispose();
+                Fwd.Dispose();
+                Model.Dispose();
+            }
+        }
+
+#pragma warning disable 618  // the obsolete Step(model, grads), which must keep working
+        [Test]
+        public void StepTakesTheOptimisersModelAsTheOldFormDid()
+        {
+            using (var a = new Run())
+            using (var b = new Run())
+            using (var other = new Model("input 3; dense 2"))
+            {
+                float[] initial = a.Model.GetParameters();
+                for (int i = 0; i < 3; i++)
+                {
+                    a.Fwd.Forward();
+                    a.Bwd.Backprop(a.Fwd, Loss.Mse);
+                    a.Sgd.Step(a.Bwd);
+                    b.Fwd.Forward();
+                    b.Bwd.Backprop(b.Fwd, Loss.Mse);
+                    b.Sgd.Step(b.Model, b.Bwd);
+                }
+                Assert.AreEqual(3, a.Sgd.StepCount);
+                Assert.AreNotEqual(Bits.Of(initial), Bits.Of(a.Model.GetParameters()));
+                Assert.AreEqual(Bits.Of(b.Model.GetParameters()), Bits.Of(a.Model.GetParameters()));
+                var e = Assert.Throws<SnnException>(() => a.Sgd.Step(other, a.Bwd));
+                Assert.AreEqual(Status.ModelMismatch, e.Status);
+                StringAssert.Contains("snn_optimiser_step", e.Message);
+                Assert.AreEqual(3, a.Sgd.StepCount);
+            }
+        }
+#pragma warning restore 618
+
+        [Test]
+        public void SizesThatIndexSpansAreInts()
+        {
+            using (var model = new Model("input 4x4x2; conv 3 3 pad=1; flatten; dense 5"))
+            using (var fwd = model.Preallocate(3))
+            {
+                int inputs = model.InputSize, outputs = model.OutputSize, layers = model.LayerCount;
+                int batch = fwd.Batch, maxBatch = fwd.MaxBatch;
+                int[] shape = model.LayerShape(layers - 1);
+                Assert.AreEqual(32, inputs);
+                Assert.AreEqual(new[] { 5, 1, 1 }, shape);
+                Assert.AreEqual(3, batch);
+                Assert.AreEqual(3, maxBatch);
+                fwd.SetInputs(new float[batch * inputs]);
+                fwd.Forward();
+                ReadOnlySpan<float> y = fwd.OutputsView();
+                Assert.AreEqual(batch * outputs, y.Length);
+                Assert.AreEqual(y[(batch - 1) * outputs], fwd.GetOutputs()[(batch - 1) * outputs]);
+                long parameters = model.ParameterCount;
+                Assert.AreEqual(2 * 9 * 3 + 3 + 48 * 5 + 5, parameters);
+                using (var data = new Dataset(Library.CpuDevice, new float[6 * inputs], inputs, null))
+                {
+                    int samples = data.SampleCount, features = data.Features;
+                    Assert.AreEqual(6, samples);
+                    Assert.AreEqual(32, features);
+                }
+            }
+        }
+
+        [Test]
+        public void ASizeBeyondAnIntIsAnOverflowExceptionNamingIt()
+        {
+            using (var model = new Model("input 32768x65536x1; globalavgpool"))
+            {
+                var e = Assert.Throws<OverflowException>(() => model.InputSize.ToString());
+                StringAssert.Contains("Model.InputSize is 2147483648", e.Message);
+                Assert.AreEqual(1, model.OutputSize);
+                Assert.AreEqual(new[] { 1, 1, 1 }, model.LayerShape(1));
             }
         }
     }
@@ -75,8 +176,8 @@ namespace Snn.Tests
             using (var model = new Model(Spec))
             {
                 Assert.AreEqual(5, model.LayerCount);
-                Assert.AreEqual(new long[] { 4, 6, 6 }, model.LayerShape(1));
-                Assert.AreEqual(new long[] { 4, 3, 3 }, model.LayerShape(2));
+                Assert.AreEqual(new[] { 4, 6, 6 }, model.LayerShape(1));
+                Assert.AreEqual(new[] { 4, 3, 3 }, model.LayerShape(2));
                 Assert.AreEqual(64, model.InputSize);
                 Assert.AreEqual(3, model.OutputSize);
                 Assert.AreEqual(4 * 9 + 4 + 36 * 3 + 3, model.ParameterCount);
@@ -106,7 +207,7 @@ namespace Snn.Tests
                 {
                     fwd.Forward();
                     losses[i] = bwd.Backprop(fwd, Loss.LogitCrossEntropy);
-                    sgd.Step(model, bwd);
+                    sgd.Step(bwd);
                 }
                 for (int i = 1; i < 20; i++) Assert.Less(losses[i], losses[i - 1]);
                 Assert.Less(losses[19], 0.7f * losses[0]);
@@ -324,7 +425,7 @@ namespace Snn.Tests
                 Bwd.SetLabels(new[] { 0, 2 });
                 Fwd.Forward();
                 Assert.Greater(Bwd.Backprop(Fwd, Loss.LogitCrossEntropy), 0f);
-                Opt.Step(Model, Bwd);
+                Opt.Step(Bwd);
                 Fwd.Forward();
                 Outputs = Fwd.GetOutputs();
                 Gradients = Bwd.GetGradients();
@@ -366,7 +467,7 @@ namespace Snn.Tests
                     Assert.AreEqual(1, Opt.StepCount);
                     Assert.AreEqual(0.05, Opt.Get(Hyperparameter.LearningRate));
                     if (!model || !bwd)
-                        Assert.Throws<ObjectDisposedException>(() => Opt.Step(Model, Bwd));
+                        Assert.Throws<ObjectDisposedException>(() => Opt.Step(Bwd));
                     Assert.AreEqual(1, Opt.StepCount);
                 }
             }
@@ -438,7 +539,7 @@ namespace Snn.Tests
             t.Bwd.Dispose();
             Assert.Throws<ObjectDisposedException>(() => t.Bwd.GetGradients());
             t.Model.Dispose();
-            Assert.Throws<ObjectDisposedException>(() => t.Opt.Step(t.Model, t.Bwd));
+            Assert.Throws<ObjectDisposedException>(() => t.Opt.Step(t.Bwd));
             t.Opt.Dispose();
             Assert.Throws<ObjectDisposedException>(() => t.Opt.Reset());
         }

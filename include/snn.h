@@ -347,7 +347,9 @@ SNN_API snn_status snn_model_init(snn_model *model, uint64_t seed);
 SNN_API snn_status snn_parameters(snn_model *model, float **data, size_t *count);
 
 /* Copies all parameters out to / in from host memory, on any device.
- * `count` must equal snn_parameter_count (SNN_ERR_COUNT otherwise). */
+ * `count` must equal snn_parameter_count (SNN_ERR_COUNT otherwise). Any
+ * float is accepted, NaN, infinities and subnormals included (their bits
+ * survive a save and a load, as they do in PyTorch's state_dict). */
 SNN_API snn_status snn_get_parameters(const snn_model *model, float *dst, size_t count);
 SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t count);
 
@@ -358,9 +360,14 @@ SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t
  * variances 1, counts 0), moves with the model between devices and is saved
  * in model files and checkpoints. num_batches_tracked is held as a float:
  * it counts exactly up to 2^24 batches, then stays there. Models without
- * such layers have a state of 0 values.
+ * such layers have a state of 0 values. snn_set_state accepts what a model
+ * file holds, so every state it sets saves and loads back bit for bit:
+ * running statistics may be any float; a count must be a whole number in
+ * [0, 2^24] = [0, 16777216] (not -0, NaN, an infinity or a fraction).
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT (count differs from
- * snn_state_count; dst/src may be NULL when the count is 0). */
+ * snn_state_count; dst/src may be NULL when the count is 0),
+ * SNN_ERR_INVALID_ARGUMENT (snn_set_state: a count that is not one; the
+ * message gives its index, layer and value; the state is unchanged). */
 SNN_API snn_status snn_state_count(const snn_model *model, size_t *count);
 SNN_API snn_status snn_get_state(const snn_model *model, float *dst, size_t count);
 SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t count);
@@ -620,7 +627,8 @@ SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int6
  *   dense      weight [out, in], bias [out]
  *   conv       weight [out, in, kh, kw], bias [out]
  *   batchnorm  weight [C], bias [C], running_mean [C], running_var [C] (F32),
- *              num_batches_tracked [] (I64)
+ *              num_batches_tracked [] (I64: a negative count is refused,
+ *              one above 2^24 is held as 2^24, see snn_get_state)
  *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
  * A torch module whose submodules are registered as layers.<i> loads these
  * tensors with load_state_dict(strict=True); PyTorch's safetensors readers

@@ -431,6 +431,8 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
     float *params = model->m.params_ptr(), *state = model->m.state_ptr();
     for (const Destination &d : destinations)
         read_tensor(d.name, h.tensors.at(d.name), (d.slot->state ? state : params) + d.slot->offset);
+    const std::string problem = state_problem(model->m.net, state, "the file's state");
+    if (!problem.empty()) fail(SNN_ERR_FILE_FORMAT, "%s", problem.c_str());
     if (opt_out) {
         auto opt = std::make_unique<snn_optimiser>();
         Optimiser &o = opt->o;
@@ -465,7 +467,7 @@ void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_
                 const size_t n = std::min(t.elements - done, sizeof(chunk) / size);
                 file.read(h.data_offset + t.begin + done * size, chunk, n * size);
                 if (size == 8)
-                    read_le_i64_count(chunk, n, dst + done, name);
+                    read_le_i64_count(chunk, n, dst + done);
                 else
                     read_le_f32(chunk, n, dst + done);
                 done += n;
@@ -481,7 +483,7 @@ void load_buffer(const unsigned char *bytes, size_t size, std::unique_ptr<snn_mo
     const SafetensorsHeader h = safetensors_parse(bytes, size);
     load(h, [&](const std::string &name, const TensorIn &t, float *dst) {
             if (t.dtype == "I64")
-                read_le_i64_count(bytes + h.data_offset + t.begin, t.elements, dst, name);
+                read_le_i64_count(bytes + h.data_offset + t.begin, t.elements, dst);
             else
                 read_le_f32(bytes + h.data_offset + t.begin, t.elements, dst);
         }, model, nullptr);

@@ -191,6 +191,8 @@ SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t coun
             fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
         if (count == 0) return;
         need(src, "src");
+        const std::string problem = state_problem(m.net, src, "src");
+        if (!problem.empty()) fail(SNN_ERR_INVALID_ARGUMENT, "%s", problem.c_str());
         model_write(m, m.state.get(), src, count * sizeof(float));
     });
 }

@@ -253,12 +253,11 @@ SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size) {
     return safetensors_parse_header(reinterpret_cast<const char *>(bytes + 8), size_t(n), size);
 }
 
-void read_le_i64_count(const unsigned char *src, size_t count, float *dst, const std::string &name) {
+void read_le_i64_count(const unsigned char *src, size_t count, float *dst) {
     for (size_t i = 0; i < count; ++i) {
         uint64_t v = 0;
         for (int q = 7; q >= 0; --q) v = (v << 8) | src[8 * i + size_t(q)];
         const int64_t c = int64_t(v);
-        if (c < 0) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' holds the negative count %lld", name.c_str(), (long long)c);
         dst[i] = c > (int64_t(1) << 24) ? 16777216.0f : float(c);
     }
 }

@@ -82,8 +82,8 @@ SafetensorsHeader safetensors_parse(const unsigned char *bytes, size_t size);
 
 // Reads `count` little-endian floats from possibly unaligned memory.
 void read_le_f32(const unsigned char *src, size_t count, float *dst);
-// Reads `count` little-endian int64 counts as floats (a count above 2^24 is
-// held as 2^24); throws SNN_ERR_FILE_FORMAT naming `name` for a negative one.
-void read_le_i64_count(const unsigned char *src, size_t count, float *dst, const std::string &name);
+// Reads `count` little-endian int64 counts as floats, a count above 2^24 as
+// 2^24 (a negative one as itself, rounded, for the reader to refuse).
+void read_le_i64_count(const unsigned char *src, size_t count, float *dst);
 
 }  // namespace snn

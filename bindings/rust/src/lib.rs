@@ -2,7 +2,6 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-#[allow(missing_docs)]
 pub mod sys;
 
 use std::any::Any;
@@ -827,6 +826,15 @@ impl fmt::Debug for Model {
     }
 }
 
+/// Where a forward cache's dropout generator stands ([`ForwardCache::rng_state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RngState {
+    /// The seed last set ([`ForwardCache::set_seed`]; 0 for a new cache).
+    pub seed: u64,
+    /// Training passes run since the seed was set (inference passes do not count).
+    pub passes: u64,
+}
+
 /// Marks a handle `Send` but not `Sync`: one thread uses it at a time.
 type NotSync = PhantomData<Cell<()>>;
 
@@ -907,6 +915,25 @@ impl ForwardCache {
     pub fn set_seed(&mut self, seed: u64) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_cache_set_seed(self.ptr(), seed) })
+    }
+
+    /// The dropout generator's state: the seed last set and the training
+    /// passes run since. Save it with a checkpoint and restore it with
+    /// [`ForwardCache::set_rng_state`] to resume a model with dropout bit for bit.
+    pub fn rng_state(&self) -> Result<RngState, Error> {
+        let (mut seed, mut passes) = (0u64, 0u64);
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { sys::snn_cache_rng_state(self.ptr(), &mut seed, &mut passes) })?;
+        Ok(RngState { seed, passes })
+    }
+
+    /// Restores a state read by [`ForwardCache::rng_state`], from this cache
+    /// or any cache of a model with the same layers: the training passes that
+    /// follow draw the masks the passes after that reading drew.
+    /// `set_rng_state(RngState { seed, passes: 0 })` is `set_seed(seed)`.
+    pub fn set_rng_state(&mut self, state: RngState) -> Result<(), Error> {
+        // SAFETY: live handle.
+        check(unsafe { sys::snn_cache_set_rng_state(self.ptr(), state.seed, state.passes) })
     }
 
     /// Copies a batch of inputs, `[batch][features]`; the batch becomes

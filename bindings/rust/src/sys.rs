@@ -2,90 +2,136 @@
 //!
 //! `tools/abi_check.py --rust` compares these with the header (names, argument
 //! counts and types, const included). A function deliberately left out would be
-//! listed here in a line `abi-omitted: <name> <reason>`; none is.
+//! listed here in a line `abi-omitted: <name> <reason>`; none is. Each item's
+//! line says what it is or does; `snn.h` documents the errors, ownership and
+//! lifetimes of every function.
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_void};
 
+/// A status code: `SNN_OK` (0) or one of the `SNN_ERR_*` codes of `snn.h`.
 pub type snn_status = i32;
+/// A loss: `SNN_LOSS_MSE` or `SNN_LOSS_LOGIT_CROSSENTROPY`.
 pub type snn_loss = i32;
+/// An optimiser kind: `SNN_OPTIMISER_*`.
 pub type snn_optimiser_kind = i32;
+/// An optimiser setting: `SNN_HP_*`.
 pub type snn_hyperparameter = i32;
+/// The log callback: user data, a level (`SNN_LOG_*`), a UTF-8 message valid during the call.
 pub type snn_log_fn = Option<unsafe extern "C" fn(*mut c_void, i32, *const c_char)>;
 
-/// Opaque handles: only ever used behind pointers.
+// Opaque handles: only ever used behind pointers.
+/// A model: its layers, parameters and state.
 #[repr(C)]
 pub struct snn_model {
     _opaque: [u8; 0],
 }
+/// The buffers of forward passes of one model.
 #[repr(C)]
 pub struct snn_forward_cache {
     _opaque: [u8; 0],
 }
+/// The gradient buffers of one model.
 #[repr(C)]
 pub struct snn_backward_cache {
     _opaque: [u8; 0],
 }
+/// An optimiser's settings, moments and step count.
 #[repr(C)]
 pub struct snn_optimiser {
     _opaque: [u8; 0],
 }
+/// A data set copied once to a device.
 #[repr(C)]
 pub struct snn_dataset {
     _opaque: [u8; 0],
 }
 
+/// Success.
 pub const SNN_OK: snn_status = 0;
+/// The device id of the CPU.
 pub const SNN_DEVICE_CPU: i32 = -1;
 
+/// Mean squared error against targets.
 pub const SNN_LOSS_MSE: snn_loss = 1;
+/// Softmax cross-entropy against 0-based labels.
 pub const SNN_LOSS_LOGIT_CROSSENTROPY: snn_loss = 2;
 
+/// SGD: lr 0.01, momentum 0, nesterov 0.
 pub const SNN_OPTIMISER_SGD: snn_optimiser_kind = 1;
+/// Adam: lr 0.001, beta1 0.9, beta2 0.999, eps 1e-8.
 pub const SNN_OPTIMISER_ADAM: snn_optimiser_kind = 2;
+/// AdamW: as Adam, weight decay 0.01 (decoupled).
 pub const SNN_OPTIMISER_ADAMW: snn_optimiser_kind = 3;
+/// RMSprop: lr 0.01, alpha 0.99, eps 1e-8.
 pub const SNN_OPTIMISER_RMSPROP: snn_optimiser_kind = 4;
 
+/// Learning rate, [0, FLT_MAX].
 pub const SNN_HP_LEARNING_RATE: snn_hyperparameter = 1;
+/// SGD momentum, [0, 1).
 pub const SNN_HP_MOMENTUM: snn_hyperparameter = 2;
+/// SGD Nesterov momentum, 0 or 1.
 pub const SNN_HP_NESTEROV: snn_hyperparameter = 3;
+/// Adam(W) beta1, [0, 1).
 pub const SNN_HP_BETA1: snn_hyperparameter = 4;
+/// Adam(W) beta2, [0, 1).
 pub const SNN_HP_BETA2: snn_hyperparameter = 5;
+/// Epsilon, [FLT_MIN, FLT_MAX].
 pub const SNN_HP_EPSILON: snn_hyperparameter = 6;
+/// Weight decay, [0, FLT_MAX].
 pub const SNN_HP_WEIGHT_DECAY: snn_hyperparameter = 7;
+/// RMSprop smoothing, [0, 1).
 pub const SNN_HP_ALPHA: snn_hyperparameter = 8;
 
+/// Log level of a failed call's message.
 pub const SNN_LOG_ERROR: i32 = 0;
+/// Log level of a warning.
 pub const SNN_LOG_WARNING: i32 = 1;
+/// Log level of a note.
 pub const SNN_LOG_INFO: i32 = 2;
 
 extern "C" {
     // Version
+    /// The library's version, MAJOR * 1000000 + MINOR * 1000 + PATCH.
     pub fn snn_version_number() -> i32;
+    /// The library's version as static text, e.g. "0.1.0".
     pub fn snn_version_string() -> *const c_char;
+    /// The build's features as static text, e.g. "cpu openblas cuda-plugin".
     pub fn snn_build_features() -> *const c_char;
+    /// 1 if `feature` is one word of `snn_build_features()`, else 0.
     pub fn snn_has_feature(feature: *const c_char) -> i32;
 
     // Status and errors
+    /// Static English text for a status code.
     pub fn snn_status_string(status: snn_status) -> *const c_char;
+    /// The message of the last failed call on this thread (empty when none failed).
     pub fn snn_last_error() -> *const c_char;
 
     // Settings
+    /// Bounds the CPU threads the library uses; n >= 1.
     pub fn snn_set_num_threads(n: i32) -> snn_status;
+    /// The current CPU thread bound.
     pub fn snn_get_num_threads() -> i32;
+    /// Installs (or with `None` removes) the process-wide log callback.
     pub fn snn_set_log_callback(callback: snn_log_fn, user_data: *mut c_void) -> snn_status;
+    /// With on = 1, backprop and steps fail with `SNN_ERR_NOT_FINITE` on NaN or Inf.
     pub fn snn_set_check_finite(on: i32) -> snn_status;
 
     // Models
+    /// Parses a model spec into a new CPU model.
     pub fn snn_model_create(spec: *const c_char, out: *mut *mut snn_model) -> snn_status;
+    /// Frees a model; NULL is accepted.
     pub fn snn_model_destroy(model: *mut snn_model);
+    /// Writes the canonical spec into `buf` and its length (without the NUL) into `length`.
     pub fn snn_model_describe(
         model: *const snn_model,
         buf: *mut c_char,
         capacity: usize,
         length: *mut usize,
     ) -> snn_status;
+    /// Number of layers, the input layer included.
     pub fn snn_model_layer_count(model: *const snn_model, count: *mut i64) -> snn_status;
+    /// A layer's output shape as channels, height, width.
     pub fn snn_model_layer_shape(
         model: *const snn_model,
         layer: i64,
@@ -93,6 +139,7 @@ extern "C" {
         height: *mut i64,
         width: *mut i64,
     ) -> snn_status;
+    /// Where a layer's weights and bias lie in the flat parameter vector.
     pub fn snn_model_layer_params(
         model: *const snn_model,
         layer: i64,
@@ -101,17 +148,28 @@ extern "C" {
         bias_offset: *mut usize,
         bias_count: *mut usize,
     ) -> snn_status;
+    /// Input features per sample.
     pub fn snn_model_input_size(model: *const snn_model, features: *mut usize) -> snn_status;
+    /// Outputs per sample.
     pub fn snn_model_output_size(model: *const snn_model, outputs: *mut usize) -> snn_status;
+    /// Number of trainable parameters.
     pub fn snn_parameter_count(model: *const snn_model, count: *mut usize) -> snn_status;
+    /// Re-initialises every parameter from `seed`.
     pub fn snn_model_init(model: *mut snn_model, seed: u64) -> snn_status;
+    /// Zero-copy view of a CPU model's flat parameter vector.
     pub fn snn_parameters(model: *mut snn_model, data: *mut *mut f32, count: *mut usize)
         -> snn_status;
+    /// Copies the parameters into `dst`; count = parameter count.
     pub fn snn_get_parameters(model: *const snn_model, dst: *mut f32, count: usize) -> snn_status;
+    /// Copies the parameters from `src`; count = parameter count.
     pub fn snn_set_parameters(model: *mut snn_model, src: *const f32, count: usize) -> snn_status;
+    /// Number of state values (running statistics).
     pub fn snn_state_count(model: *const snn_model, count: *mut usize) -> snn_status;
+    /// Copies the state into `dst`; count = state count.
     pub fn snn_get_state(model: *const snn_model, dst: *mut f32, count: usize) -> snn_status;
+    /// Copies the state from `src`; count = state count.
     pub fn snn_set_state(model: *mut snn_model, src: *const f32, count: usize) -> snn_status;
+    /// Where a layer's state lies in the state vector.
     pub fn snn_model_layer_state(
         model: *const snn_model,
         layer: i64,
@@ -120,33 +178,44 @@ extern "C" {
     ) -> snn_status;
 
     // Forward pass
+    /// A forward cache for batches up to `max_batch`, on the model's device.
     pub fn snn_preallocate(
         model: *const snn_model,
         max_batch: i64,
         out: *mut *mut snn_forward_cache,
     ) -> snn_status;
+    /// Frees a forward cache; NULL is accepted.
     pub fn snn_forward_cache_destroy(cache: *mut snn_forward_cache);
+    /// Sets the batch of the next pass, 1..=max_batch.
     pub fn snn_cache_set_batch(cache: *mut snn_forward_cache, batch: i64) -> snn_status;
+    /// Training (1) or inference (0) mode.
     pub fn snn_cache_set_training(cache: *mut snn_forward_cache, on: i32) -> snn_status;
+    /// Whether the cache runs in training mode.
     pub fn snn_cache_training(cache: *const snn_forward_cache, on: *mut i32) -> snn_status;
+    /// Seeds the dropout generator and restarts its sequence.
     pub fn snn_cache_set_seed(cache: *mut snn_forward_cache, seed: u64) -> snn_status;
+    /// Reads the dropout generator's seed and the training passes run since it was set.
     pub fn snn_cache_rng_state(
         cache: *const snn_forward_cache,
         seed: *mut u64,
         passes: *mut u64,
     ) -> snn_status;
+    /// Restores the dropout generator's seed and pass count.
     pub fn snn_cache_set_rng_state(
         cache: *mut snn_forward_cache,
         seed: u64,
         passes: u64,
     ) -> snn_status;
+    /// The current and the maximum batch size.
     pub fn snn_cache_batch(
         cache: *const snn_forward_cache,
         batch: *mut i64,
         max_batch: *mut i64,
     ) -> snn_status;
+    /// Copies `count` = batch * features floats of input, `[batch][features]`.
     pub fn snn_set_inputs(cache: *mut snn_forward_cache, inputs: *const f32, count: usize)
         -> snn_status;
+    /// Gathers samples `indices[0..n)` of `data`; the batch becomes n.
     pub fn snn_set_inputs_gather(
         cache: *mut snn_forward_cache,
         data: *const f32,
@@ -154,26 +223,34 @@ extern "C" {
         indices: *const i64,
         n: usize,
     ) -> snn_status;
+    /// Runs the model on the cache's inputs.
     pub fn snn_forward(cache: *mut snn_forward_cache, model: *const snn_model) -> snn_status;
+    /// Zero-copy view of the outputs of the last pass (CPU caches).
     pub fn snn_outputs(
         cache: *const snn_forward_cache,
         data: *mut *const f32,
         count: *mut usize,
     ) -> snn_status;
+    /// Copies the outputs into `dst`; count = batch * outputs.
     pub fn snn_get_outputs(cache: *const snn_forward_cache, dst: *mut f32, count: usize)
         -> snn_status;
 
     // Losses and backpropagation
+    /// Gradient buffers for batches up to `max_batch`.
     pub fn snn_preallocate_grads(
         model: *const snn_model,
         max_batch: i64,
         out: *mut *mut snn_backward_cache,
     ) -> snn_status;
+    /// Frees a backward cache; NULL is accepted.
     pub fn snn_backward_cache_destroy(cache: *mut snn_backward_cache);
+    /// Targets for `SNN_LOSS_MSE`, `[batch][outputs]`, copied.
     pub fn snn_set_targets(cache: *mut snn_backward_cache, targets: *const f32, count: usize)
         -> snn_status;
+    /// 0-based class labels for `SNN_LOSS_LOGIT_CROSSENTROPY`, copied.
     pub fn snn_set_labels(cache: *mut snn_backward_cache, labels: *const i32, n: usize)
         -> snn_status;
+    /// Gathers labels by index: label i is `labels[indices[i]]`.
     pub fn snn_set_labels_gather(
         cache: *mut snn_backward_cache,
         labels: *const i32,
@@ -181,7 +258,9 @@ extern "C" {
         indices: *const i64,
         n: usize,
     ) -> snn_status;
+    /// With enabled = 1, backprop also computes the gradient with respect to the inputs.
     pub fn snn_set_input_gradient(cache: *mut snn_backward_cache, enabled: i32) -> snn_status;
+    /// The loss of the last forward pass and its gradient with respect to every parameter.
     pub fn snn_backprop(
         bwd: *mut snn_backward_cache,
         fwd: *mut snn_forward_cache,
@@ -189,6 +268,7 @@ extern "C" {
         loss: snn_loss,
         loss_value: *mut f32,
     ) -> snn_status;
+    /// Backpropagates a caller-supplied gradient with respect to the outputs.
     pub fn snn_backprop_with_output_gradient(
         bwd: *mut snn_backward_cache,
         fwd: *mut snn_forward_cache,
@@ -196,15 +276,19 @@ extern "C" {
         output_gradient: *const f32,
         count: usize,
     ) -> snn_status;
+    /// Zero-copy view of the flat gradient (CPU caches).
     pub fn snn_gradients(
         cache: *const snn_backward_cache,
         data: *mut *const f32,
         count: *mut usize,
     ) -> snn_status;
+    /// Copies the gradient into `dst`; count = parameter count.
     pub fn snn_get_gradients(cache: *const snn_backward_cache, dst: *mut f32, count: usize)
         -> snn_status;
+    /// Overwrites the gradient from `src`; count = parameter count.
     pub fn snn_set_gradients(cache: *mut snn_backward_cache, src: *const f32, count: usize)
         -> snn_status;
+    /// Copies the gradient with respect to the inputs; count = batch * features.
     pub fn snn_get_input_gradients(
         cache: *const snn_backward_cache,
         dst: *mut f32,
@@ -212,50 +296,63 @@ extern "C" {
     ) -> snn_status;
 
     // Optimisers
+    /// An optimiser for `model` with PyTorch's defaults.
     pub fn snn_optimiser_create(
         model: *const snn_model,
         kind: snn_optimiser_kind,
         out: *mut *mut snn_optimiser,
     ) -> snn_status;
+    /// Frees an optimiser; NULL is accepted.
     pub fn snn_optimiser_destroy(optimiser: *mut snn_optimiser);
+    /// Sets a hyperparameter; a failed call changes nothing.
     pub fn snn_optimiser_set(
         optimiser: *mut snn_optimiser,
         which: snn_hyperparameter,
         value: f64,
     ) -> snn_status;
+    /// Reads a hyperparameter.
     pub fn snn_optimiser_get(
         optimiser: *const snn_optimiser,
         which: snn_hyperparameter,
         value: *mut f64,
     ) -> snn_status;
+    /// Updates the model's parameters from the gradient in `grads`.
     pub fn snn_optimiser_step(
         optimiser: *mut snn_optimiser,
         model: *mut snn_model,
         grads: *const snn_backward_cache,
     ) -> snn_status;
+    /// Zeroes the moments and the step count.
     pub fn snn_optimiser_reset(optimiser: *mut snn_optimiser) -> snn_status;
+    /// Steps taken since creation or reset.
     pub fn snn_optimiser_step_count(optimiser: *const snn_optimiser, steps: *mut i64)
         -> snn_status;
 
     // Model files and checkpoints
+    /// Saves the model to a safetensors file, atomically.
     pub fn snn_model_save(model: *const snn_model, path: *const c_char) -> snn_status;
+    /// Loads a model file onto the CPU.
     pub fn snn_model_load(path: *const c_char, out: *mut *mut snn_model) -> snn_status;
+    /// Writes the model file into `buf`, or with `buf` NULL only its size.
     pub fn snn_model_save_to_buffer(
         model: *const snn_model,
         buf: *mut c_void,
         capacity: usize,
         size: *mut usize,
     ) -> snn_status;
+    /// Reads a model from the bytes of a model file.
     pub fn snn_model_load_from_buffer(
         data: *const c_void,
         size: usize,
         out: *mut *mut snn_model,
     ) -> snn_status;
+    /// Saves the model and the optimiser's kind, settings, step count and moments.
     pub fn snn_checkpoint_save(
         model: *const snn_model,
         optimiser: *const snn_optimiser,
         path: *const c_char,
     ) -> snn_status;
+    /// Loads a checkpoint as a CPU model and its optimiser.
     pub fn snn_checkpoint_load(
         path: *const c_char,
         model_out: *mut *mut snn_model,
@@ -263,18 +360,27 @@ extern "C" {
     ) -> snn_status;
 
     // Devices
+    /// Number of usable GPUs (0 without plugin, driver or device).
     pub fn snn_gpu_count() -> i32;
+    /// `SNN_OK` when GPU `device` can be used, else the reason.
     pub fn snn_gpu_status(device: i32) -> snn_status;
+    /// Moves the model to GPU `device`.
     pub fn snn_to_gpu(model: *mut snn_model, device: i32) -> snn_status;
+    /// Moves the model to the CPU.
     pub fn snn_to_cpu(model: *mut snn_model) -> snn_status;
+    /// Moves the model to GPU 0 when one can be used; writes where it is.
     pub fn snn_to_best_device(model: *mut snn_model, device: *mut i32) -> snn_status;
+    /// Where the model lives: `SNN_DEVICE_CPU` or a GPU index.
     pub fn snn_model_device(model: *const snn_model, device: *mut i32) -> snn_status;
+    /// Lets GPU caches created afterwards use TF32 math.
     pub fn snn_set_allow_tf32(on: i32) -> snn_status;
+    /// Copies inputs that live in GPU memory on the cache's device.
     pub fn snn_set_inputs_device(
         cache: *mut snn_forward_cache,
         device_inputs: *const f32,
         count: usize,
     ) -> snn_status;
+    /// Copies samples (and optional labels) to a device.
     pub fn snn_dataset_create(
         device: i32,
         samples: *const f32,
@@ -283,13 +389,16 @@ extern "C" {
         labels: *const i32,
         out: *mut *mut snn_dataset,
     ) -> snn_status;
+    /// Frees a data set; NULL is accepted.
     pub fn snn_dataset_destroy(dataset: *mut snn_dataset);
+    /// Gathers samples of a data set into a forward cache; the batch becomes n.
     pub fn snn_set_inputs_from_dataset(
         cache: *mut snn_forward_cache,
         dataset: *const snn_dataset,
         indices: *const i64,
         n: usize,
     ) -> snn_status;
+    /// Gathers labels of a data set into a backward cache.
     pub fn snn_set_labels_from_dataset(
         cache: *mut snn_backward_cache,
         dataset: *const snn_dataset,
@@ -298,10 +407,12 @@ extern "C" {
     ) -> snn_status;
 
     // Native GPU interoperation (a device pointer, for CUDA code)
+    /// The device pointer and length of a GPU cache's flat gradient.
     pub fn snn_gradients_device(
         cache: *mut snn_backward_cache,
         data: *mut *mut f32,
         count: *mut usize,
     ) -> snn_status;
+    /// Waits for the work queued on the cache.
     pub fn snn_backward_cache_synchronize(cache: *mut snn_backward_cache) -> snn_status;
 }

@@ -2,6 +2,8 @@
 # The Rust binding's checks against the libsnn built by Meson.
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT            cargo test of bindings/rust
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT clippy     cargo clippy -D warnings
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT doc        cargo doc with rustdoc's warnings
+#       (broken intra-doc links among them) as errors
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT dependent  cargo run of a crate that only
 #       has the dependency line and SNN_LIB_DIR (tests/bindings/rust_dependent),
 #       with no LD_LIBRARY_PATH
@@ -22,6 +24,10 @@ clippy)
     cd "$src/bindings/rust"
     cargo clippy --version >/dev/null 2>&1 || { echo "clippy not installed: skipped"; exit 77; }
     exec cargo clippy --offline --all-targets -- -D warnings ;;
+doc)
+    cd "$src/bindings/rust"
+    export RUSTDOCFLAGS="-D warnings"
+    exec cargo doc --offline --no-deps ;;
 dependent)
     cd "$src/tests/bindings/rust_dependent"
     export CARGO_TARGET_DIR=$build/rust-dependent-target

@@ -783,7 +783,8 @@ impl Model {
     }
 
     /// A forward cache for batches up to `max_batch`, on the model's device,
-    /// in training mode.
+    /// in training mode. Each [`ForwardCache::set_inputs`] sets the batch
+    /// of the passes that follow to its number of samples, `max_batch` at most.
     pub fn preallocate(&self, max_batch: usize) -> Result<ForwardCache, Error> {
         let max_batch = to_i64("Model::preallocate: max_batch", max_batch, ErrorKind::Batch)?;
         let features = self.input_size()?;

@@ -26,8 +26,8 @@ void activation_forward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const size_t total = static_cast<size_t>(a.n * a.l->out.size());
     if (total == 0) return;
-    activation_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.y, total,
-                                                                             a.l->act);
+    SNN_LAUNCH(activation_forward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.y,
+               total, a.l->act);
     check_launch("activation_forward kernel");
 }
 
@@ -36,8 +36,8 @@ void activation_backward(const OpArgs &a) {
     const size_t total = static_cast<size_t>(a.n * a.l->out.size());
     if (a.dx[0] == nullptr || total == 0) return;
     const float *v = act_uses_input(a.l->act) ? a.x[0] : a.y;
-    activation_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.dy, v, a.dx[0],
-                                                                              total, a.l->act);
+    SNN_LAUNCH(activation_backward_kernel, blocks_for(total), kThreads, cs.stream, a.dy, v, a.dx[0],
+               total, a.l->act);
     check_launch("activation_backward kernel");
 }
 

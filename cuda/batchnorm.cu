@@ -127,9 +127,10 @@ void batchnorm_forward(const OpArgs &a) {
     const Layer &l = *a.l;
     const Channels ch = channels_of(l);
     if (a.n <= 0 || ch.count <= 0) return;
-    batchnorm_forward_kernel<<<grid_of(ch.count, "batchnorm channels"), kThreads, 0, cs.stream>>>(
-        a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset, a.state + l.state_offset,
-        a.aux, a.n, ch.count, ch.inner, l.eps, l.momentum, a.training ? 1 : 0);
+    SNN_LAUNCH(batchnorm_forward_kernel, grid_of(ch.count, "batchnorm channels"), kThreads,
+               cs.stream, a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset,
+               a.state + l.state_offset, a.aux, a.n, ch.count, ch.inner, l.eps, l.momentum,
+               a.training ? 1 : 0);
     check_launch("batchnorm_forward kernel");
 }
 
@@ -138,9 +139,10 @@ void batchnorm_backward(const OpArgs &a) {
     const Layer &l = *a.l;
     const Channels ch = channels_of(l);
     if (a.n <= 0 || ch.count <= 0) return;
-    batchnorm_backward_kernel<<<grid_of(ch.count, "batchnorm channels"), kThreads, 0, cs.stream>>>(
-        a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, a.aux, a.grads + l.weight_offset,
-        a.grads + l.bias_offset, a.n, ch.count, ch.inner, a.training ? 1 : 0);
+    SNN_LAUNCH(batchnorm_backward_kernel, grid_of(ch.count, "batchnorm channels"), kThreads,
+               cs.stream, a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, a.aux,
+               a.grads + l.weight_offset, a.grads + l.bias_offset, a.n, ch.count, ch.inner,
+               a.training ? 1 : 0);
     check_launch("batchnorm_backward kernel");
 }
 

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "launch.h"
 #include "snn.h"
 
 namespace snn {

@@ -35,8 +35,8 @@ void dropout_forward(const OpArgs &a) {
         return;
     }
     const double p = a.l->p;
-    dropout_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(
-        a.x[0], a.y, aux_per_sample(a), total, a.key, (float)p, (float)(1.0 / (1.0 - p)));
+    SNN_LAUNCH(dropout_forward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.y,
+               aux_per_sample(a), total, a.key, (float)p, (float)(1.0 / (1.0 - p)));
     check_launch("dropout_forward kernel");
 }
 
@@ -49,8 +49,8 @@ void dropout_backward(const OpArgs &a) {
         if (a.dx[0] != a.dy) a.be->copy(a.s, a.dx[0], a.dy, total * sizeof(float));
         return;
     }
-    dropout_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(
-        a.dy, aux_per_sample(a), a.dx[0], total);
+    SNN_LAUNCH(dropout_backward_kernel, blocks_for(total), kThreads, cs.stream, a.dy,
+               aux_per_sample(a), a.dx[0], total);
     check_launch("dropout_backward kernel");
 }
 

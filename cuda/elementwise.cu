@@ -19,8 +19,8 @@ __global__ void bias_activation_kernel(float *y, float *z_out, const float *b, s
 void bias_activation(cudaStream_t stream, float *y, float *z, const float *b, size_t total,
                      int64_t channels, int64_t inner, Act act) {
     if (total == 0 || (b == nullptr && z == nullptr && act == Act::identity)) return;
-    bias_activation_kernel<<<blocks_for(total), kThreads, 0, stream>>>(y, z, b, total, channels,
-                                                                       inner, act);
+    SNN_LAUNCH(bias_activation_kernel, blocks_for(total), kThreads, stream, y, z, b, total,
+               channels, inner, act);
     check_launch("bias_activation kernel");
 }
 
@@ -34,7 +34,7 @@ __global__ void activation_grad_kernel(float *dy, const float *v, size_t total, 
 
 void activation_grad(cudaStream_t stream, float *dy, const float *v, size_t total, Act act) {
     if (total == 0 || act == Act::identity) return;
-    activation_grad_kernel<<<blocks_for(total), kThreads, 0, stream>>>(dy, v, total, act);
+    SNN_LAUNCH(activation_grad_kernel, blocks_for(total), kThreads, stream, dy, v, total, act);
     check_launch("activation_grad kernel");
 }
 
@@ -48,7 +48,7 @@ __global__ void add_kernel(float *dst, const float *src, size_t n) {
 
 void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n) {
     if (n == 0) return;
-    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, src, n);
+    SNN_LAUNCH(add_kernel, blocks_for(n), kThreads, stream, dst, src, n);
     check_launch("add kernel");
 }
 
@@ -82,8 +82,8 @@ void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer
     if (channels <= 0) return;
     if (channels > 0x7fffffff)
         raise(SNN_ERR_UNSUPPORTED, strf("bias gradient of %lld channels", (long long)channels));
-    channel_sums_kernel<<<(unsigned int)channels, kThreads, 0, stream>>>(db, dz, outer, channels,
-                                                                         inner);
+    SNN_LAUNCH(channel_sums_kernel, (unsigned int)channels, kThreads, stream, db, dz, outer,
+               channels, inner);
     check_launch("channel_sums kernel");
 }
 
@@ -97,7 +97,7 @@ __global__ void fill_kernel(float *dst, float value, size_t n) {
 
 void fill_floats(cudaStream_t stream, float *dst, float value, size_t n) {
     if (n == 0) return;
-    fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, value, n);
+    SNN_LAUNCH(fill_kernel, blocks_for(n), kThreads, stream, dst, value, n);
     check_launch("fill kernel");
 }
 
@@ -120,8 +120,8 @@ template <typename W>
 static void launch_gather(cudaStream_t stream, void *dst, const void *src, const int64_t *idx,
                           size_t n, size_t row_bytes) {
     size_t row_words = row_bytes / sizeof(W);
-    gather_kernel<W><<<blocks_for(n * row_words), kThreads, 0, stream>>>(
-        static_cast<W *>(dst), static_cast<const W *>(src), idx, n, row_words);
+    SNN_LAUNCH(gather_kernel<W>, blocks_for(n * row_words), kThreads, stream, static_cast<W *>(dst),
+               static_cast<const W *>(src), idx, n, row_words);
     check_launch("gather kernel");
 }
 
@@ -152,7 +152,7 @@ __global__ void nonfinite_kernel(const float *x, size_t n, int32_t *flag) {
 
 void flag_nonfinite(cudaStream_t stream, const float *x, size_t n, int32_t *flag) {
     if (n == 0) return;
-    nonfinite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, flag);
+    SNN_LAUNCH(nonfinite_kernel, blocks_for(n), kThreads, stream, x, n, flag);
     check_launch("all_finite kernel");
 }
 

@@ -89,9 +89,9 @@ void layernorm_forward(const OpArgs &a) {
     const Layer &l = *a.l;
     const int64_t features = l.in.size();
     if (a.n <= 0 || features <= 0) return;
-    layernorm_forward_kernel<<<grid_of(a.n, "layernorm samples"), kThreads, 0, cs.stream>>>(
-        a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset, aux_per_sample(a),
-        features, l.eps);
+    SNN_LAUNCH(layernorm_forward_kernel, grid_of(a.n, "layernorm samples"), kThreads, cs.stream,
+               a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset, aux_per_sample(a),
+               features, l.eps);
     check_launch("layernorm_forward kernel");
 }
 
@@ -102,13 +102,13 @@ void layernorm_backward(const OpArgs &a) {
     const int64_t features = l.in.size();
     if (a.n <= 0 || features <= 0) return;
     const float *aux = aux_per_sample(a);
-    layernorm_param_grads_kernel<<<blocks_for(static_cast<size_t>(features)), kThreads, 0,
-                                   cs.stream>>>(a.x[0], a.dy, aux, a.grads + l.weight_offset,
-                                                a.grads + l.bias_offset, a.n, features);
+    SNN_LAUNCH(layernorm_param_grads_kernel, blocks_for(static_cast<size_t>(features)), kThreads,
+               cs.stream, a.x[0], a.dy, aux, a.grads + l.weight_offset, a.grads + l.bias_offset,
+               a.n, features);
     check_launch("layernorm_param_grads kernel");
     if (a.dx[0] == nullptr) return;
-    layernorm_input_grad_kernel<<<grid_of(a.n, "layernorm samples"), kThreads, 0, cs.stream>>>(
-        a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, aux, features);
+    SNN_LAUNCH(layernorm_input_grad_kernel, grid_of(a.n, "layernorm samples"), kThreads, cs.stream,
+               a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, aux, features);
     check_launch("layernorm_input_grad kernel");
 }
 

@@ -113,11 +113,11 @@ void CudaBackend::mse_loss(Stream *s, int64_t n, int64_t k, const float *y, cons
     const size_t count = static_cast<size_t>(n * k);
     if (count == 0) raise(SNN_ERR_INTERNAL, "mse_loss of an empty batch");
     const unsigned int blocks = reduce_blocks(count);
-    mse_kernel<<<blocks, kThreads, 0, cs.stream>>>(y, t, dy, count, 1.0f / (float)count,
-                                                   cs.partials);
+    SNN_LAUNCH(mse_kernel, blocks, kThreads, cs.stream, y, t, dy, count, 1.0f / (float)count,
+               cs.partials);
     check_launch("mse_loss kernel");
-    finish_sum_kernel<<<1, kThreads, 0, cs.stream>>>(cs.partials, blocks, 1.0f / (float)count,
-                                                     loss);
+    SNN_LAUNCH(finish_sum_kernel, 1, kThreads, cs.stream, cs.partials, blocks, 1.0f / (float)count,
+               loss);
     check_launch("mse_loss sum kernel");
 }
 
@@ -126,10 +126,11 @@ void CudaBackend::xent_loss(Stream *s, int64_t n, int64_t k, const float *y, con
     CudaStream &cs = use(s);
     if (n <= 0 || k <= 0) raise(SNN_ERR_INTERNAL, "xent_loss of an empty batch");
     const unsigned int blocks = reduce_blocks(static_cast<size_t>(n));
-    xent_kernel<<<blocks, kThreads, 0, cs.stream>>>(y, labels, dy, n, k, 1.0f / (float)n,
-                                                    cs.partials);
+    SNN_LAUNCH(xent_kernel, blocks, kThreads, cs.stream, y, labels, dy, n, k, 1.0f / (float)n,
+               cs.partials);
     check_launch("xent_loss kernel");
-    finish_sum_kernel<<<1, kThreads, 0, cs.stream>>>(cs.partials, blocks, 1.0f / (float)n, loss);
+    SNN_LAUNCH(finish_sum_kernel, 1, kThreads, cs.stream, cs.partials, blocks, 1.0f / (float)n,
+               loss);
     check_launch("xent_loss sum kernel");
 }
 
@@ -153,8 +154,8 @@ void CudaBackend::optimiser_step(Stream *s, OptKind kind, const OptStep &step, s
             raise(SNN_ERR_INTERNAL, strf("unknown optimiser kind %d", static_cast<int>(kind)));
     }
     if (count == 0) return;
-    optimiser_kernel<<<blocks_for(count), kThreads, 0, cs.stream>>>(kind, step, count, params,
-                                                                    grads, m, v);
+    SNN_LAUNCH(optimiser_kernel, blocks_for(count), kThreads, cs.stream, kind, step, count, params,
+               grads, m, v);
     check_launch("optimiser kernel");
 }
 

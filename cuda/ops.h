@@ -29,7 +29,7 @@ inline unsigned int grid_of(int64_t count, const char *what) {
     return static_cast<unsigned int>(count);
 }
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(SNN_CUDA_EMULATED)
 // Sum of v over the block, added as a fixed binary tree, so the result never
 // depends on timing; every thread gets it. Needs blockDim.x == kThreads and
 // `buf` shared memory of kThreads values (free again on return).

@@ -158,7 +158,8 @@ void maxpool_forward(const OpArgs &a) {
     const PoolDims d = pool_dims(*a.l);
     Geometry g = prepare(a, true, d);
     size_t total = static_cast<size_t>(a.n * d.c * d.hout * d.wout);
-    maxpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.y, total, g);
+    SNN_LAUNCH(maxpool_forward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.y, total,
+               g);
     check_launch("maxpool_forward kernel");
 }
 
@@ -170,8 +171,8 @@ void maxpool_backward(const OpArgs &a) {
     Geometry g = prepare(a, true, d);
     if (a.dx[0] == nullptr) return;
     size_t total = static_cast<size_t>(a.n * d.c * d.hin * d.win);
-    maxpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.dy, a.dx[0],
-                                                                           total, g);
+    SNN_LAUNCH(maxpool_backward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.dy,
+               a.dx[0], total, g);
     check_launch("maxpool_backward kernel");
 }
 
@@ -180,7 +181,8 @@ void avgpool_forward(const OpArgs &a) {
     const PoolDims d = pool_dims(*a.l);
     Geometry g = prepare(a, false, d);
     size_t total = static_cast<size_t>(a.n * d.c * d.hout * d.wout);
-    avgpool_forward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.x[0], a.y, total, g);
+    SNN_LAUNCH(avgpool_forward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.y, total,
+               g);
     check_launch("avgpool_forward kernel");
 }
 
@@ -190,8 +192,8 @@ void avgpool_backward(const OpArgs &a) {
     Geometry g = prepare(a, false, d);
     if (a.dx[0] == nullptr) return;
     size_t total = static_cast<size_t>(a.n * d.c * d.hin * d.win);
-    avgpool_backward_kernel<<<blocks_for(total), kThreads, 0, cs.stream>>>(a.dy, a.dx[0], total,
-                                                                           g);
+    SNN_LAUNCH(avgpool_backward_kernel, blocks_for(total), kThreads, cs.stream, a.dy, a.dx[0],
+               total, g);
     check_launch("avgpool_backward kernel");
 }
 

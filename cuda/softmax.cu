@@ -94,12 +94,12 @@ void softmax_forward(const OpArgs &a) {
     const Groups g = groups_of(*a.l);
     if (a.n <= 0 || g.channels <= 0) return;
     if (g.inner == 1) {
-        softmax_rows_forward_kernel<<<grid_of(a.n, "softmax rows"), kThreads, 0, cs.stream>>>(
-            a.x[0], a.y, g.channels);
+        SNN_LAUNCH(softmax_rows_forward_kernel, grid_of(a.n, "softmax rows"), kThreads, cs.stream,
+                   a.x[0], a.y, g.channels);
     } else {
         const size_t groups = static_cast<size_t>(a.n * g.inner);
-        softmax_pixels_forward_kernel<<<blocks_for(groups), kThreads, 0, cs.stream>>>(
-            a.x[0], a.y, groups, g.channels, g.inner);
+        SNN_LAUNCH(softmax_pixels_forward_kernel, blocks_for(groups), kThreads, cs.stream, a.x[0],
+                   a.y, groups, g.channels, g.inner);
     }
     check_launch("softmax_forward kernel");
 }
@@ -109,12 +109,12 @@ void softmax_backward(const OpArgs &a) {
     const Groups g = groups_of(*a.l);
     if (a.dx[0] == nullptr || a.n <= 0 || g.channels <= 0) return;
     if (g.inner == 1) {
-        softmax_rows_backward_kernel<<<grid_of(a.n, "softmax rows"), kThreads, 0, cs.stream>>>(
-            a.y, a.dy, a.dx[0], g.channels);
+        SNN_LAUNCH(softmax_rows_backward_kernel, grid_of(a.n, "softmax rows"), kThreads, cs.stream,
+                   a.y, a.dy, a.dx[0], g.channels);
     } else {
         const size_t groups = static_cast<size_t>(a.n * g.inner);
-        softmax_pixels_backward_kernel<<<blocks_for(groups), kThreads, 0, cs.stream>>>(
-            a.y, a.dy, a.dx[0], groups, g.channels, g.inner);
+        SNN_LAUNCH(softmax_pixels_backward_kernel, blocks_for(groups), kThreads, cs.stream, a.y,
+                   a.dy, a.dx[0], groups, g.channels, g.inner);
     }
     check_launch("softmax_backward kernel");
 }

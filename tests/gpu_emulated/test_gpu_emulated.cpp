@@ -1,0 +1,893 @@
+// The CUDA plugin's kernels on the CPU: cuda/*.cu built against the emulated
+// runtime (cuda/emulation/) and run through the backend's own launch code
+// (the op kernel tables cuda_op_*, CudaBackend's losses, optimiser steps,
+// copies and checks, and the elementwise launchers of dense and conv),
+// compared with the CPU backend at odd sizes.
+//
+// Every case runs under three schedules of each block's threads (in order,
+// reversed, shuffled), whose results must be identical bit for bit (the
+// kernels reduce in a fixed order), and equal to the CPU's: exactly where
+// both add in the same order, within a stated tolerance where a reduction's
+// order differs. KernelCoverage.EveryKernelHasACase fails when a __global__
+// kernel of cuda/*.cu has no case in kKernelCases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "cpu/activation.h"
+#include "cpu/cpu_backend.h"
+#include "cuda_backend.h"
+#include "elementwise.h"
+#include "model/spec.h"
+#include "ops/op.h"
+
+namespace snn {
+namespace {
+
+// Each kernel of cuda/*.cu and the test that runs it.
+const std::map<std::string, std::string> kKernelCases = {
+    {"bias_activation_kernel", "Elementwise.BiasActivation"},
+    {"activation_grad_kernel", "Elementwise.ActivationGrad"},
+    {"add_kernel", "Elementwise.Add"},
+    {"channel_sums_kernel", "Elementwise.ChannelSums"},
+    {"fill_kernel", "Elementwise.Fill"},
+    {"gather_kernel", "Elementwise.GatherDevice"},
+    {"nonfinite_kernel", "Elementwise.AllFinite"},
+    {"activation_forward_kernel", "Ops.Activation"},
+    {"activation_backward_kernel", "Ops.Activation"},
+    {"batchnorm_forward_kernel", "Ops.Batchnorm"},
+    {"batchnorm_backward_kernel", "Ops.Batchnorm"},
+    {"layernorm_forward_kernel", "Ops.Layernorm"},
+    {"layernorm_param_grads_kernel", "Ops.Layernorm"},
+    {"layernorm_input_grad_kernel", "Ops.Layernorm"},
+    {"dropout_forward_kernel", "Ops.Dropout"},
+    {"dropout_backward_kernel", "Ops.Dropout"},
+    {"softmax_rows_forward_kernel", "Ops.Softmax"},
+    {"softmax_rows_backward_kernel", "Ops.Softmax"},
+    {"softmax_pixels_forward_kernel", "Ops.Softmax"},
+    {"softmax_pixels_backward_kernel", "Ops.Softmax"},
+    {"maxpool_forward_kernel", "Ops.Maxpool"},
+    {"maxpool_backward_kernel", "Ops.Maxpool"},
+    {"avgpool_forward_kernel", "Ops.Avgpool"},
+    {"avgpool_backward_kernel", "Ops.Avgpool"},
+    {"mse_kernel", "Losses.Mse"},
+    {"finish_sum_kernel", "Losses.Mse"},
+    {"xent_kernel", "Losses.CrossEntropy"},
+    {"optimiser_kernel", "Optimisers.Step"},
+};
+
+[[noreturn]] void throw_error(snn_status status, const char *message) {
+    throw Error(status, message);
+}
+void ignore_log(int32_t, const char *) {}
+
+// One backend with a stream of its own.
+struct Side {
+    Backend *be;
+    Stream *s;
+};
+
+Side cpu_side() {
+    static CpuBackend be;
+    static Stream *s = be.create_stream(0, false);
+    return {&be, s};
+}
+
+Side gpu_side() {
+    static cu::CudaBackend *be = [] {
+        cu::set_host(throw_error, ignore_log);
+        return new cu::CudaBackend(0);
+    }();
+    static Stream *s = be->create_stream(0, false);
+    return {be, s};
+}
+
+// Memory of one side, uploaded from and downloaded to host vectors.
+template <typename T>
+class Buffer {
+public:
+    Buffer(Side side, const std::vector<T> &host) : side_(side), count_(host.size()) {
+        p_ = static_cast<T *>(side.be->alloc(bytes()));
+        if (count_ > 0) side.be->upload(side.s, p_, host.data(), bytes());
+    }
+    ~Buffer() { side_.be->release(p_); }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+
+    T *get() const { return p_; }
+    std::vector<T> read() const {
+        std::vector<T> host(count_);
+        side_.be->download(side_.s, host.data(), p_, bytes());
+        return host;
+    }
+
+private:
+    size_t bytes() const { return count_ * sizeof(T); }
+    Side side_;
+    size_t count_;
+    T *p_ = nullptr;
+};
+
+using Floats = std::vector<float>;
+
+// n values uniform in [lo, hi), from seed.
+Floats uniform(size_t n, uint64_t seed, float lo = -3.0f, float hi = 3.0f) {
+    std::mt19937_64 random(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    Floats v(n);
+    for (float &x : v) x = dist(random);
+    return v;
+}
+
+Floats nans(size_t n) { return Floats(n, std::nanf("")); }
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// gpu equals cpu within tol relative to max(1, |cpu|); tol 0 asks for the
+// same bits (NaN of either sign equal to NaN). Reports the first mismatches.
+void expect_close(const std::string &what, const Floats &gpu, const Floats &cpu, float tol) {
+    ASSERT_EQ(gpu.size(), cpu.size()) << what;
+    int reported = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const float g = gpu[i], c = cpu[i];
+        bool ok;
+        if (std::isnan(g) || std::isnan(c)) ok = std::isnan(g) && std::isnan(c);
+        else if (tol == 0.0f) ok = same_bits(g, c) || (g == 0.0f && c == 0.0f);
+        else ok = std::fabs(g - c) <= tol * std::fmax(1.0f, std::fabs(c));
+        if (ok) continue;
+        ++bad;
+        if (reported++ < 5)
+            ADD_FAILURE() << what << "[" << i << "]: emulated GPU " << g << ", CPU " << c
+                          << " (tolerance " << tol << ")";
+    }
+    if (bad > 5) ADD_FAILURE() << what << ": " << bad << " values differ in all";
+}
+
+void expect_same(const std::string &what, const Floats &a, const Floats &b) {
+    expect_close(what, a, b, 0.0f);
+}
+
+// The three schedules of a block's threads; `run` returns the results of
+// one run, which must not depend on the schedule.
+template <typename Result, typename Run>
+Result under_every_schedule(const std::string &what, Run run,
+                            void (*compare)(const std::string &, const Result &, const Result &)) {
+    const struct {
+        emu::Schedule schedule;
+        const char *name;
+    } schedules[] = {{emu::Schedule::in_order, "in order"},
+                     {emu::Schedule::reversed, "reversed"},
+                     {emu::Schedule::shuffled, "shuffled"}};
+    Result first;
+    for (const auto &sc : schedules) {
+        emu::set_schedule(sc.schedule, 0x5EED);
+        Result r = run();
+        if (sc.schedule == emu::Schedule::in_order)
+            first = r;
+        else
+            compare(what + " (threads " + sc.name + " against in order)", r, first);
+    }
+    return first;
+}
+
+// Every kernel of `kernels` launched at least once between construction and
+// check().
+class Launched {
+public:
+    explicit Launched(std::vector<std::string> kernels) : kernels_(std::move(kernels)) {
+        for (const std::string &k : kernels_) before_.push_back(emu::launches_of(k.c_str()));
+    }
+    void check() const {
+        for (size_t i = 0; i < kernels_.size(); ++i)
+            EXPECT_GT(emu::launches_of(kernels_[i].c_str()), before_[i])
+                << kernels_[i] << " never ran";
+    }
+
+private:
+    std::vector<std::string> kernels_;
+    std::vector<uint64_t> before_;
+};
+
+// ---- ops through their kernel tables -----------------------------------------------
+
+struct OpInputs {
+    Floats x, params, state, dy;
+};
+
+struct OpResult {
+    Floats y, aux, state, dx, grads;
+};
+
+void compare_results(const std::string &what, const OpResult &a, const OpResult &b) {
+    expect_same(what + " y", a.y, b.y);
+    expect_same(what + " aux", a.aux, b.aux);
+    expect_same(what + " state", a.state, b.state);
+    expect_same(what + " dx", a.dx, b.dx);
+    expect_same(what + " grads", a.grads, b.grads);
+}
+
+// Forward then backward of node 1 of `net` on one side, every output
+// starting as NaN.
+OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_t key,
+                const OpInputs &in) {
+    const Layer &l = net.layers[1];
+    const OpKernels *k = op_kernels(*side.be, l.kind);
+    EXPECT_NE(k, nullptr);
+    if (k == nullptr) return {};
+    const size_t out = static_cast<size_t>(n * l.out.size());
+    const size_t aux = l.aux_fixed + static_cast<size_t>(n) * l.aux_per_sample;
+    Buffer<float> x(side, in.x), params(side, in.params), state(side, in.state), dy(side, in.dy);
+    Buffer<float> y(side, nans(out)), aux_buf(side, nans(aux)), dx(side, nans(in.x.size()));
+    Buffer<float> grads(side, nans(in.params.size()));
+    size_t workspace_bytes = 0;
+    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
+    void *workspace = side.be->alloc(workspace_bytes);
+    OpArgs a;
+    a.be = side.be;
+    a.s = side.s;
+    a.l = &l;
+    a.plan = plan;
+    a.workspace = workspace;
+    a.n = n;
+    a.training = training;
+    a.key = key;
+    a.x[0] = x.get();
+    a.y = y.get();
+    a.params = params.get();
+    a.state = state.get();
+    a.aux = aux_buf.get();
+    k->forward(a);
+    OpResult r;
+    r.y = y.read();
+    r.aux = aux_buf.read();
+    r.state = state.read();
+    a.dy = dy.get();
+    a.dx[0] = dx.get();
+    a.grads = grads.get();
+    k->backward(a);
+    r.dx = dx.read();
+    r.grads = grads.read();
+    side.be->release(workspace);
+    if (k->release) k->release(*side.be, plan);
+    return r;
+}
+
+// Tolerances of one op's outputs against the CPU (0: the same bits).
+struct Tolerance {
+    float y = 0, aux = 0, state = 0, dx = 0, grads = 0;
+};
+
+// Inputs for node 1 of net: x from seed, parameters near 1, running
+// variances positive.
+OpInputs inputs_for(const Network &net, int64_t n, uint64_t seed) {
+    const Layer &l = net.layers[1];
+    OpInputs in;
+    in.x = uniform(static_cast<size_t>(n * l.in.size()), seed);
+    in.params = uniform(net.param_count, seed + 1, 0.5f, 1.5f);
+    in.state = uniform(net.state_count, seed + 2, 0.25f, 2.0f);
+    in.dy = uniform(static_cast<size_t>(n * l.out.size()), seed + 3);
+    return in;
+}
+
+// Runs `spec`'s second node on both sides in one mode and compares.
+void check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
+              const OpInputs *given = nullptr, uint64_t key = 0) {
+    const Network net = parse_spec(spec);
+    const OpInputs in = given ? *given : inputs_for(net, n, std::hash<std::string>()(spec) + n);
+    const std::string what = "\"" + spec + "\" batch " + std::to_string(n) +
+                             (training ? " training" : " inference");
+    SCOPED_TRACE(what);
+    const OpResult cpu = run_op(cpu_side(), net, n, training, key, in);
+    const OpResult gpu = under_every_schedule<OpResult>(
+        what, [&] { return run_op(gpu_side(), net, n, training, key, in); }, compare_results);
+    expect_close(what + " y", gpu.y, cpu.y, tol.y);
+    expect_close(what + " aux", gpu.aux, cpu.aux, tol.aux);
+    expect_close(what + " state", gpu.state, cpu.state, tol.state);
+    expect_close(what + " dx", gpu.dx, cpu.dx, tol.dx);
+    expect_close(what + " grads", gpu.grads, cpu.grads, tol.grads);
+}
+
+void check_op_both_modes(const std::string &spec, int64_t n, const Tolerance &tol) {
+    check_op(spec, n, true, tol);
+    check_op(spec, n, false, tol);
+}
+
+const char *const kActivationWords[] = {"relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu"};
+
+TEST(Ops, Activation) {
+    Launched launched({"activation_forward_kernel", "activation_backward_kernel"});
+    for (const char *act : kActivationWords) {
+        check_op(std::string("input 33; ") + act, 3, true, {});
+        check_op(std::string("input 7x5x33; ") + act, 1, false, {});
+    }
+    check_op("input 300001; gelu", 1, true, {});
+    check_op("input 300001; tanh", 1, true, {});
+    launched.check();
+}
+
+// Softmax sums e^x in double in another order than the CPU: the float
+// total, and so y and dx, may differ in the last bit.
+TEST(Ops, Softmax) {
+    Launched launched({"softmax_rows_forward_kernel", "softmax_rows_backward_kernel",
+                       "softmax_pixels_forward_kernel", "softmax_pixels_backward_kernel"});
+    const Tolerance tol{2e-7f, 0, 0, 2e-7f, 0};
+    for (int64_t n : {1, 3, 257}) {
+        check_op("input 1; softmax", n, true, tol);
+        check_op("input 33; softmax", n, true, tol);
+        check_op("input 65; softmax", n, true, tol);
+    }
+    check_op("input 300001; softmax", 1, true, tol);
+    check_op("input 7x5x33; softmax", 3, true, tol);
+    check_op("input 300x301x1; softmax", 1, true, tol);
+    check_op("input 9x7x65; softmax", 1, false, tol);
+    launched.check();
+}
+
+// Batch statistics are sums in double in another order than the CPU's; the
+// statistics, and through them y, dx and the parameter gradients, may differ
+// in the last bits.
+TEST(Ops, Batchnorm) {
+    Launched launched({"batchnorm_forward_kernel", "batchnorm_backward_kernel"});
+    const Tolerance tol{1e-5f, 1e-6f, 1e-6f, 1e-5f, 1e-5f};
+    for (int64_t n : {3, 257}) {
+        check_op_both_modes("input 1; batchnorm", n, tol);
+        check_op_both_modes("input 33; batchnorm", n, tol);
+        check_op_both_modes("input 65; batchnorm", n, tol);
+    }
+    check_op_both_modes("input 7x5x33; batchnorm momentum=0.3", 3, tol);
+    check_op_both_modes("input 3x3x65; batchnorm eps=0.01", 1, tol);
+    check_op_both_modes("input 300x301x1; batchnorm", 1, tol);
+    launched.check();
+}
+
+// As batchnorm: per-sample statistics in double, in another order.
+TEST(Ops, Layernorm) {
+    Launched launched({"layernorm_forward_kernel", "layernorm_param_grads_kernel",
+                       "layernorm_input_grad_kernel"});
+    const Tolerance tol{1e-5f, 1e-6f, 0, 1e-5f, 1e-5f};
+    for (int64_t n : {1, 3, 257}) {
+        check_op("input 33; layernorm", n, true, tol);
+        check_op("input 65; layernorm eps=0.001", n, false, tol);
+    }
+    check_op("input 7x5x33; layernorm", 3, true, tol);
+    check_op("input 300001; layernorm", 1, true, tol);
+    launched.check();
+}
+
+// The mask comes from the same counter-based numbers: equal bit for bit.
+TEST(Ops, Dropout) {
+    Launched launched({"dropout_forward_kernel", "dropout_backward_kernel"});
+    const uint64_t key = dropout_key(42, 7, 1);
+    for (int64_t n : {1, 3, 257}) {
+        const Network net = parse_spec("input 65; dropout 0.3");
+        const OpInputs in = inputs_for(net, n, 11 + n);
+        check_op("input 65; dropout 0.3", n, true, {}, &in, key);
+        check_op("input 65; dropout 0.3", n, false, {}, &in, key);
+        check_op("input 65; dropout 0.3", n, true, {}, &in, key + 1);
+    }
+    check_op("input 7x5x33; dropout 0.5", 3, true, {}, nullptr, key);
+    check_op("input 300001; dropout 0.1", 1, true, {}, nullptr, key);
+    launched.check();
+}
+
+// x with ties (values on a grid of 0.5) and a NaN, so the first maximum and
+// the NaN rule are checked too.
+OpInputs pool_inputs(const std::string &spec, int64_t n, bool with_nan) {
+    const Network net = parse_spec(spec);
+    OpInputs in = inputs_for(net, n, std::hash<std::string>()(spec));
+    for (float &v : in.x) v = std::round(v * 2.0f) / 2.0f;
+    if (with_nan) in.x[in.x.size() / 3] = std::nanf("");
+    return in;
+}
+
+TEST(Ops, Maxpool) {
+    Launched launched({"maxpool_forward_kernel", "maxpool_backward_kernel"});
+    for (const char *spec : {"input 7x9x33; maxpool 2", "input 9x7x1; maxpool 3 stride=2",
+                             "input 5x6x65; maxpool 2x3 stride=1x2"}) {
+        for (int64_t n : {1, 3}) {
+            const OpInputs in = pool_inputs(spec, n, n == 3);
+            check_op(spec, n, true, {}, &in);
+        }
+    }
+    const OpInputs in = pool_inputs("input 300x301x1; maxpool 2", 1, true);
+    check_op("input 300x301x1; maxpool 2", 1, true, {}, &in);
+    launched.check();
+}
+
+TEST(Ops, Avgpool) {
+    Launched launched({"avgpool_forward_kernel", "avgpool_backward_kernel"});
+    for (const char *spec : {"input 7x9x33; avgpool 2", "input 9x7x1; avgpool 3 stride=2",
+                             "input 5x6x65; avgpool 2x3 stride=1x2",
+                             "input 7x5x33; globalavgpool"}) {
+        check_op(spec, 3, true, {});
+        check_op(spec, 1, false, {});
+    }
+    check_op("input 300x301x1; avgpool 3 stride=2", 1, true, {});
+    check_op("input 300x301x1; globalavgpool", 1, true, {});
+    launched.check();
+}
+
+// ---- the elementwise launchers of dense and conv ------------------------------------
+
+// y = act(y + b[c]) with z = y + b where z is given, as dense (inner 1) and
+// conv (inner = h*w) run it after their products.
+Floats cpu_bias_activation(Floats y, Floats *z, const Floats *b, int64_t channels,
+                           int64_t inner, Act act) {
+    const size_t total = y.size();
+    for (size_t e = 0; e < total; e += static_cast<size_t>(inner)) {
+        const float bias = b ? (*b)[(e / static_cast<size_t>(inner)) % channels] : 0.0f;
+        if (z != nullptr)
+            for (int64_t r = 0; r < inner; ++r) (*z)[e + r] = y[e + r] + bias;
+        activate_span(act, &y[e], bias, &y[e], inner);
+    }
+    return y;
+}
+
+TEST(Elementwise, BiasActivation) {
+    Launched launched({"bias_activation_kernel"});
+    const struct {
+        int64_t n, channels, inner;
+        bool bias;
+    } shapes[] = {{3, 65, 1, true}, {257, 33, 1, true}, {3, 33, 35, true}, {1, 1, 300001, false},
+                  {1, 1, 90300, true}};
+    for (const auto &sh : shapes) {
+        for (int a = 0; a <= static_cast<int>(Act::silu); ++a) {
+            const Act act = static_cast<Act>(a);
+            const size_t total = static_cast<size_t>(sh.n * sh.channels * sh.inner);
+            if (total > 100000 && act != Act::gelu && act != Act::relu) continue;
+            const bool keep_z = act_uses_input(act);
+            if (!sh.bias && !keep_z && act == Act::identity) continue;
+            const Floats y0 = uniform(total, total + a), b = uniform(sh.channels, 5);
+            Floats z_cpu(keep_z ? total : 0);
+            const Floats y_cpu = cpu_bias_activation(y0, keep_z ? &z_cpu : nullptr,
+                                                     sh.bias ? &b : nullptr, sh.channels,
+                                                     sh.inner, act);
+            const std::string what = std::string("bias_activation ") + act_name(act) + " " +
+                                     std::to_string(total) + " values, inner " +
+                                     std::to_string(sh.inner);
+            using Pair = std::pair<Floats, Floats>;
+            const Pair gpu = under_every_schedule<Pair>(
+                what,
+                [&] {
+                    const Side g = gpu_side();
+                    Buffer<float> y(g, y0), bias(g, b), z(g, nans(z_cpu.size()));
+                    cu::bias_activation(static_cast<cu::CudaStream *>(g.s)->stream, y.get(),
+                                        keep_z ? z.get() : nullptr, sh.bias ? bias.get() : nullptr,
+                                        total, sh.channels, sh.inner, act);
+                    return Pair(y.read(), z.read());
+                },
+                +[](const std::string &w, const Pair &p, const Pair &q) {
+                    expect_same(w + " y", p.first, q.first);
+                    expect_same(w + " z", p.second, q.second);
+                });
+            expect_same(what + " y", gpu.first, y_cpu);
+            expect_same(what + " z", gpu.second, z_cpu);
+        }
+    }
+    launched.check();
+}
+
+TEST(Elementwise, ActivationGrad) {
+    Launched launched({"activation_grad_kernel"});
+    for (size_t total : {size_t(1), size_t(3 * 65), size_t(257 * 33), size_t(300001)}) {
+        for (int a = 1; a <= static_cast<int>(Act::silu); ++a) {
+            const Act act = static_cast<Act>(a);
+            if (total > 100000 && act != Act::gelu && act != Act::sigmoid) continue;
+            Floats v = uniform(total, 3 * total + a);
+            if (act == Act::sigmoid) v = uniform(total, 3 * total + a, 0.0f, 1.0f);
+            const Floats dy0 = uniform(total, 7 * total + a);
+            Floats cpu(total);
+            derivative_span(act, dy0.data(), v.data(), cpu.data(), static_cast<int64_t>(total));
+            const std::string what =
+                std::string("activation_grad ") + act_name(act) + " " + std::to_string(total);
+            const Floats gpu = under_every_schedule<Floats>(
+                what,
+                [&] {
+                    const Side g = gpu_side();
+                    Buffer<float> dy(g, dy0), vb(g, v);
+                    cu::activation_grad(static_cast<cu::CudaStream *>(g.s)->stream, dy.get(),
+                                        vb.get(), total, act);
+                    return dy.read();
+                },
+                expect_same);
+            expect_same(what, gpu, cpu);
+        }
+    }
+    launched.check();
+}
+
+// Each thread sums a strided part in float and the block adds the parts as
+// a tree: against sums in double, within 1e-6 of the sum of |terms|.
+TEST(Elementwise, ChannelSums) {
+    Launched launched({"channel_sums_kernel"});
+    const struct {
+        int64_t outer, channels, inner;
+    } shapes[] = {{1, 1, 1}, {257, 65, 1}, {3, 33, 35}, {3, 1, 90300}, {257, 1, 1}};
+    for (const auto &sh : shapes) {
+        const size_t total = static_cast<size_t>(sh.outer * sh.channels * sh.inner);
+        const Floats dz = uniform(total, total);
+        Floats expected(sh.channels), scale(sh.channels);
+        for (int64_t c = 0; c < sh.channels; ++c) {
+            double sum = 0.0, magnitude = 0.0;
+            for (int64_t i = 0; i < sh.outer; ++i)
+                for (int64_t r = 0; r < sh.inner; ++r) {
+                    const float v = dz[(i * sh.channels + c) * sh.inner + r];
+                    sum += v;
+                    magnitude += std::fabs(v);
+                }
+            expected[c] = static_cast<float>(sum);
+            scale[c] = static_cast<float>(magnitude);
+        }
+        const std::string what = "channel_sums " + std::to_string(sh.outer) + "x" +
+                                 std::to_string(sh.channels) + "x" + std::to_string(sh.inner);
+        const Floats gpu = under_every_schedule<Floats>(
+            what,
+            [&] {
+                const Side g = gpu_side();
+                Buffer<float> db(g, nans(sh.channels)), dzb(g, dz);
+                cu::channel_sums(static_cast<cu::CudaStream *>(g.s)->stream, db.get(), dzb.get(),
+                                 sh.outer, sh.channels, sh.inner);
+                return db.read();
+            },
+            expect_same);
+        for (int64_t c = 0; c < sh.channels; ++c)
+            EXPECT_NEAR(gpu[c], expected[c], 1e-6 * std::fmax(1.0f, scale[c]))
+                << what << " channel " << c;
+    }
+    launched.check();
+}
+
+TEST(Elementwise, Add) {
+    Launched launched({"add_kernel"});
+    for (size_t n : {size_t(1), size_t(257), size_t(300001)}) {
+        const Floats dst0 = uniform(n, n), src = uniform(n, n + 1);
+        const auto run = [&](Side side) {
+            Buffer<float> dst(side, dst0), s(side, src);
+            side.be->add(side.s, dst.get(), s.get(), n);
+            return dst.read();
+        };
+        const std::string what = "add " + std::to_string(n);
+        expect_same(what, under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
+                                                       expect_same),
+                    run(cpu_side()));
+    }
+    launched.check();
+}
+
+TEST(Elementwise, Fill) {
+    Launched launched({"fill_kernel"});
+    for (size_t n : {size_t(1), size_t(33), size_t(300001)}) {
+        const auto run = [&](Side side) {
+            Buffer<float> dst(side, nans(n + 1));
+            side.be->fill(side.s, dst.get(), -2.5f, n);
+            return dst.read();
+        };
+        const std::string what = "fill " + std::to_string(n);
+        expect_same(what, under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
+                                                       expect_same),
+                    run(cpu_side()));
+    }
+    launched.check();
+}
+
+// Rows of 16, 8, 12 and 3 bytes take the kernel's 16-, 8-, 4- and 1-byte
+// words; 9000 rows take two chunks of indices.
+TEST(Elementwise, GatherDevice) {
+    Launched launched({"gather_kernel"});
+    for (size_t row_bytes : {size_t(16), size_t(8), size_t(12), size_t(3)}) {
+        for (size_t n : {size_t(1), size_t(257), size_t(9000)}) {
+            const size_t rows = 301;
+            std::vector<unsigned char> src(rows * row_bytes);
+            for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
+            std::vector<int64_t> idx(n);
+            std::mt19937_64 random(n + row_bytes);
+            for (int64_t &i : idx) i = static_cast<int64_t>(random() % rows);
+            using Bytes = std::vector<unsigned char>;
+            const auto run = [&](Side side) {
+                Buffer<unsigned char> s(side, src), dst(side, Bytes(n * row_bytes, 0xEE));
+                side.be->gather_device(side.s, dst.get(), s.get(), idx.data(), n, row_bytes);
+                return dst.read();
+            };
+            const std::string what =
+                "gather_device " + std::to_string(n) + " rows of " + std::to_string(row_bytes);
+            const Bytes gpu = under_every_schedule<Bytes>(
+                what, [&] { return run(gpu_side()); },
+                +[](const std::string &w, const Bytes &a, const Bytes &b) {
+                    EXPECT_TRUE(a == b) << w;
+                });
+            EXPECT_TRUE(gpu == run(cpu_side())) << what;
+        }
+    }
+    launched.check();
+}
+
+TEST(Elementwise, AllFinite) {
+    Launched launched({"nonfinite_kernel"});
+    const size_t n = 300001;
+    const float inf = INFINITY;
+    for (size_t at : {n, size_t(0), n / 2, n - 1}) {
+        for (float bad : {std::nanf(""), inf, -inf}) {
+            Floats x = uniform(n, at);
+            if (at < n) x[at] = bad;
+            const auto run = [&](Side side) {
+                Buffer<float> b(side, x);
+                return Floats{side.be->all_finite(side.s, b.get(), n) ? 1.0f : 0.0f};
+            };
+            const std::string what = "all_finite with " + std::to_string(bad) + " at " +
+                                     std::to_string(at);
+            const Floats gpu =
+                under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
+            EXPECT_EQ(gpu[0], at < n ? 0.0f : 1.0f) << what;
+            expect_same(what, gpu, run(cpu_side()));
+            if (at == n) break;  // all finite: one run is enough
+        }
+    }
+    launched.check();
+}
+
+// ---- losses and optimisers ------------------------------------------------------------
+
+// The loss is summed in float per block and thread, then as trees: against
+// the CPU's double sum within 1e-6. dy is per element: the same bits.
+TEST(Losses, Mse) {
+    Launched launched({"mse_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t n, k;
+    } shapes[] = {{1, 1}, {3, 33}, {257, 65}, {1, 300001}, {257, 1}};
+    for (const auto &sh : shapes) {
+        const size_t count = static_cast<size_t>(sh.n * sh.k);
+        const Floats y = uniform(count, count), t = uniform(count, count + 1);
+        const auto run = [&](Side side) {
+            Buffer<float> yb(side, y), tb(side, t), dy(side, nans(count)), loss(side, nans(1));
+            side.be->mse_loss(side.s, sh.n, sh.k, yb.get(), tb.get(), dy.get(), loss.get());
+            Floats out = dy.read();
+            out.push_back(loss.read()[0]);
+            return out;
+        };
+        const std::string what = "mse " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+        const Floats gpu =
+            under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
+        const Floats cpu = run(cpu_side());
+        expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1),
+                    Floats(cpu.begin(), cpu.end() - 1));
+        expect_close(what + " loss", {gpu.back()}, {cpu.back()}, 1e-6f);
+    }
+    launched.check();
+}
+
+TEST(Losses, CrossEntropy) {
+    Launched launched({"xent_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t n, k;
+    } shapes[] = {{1, 1}, {3, 10}, {257, 65}, {70001, 3}, {1, 30001}};
+    for (const auto &sh : shapes) {
+        const size_t count = static_cast<size_t>(sh.n * sh.k);
+        const Floats y = uniform(count, count, -20.0f, 20.0f);
+        std::vector<int32_t> labels(sh.n);
+        std::mt19937_64 random(count);
+        for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
+        const auto run = [&](Side side) {
+            Buffer<float> yb(side, y), dy(side, nans(count)), loss(side, nans(1));
+            Buffer<int32_t> lb(side, labels);
+            side.be->xent_loss(side.s, sh.n, sh.k, yb.get(), lb.get(), dy.get(), loss.get());
+            Floats out = dy.read();
+            out.push_back(loss.read()[0]);
+            return out;
+        };
+        const std::string what = "xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+        const Floats gpu =
+            under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
+        const Floats cpu = run(cpu_side());
+        expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1),
+                    Floats(cpu.begin(), cpu.end() - 1));
+        expect_close(what + " loss", {gpu.back()}, {cpu.back()}, 1e-6f);
+    }
+    launched.check();
+}
+
+OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weight_decay) {
+    OptStep s{};
+    s.lr = 0.01f;
+    s.momentum = momentum;
+    s.eps = 1e-8f;
+    s.weight_decay = weight_decay;
+    s.lr_weight_decay = 0.01f * weight_decay;
+    s.one_minus_beta1 = 0.1f;
+    s.one_minus_beta2 = 0.001f;
+    s.one_minus_alpha = 0.01f;
+    s.bias_correction1 = 0.271f;
+    s.bias_correction2 = 0.00299f;
+    s.nesterov = nesterov;
+    s.first_step = first_step;
+    return s;
+}
+
+// Per element the same math.h rule: the same bits.
+TEST(Optimisers, Step) {
+    Launched launched({"optimiser_kernel"});
+    const struct {
+        OptKind kind;
+        OptStep step;
+        bool m, v;
+        const char *name;
+    } rules[] = {
+        {OptKind::sgd, step_of(0.0f, 0, 0, 0.0f), false, false, "sgd"},
+        {OptKind::sgd, step_of(0.9f, 0, 1, 0.01f), true, false, "sgd momentum first step"},
+        {OptKind::sgd, step_of(0.9f, 1, 0, 0.0f), true, false, "sgd nesterov"},
+        {OptKind::adam, step_of(0.0f, 0, 0, 0.01f), true, true, "adam"},
+        {OptKind::adamw, step_of(0.0f, 0, 0, 0.01f), true, true, "adamw"},
+        {OptKind::rmsprop, step_of(0.0f, 0, 0, 0.0f), false, true, "rmsprop"},
+    };
+    for (const auto &rule : rules) {
+        for (size_t count : {size_t(1), size_t(257), size_t(300001)}) {
+            const Floats p0 = uniform(count, count), g = uniform(count, count + 1);
+            const Floats m0 = uniform(count, count + 2), v0 = uniform(count, count + 3, 0.0f, 1.0f);
+            const auto run = [&](Side side) {
+                Buffer<float> p(side, p0), gb(side, g), m(side, m0), v(side, v0);
+                side.be->optimiser_step(side.s, rule.kind, rule.step, count, p.get(), gb.get(),
+                                        rule.m ? m.get() : nullptr, rule.v ? v.get() : nullptr);
+                Floats out = p.read(), mo = m.read(), vo = v.read();
+                out.insert(out.end(), mo.begin(), mo.end());
+                out.insert(out.end(), vo.begin(), vo.end());
+                return out;
+            };
+            const std::string what = std::string(rule.name) + " " + std::to_string(count);
+            expect_same(what,
+                        under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
+                                                     expect_same),
+                        run(cpu_side()));
+        }
+    }
+    launched.check();
+}
+
+// ---- the emulation itself ------------------------------------------------------------
+
+// Kernels of this file only: a barrier reached by some threads of a block.
+__global__ void divergent_barrier_kernel(float *out) {
+    if (threadIdx.x < 32) __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
+
+__global__ void early_exit_kernel(float *out) {
+    if (threadIdx.x == 5) return;
+    __syncthreads();
+    out[threadIdx.x] = 1.0f;
+}
+
+// Every thread reads its neighbour's value after a barrier.
+__global__ void neighbour_kernel(float *out) {
+    __shared__ float buf[cu::kThreads];
+    buf[threadIdx.x] = static_cast<float>(threadIdx.x + blockIdx.x);
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = buf[(threadIdx.x + 1) % blockDim.x];
+}
+
+std::string launch_error() {
+    const cudaError_t status = cudaGetLastError();
+    return status == cudaSuccess ? "" : std::string(cudaGetErrorString(status));
+}
+
+TEST(Emulation, BarrierReachedBySomeThreadsFails) {
+    Floats out(cu::kThreads);
+    SNN_LAUNCH(divergent_barrier_kernel, 1, cu::kThreads, nullptr, out.data());
+    const std::string error = launch_error();
+    EXPECT_NE(error.find("divergent_barrier_kernel"), std::string::npos) << error;
+    EXPECT_NE(error.find("ended while thread"), std::string::npos) << error;
+    SNN_LAUNCH(early_exit_kernel, 2, cu::kThreads, nullptr, out.data());
+    const std::string exit_error = launch_error();
+    EXPECT_NE(exit_error.find("thread (5,0,0) ended while"), std::string::npos) << exit_error;
+}
+
+// Threads at two different barriers: the message names both sites.
+__global__ void two_barriers_kernel(float *out) {
+    if (threadIdx.x % 2 == 0) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = 2.0f;
+}
+
+TEST(Emulation, ThreadsAtDifferentBarriersFail) {
+    Floats out(cu::kThreads);
+    SNN_LAUNCH(two_barriers_kernel, 1, cu::kThreads, nullptr, out.data());
+    const std::string error = launch_error();
+    EXPECT_NE(error.find("different __syncthreads"), std::string::npos) << error;
+    EXPECT_NE(error.find("test_gpu_emulated.cpp"), std::string::npos) << error;
+}
+
+// After a failed launch the next one runs normally, under every schedule.
+TEST(Emulation, BarrierOrdersSharedMemory) {
+    Floats out(3 * cu::kThreads);
+    for (emu::Schedule s :
+         {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled}) {
+        emu::set_schedule(s, 1);
+        SNN_LAUNCH(divergent_barrier_kernel, 1, cu::kThreads, nullptr, out.data());
+        EXPECT_NE(launch_error(), "");
+        SNN_LAUNCH(neighbour_kernel, 3, cu::kThreads, nullptr, out.data());
+        EXPECT_EQ(launch_error(), "");
+        for (unsigned b = 0; b < 3; ++b)
+            for (unsigned t = 0; t < cu::kThreads; ++t)
+                ASSERT_EQ(out[b * cu::kThreads + t], (float)((t + 1) % cu::kThreads + b));
+    }
+}
+
+// A bad configuration reaches the backend's launch check as on a GPU.
+TEST(Emulation, BadConfigurationIsAnError) {
+    Floats out(cu::kThreads);
+    SNN_LAUNCH(neighbour_kernel, 0, cu::kThreads, nullptr, out.data());
+    EXPECT_NE(launch_error().find("invalid configuration"), std::string::npos);
+    SNN_LAUNCH(neighbour_kernel, 1, 2048, nullptr, out.data());
+    EXPECT_NE(launch_error().find("invalid configuration"), std::string::npos);
+    gpu_side();  // the backend's error functions are set
+    SNN_LAUNCH(neighbour_kernel, 0, cu::kThreads, nullptr, out.data());
+    try {
+        cu::check_launch("neighbour_kernel");
+        ADD_FAILURE() << "check_launch did not raise";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.status(), SNN_ERR_CUDA);
+        EXPECT_NE(std::string(e.what()).find("neighbour_kernel: invalid configuration"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// ---- coverage -------------------------------------------------------------------------
+
+// The __global__ kernels of every .cu file in dir.
+std::set<std::string> kernels_in(const std::string &dir) {
+    const std::regex global(R"(__global__\s+[\w:<>\s\*]*?\b(\w+)\s*\()");
+    std::set<std::string> names;
+    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".cu") continue;
+        std::ifstream in(entry.path());
+        std::stringstream source;
+        source << in.rdbuf();
+        const std::string s = source.str();
+        for (std::sregex_iterator it(s.begin(), s.end(), global), end; it != end; ++it)
+            names.insert((*it)[1]);
+    }
+    return names;
+}
+
+TEST(KernelCoverage, EveryKernelHasACase) {
+    const char *dir = std::getenv("SNN_CUDA_SOURCE_DIR");
+    ASSERT_NE(dir, nullptr) << "SNN_CUDA_SOURCE_DIR names the cuda/ folder";
+    const std::set<std::string> kernels = kernels_in(dir);
+    EXPECT_GE(kernels.size(), kKernelCases.size());
+    std::set<std::string> tests;
+    const ::testing::UnitTest &unit = *::testing::UnitTest::GetInstance();
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+        const ::testing::TestSuite &suite = *unit.GetTestSuite(i);
+        for (int j = 0; j < suite.total_test_count(); ++j)
+            tests.insert(std::string(suite.name()) + "." + suite.GetTestInfo(j)->name());
+    }
+    for (const std::string &k : kernels) {
+        auto it = kKernelCases.find(k);
+        if (it == kKernelCases.end()) {
+            ADD_FAILURE() << "kernel " << k << " of " << dir
+                          << " has no emulated case: add one to tests/gpu_emulated";
+            continue;
+        }
+        EXPECT_TRUE(tests.count(it->second)) << k << ": no test " << it->second;
+    }
+    for (const auto &kc : kKernelCases)
+        EXPECT_TRUE(kernels.count(kc.first)) << kc.first << " is no longer a kernel of " << dir;
+}
+
+}  // namespace
+}  // namespace snn

@@ -23,7 +23,7 @@ case $2 in
     syntax) exec node "$tools/check_syntax.js" "$jl"/src/*.jl "$jl"/ext/*.jl "$jl"/test/*.jl ;;
     ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete "$jl"/src/*.jl "$jl"/ext/*.jl ;;
     api) exec node "$tools/check_api.js" --tests "$jl/test/runtests.jl" --clashes "$tools/clashing_names.txt" \
-        "$jl"/src/*.jl ;;
+        "$jl"/src/*.jl "$jl"/ext/*.jl ;;
     bad-syntax) exec node "$tools/check_syntax.js" "$fixtures/bad_syntax.jl" ;;
     bad-ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" "$fixtures/bad_ccall.jl" ;;
     bad-api) exec node "$tools/check_api.js" --tests "$fixtures/julia_api/test/runtests.jl" \

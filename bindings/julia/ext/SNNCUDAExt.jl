@@ -1,7 +1,11 @@
 # CuArray support, loaded when CUDA.jl is: inputs go from GPU memory to a GPU
 # cache without a round trip through the host (snn_set_inputs_device), and a
 # GPU backward cache's gradient can be viewed as a CuArray
-# (snn_gradients_device). CUDA.jl must use the same device as the model.
+# (snn_gradients_device). Outputs come back through the host: the C API has
+# no device pointer to a GPU cache's outputs (snn_outputs is for CPU caches,
+# snn_get_outputs copies to host memory). CUDA.jl must use the same device
+# as the model. Array types are taken as `Type{<:CuArray}`, so `CuArray`,
+# `CuArray{Float32}` and `CuMatrix{Float32}` all select these methods.
 module SNNCUDAExt
 
 using SNN
@@ -23,6 +27,8 @@ Copies `x` (laid out as for host arrays: a Vector is one sample, a Matrix
 CUDA.jl's stream is finished first; `x` is kept referenced by the cache until
 its next `set_inputs!`, since snn's copy runs on the cache's own stream. Do
 not write to `x` before the next `get_outputs` or `backprop!` on the cache.
+A CuArray of another element type is converted into a new Float32 CuArray
+on every call: convert it once where the loop repeats.
 """
 function SNN.set_inputs!(c::SNN.ForwardCache, x::CuArray{Float32})
     gpu_cache(c)
@@ -35,8 +41,14 @@ function SNN.set_inputs!(c::SNN.ForwardCache, x::CuArray{Float32})
 end
 SNN.set_inputs!(c::SNN.ForwardCache, x::CuArray{<:Real}) = SNN.set_inputs!(c, CuArray{Float32}(x))
 
-"    get_outputs(cache, CuArray)  — the outputs of the last forward pass as a CuArray (copied)."
-SNN.get_outputs(c::SNN.ForwardCache, ::Type{CuArray}) = CuArray(Array{Float32}(SNN.get_outputs(c)))
+"""
+    get_outputs(cache, CuArray)
+
+The outputs of the last forward pass as a new CuArray, shaped as
+`get_outputs(cache)`. It is copied from the cache's GPU memory to the host and
+back (the C API gives no device pointer to a GPU cache's outputs).
+"""
+SNN.get_outputs(c::SNN.ForwardCache, ::Type{<:CuArray}) = CuArray{Float32}(SNN.get_outputs(c))
 
 """
     gradients(cache, CuArray)
@@ -46,7 +58,7 @@ for the queued backprop (`synchronize`). What is written there is the
 gradient the next `update!` uses (e.g. an NCCL all-reduce across GPUs). The
 array keeps the cache alive; do not use it after `close(cache)`.
 """
-function SNN.gradients(c::SNN.BackwardCache, ::Type{CuArray})
+function SNN.gradients(c::SNN.BackwardCache, ::Type{<:CuArray})
     gpu_cache(c)
     data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
     SNN.check(SNN.snn_gradients_device(c, data, n))

@@ -8,7 +8,10 @@
 //     symbols (`:name`), another module's `X.name`, and names the test file
 //     defines itself do not count;
 //   - no exported name is one that a package in the clash list exports, so
-//     `using Flux, M` never makes a name ambiguous.
+//     `using Flux, M` never makes a name ambiguous;
+//   - no argument is declared `::Type{A}` with A a parametric array type
+//     (CuArray, Array, ...): that matches the UnionAll A alone, so
+//     `f(CuArray{Float32})` would find no method; `::Type{<:A}` is meant.
 //
 //   node check_api.js --tests runtests.jl [--clashes names.txt] SOURCE.jl...
 //
@@ -41,14 +44,33 @@ function firstCall(node) {
   return null;
 }
 
+// Parametric array types, for which `::Type{A}` matches only the UnionAll A.
+const PARAMETRIC = new Set(['Array', 'Vector', 'Matrix', 'AbstractArray', 'AbstractVector', 'AbstractMatrix',
+  'DenseArray', 'SubArray', 'CuArray', 'CuVector', 'CuMatrix', 'ROCArray', 'MtlArray']);
+
+// `x::Type{A}` or `::Type{A}` with A in PARAMETRIC, as a problem, or null.
+function exactUnionAll(node, file) {
+  if (node.type !== 'parametrized_type_expression') return null;
+  if (!node.parent || !['typed_expression', 'unary_typed_expression'].includes(node.parent.type)) return null;
+  const [head, curly] = named(node);
+  if (!head || head.text !== 'Type' || !curly || curly.type !== 'curly_expression') return null;
+  const args = named(curly);
+  if (args.length !== 1 || args[0].type !== 'identifier' || !PARAMETRIC.has(args[0].text)) return null;
+  const a = args[0].text;
+  return `${file}:${node.startPosition.row + 1}: ::Type{${a}} matches only the type ${a} itself, ` +
+    `not ${a}{Float32}: write ::Type{<:${a}}`;
+}
+
 // --- the sources -------------------------------------------------------------
 function readSources(parser, files) {
   let moduleName = null;
-  const exported = [], publicNames = [];
+  const exported = [], publicNames = [], signatures = [];
   const functions = new Set(), others = new Set();
   for (const file of files) {
     const root = parseFile(parser, file).rootNode;
     for (const node of walk(root)) {
+      const exact = exactUnionAll(node, file);
+      if (exact) signatures.push(exact);
       if (node.type === 'module_definition' && moduleName === null) {
         moduleName = firstIdentifier(node);
       } else if (node.type === 'export_statement') {
@@ -78,7 +100,7 @@ function readSources(parser, files) {
       }
     }
   }
-  return { moduleName, exported, publicNames, functions, others };
+  return { moduleName, exported, publicNames, functions, others, signatures };
 }
 
 // --- the tests -----------------------------------------------------------------
@@ -162,7 +184,7 @@ function readClashes(path) {
   }
   const parser = await juliaParser();
   const src = readSources(parser, files);
-  const problems = [];
+  const problems = [...src.signatures];
   if (!src.moduleName) problems.push('no module definition in the sources');
   const defined = (name) => src.functions.has(name) || src.others.has(name);
 

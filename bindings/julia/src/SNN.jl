@@ -39,14 +39,14 @@ const PUBLIC = (
     :gelu, :swish, :silu, :softmax, :activation_name,
     # models
     :describe, :input_size, :output_size, :input_shape, :output_shape, :parameter_count, :layer_count,
-    :layer_shape, :layer_parameters, :initialise!, :get_parameters, :set_parameters!, :state_count,
-    :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
+    :layer_shape, :layer_parameters, :layer_weight, :layer_bias, :initialise!, :get_parameters, :set_parameters!,
+    :state_count, :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
     # devices
     :gpu, :cpu, :device, :move!, :to_best_device!, :gpu_count, :gpu_status, :set_allow_tf32,
     :set_inputs_device!, :synchronize,
     # forward and backward caches
-    :batch_size, :truncate_batch!, :trainmode!, :testmode!, :istraining, :seed!, :get_gradients,
-    :set_gradients!, :input_gradients!, :input_gradients,
+    :batch_size, :truncate_batch!, :trainmode!, :testmode!, :istraining, :seed!, :rngstate, :rngstate!,
+    :by_pointer, :get_gradients, :set_gradients!, :input_gradients!, :input_gradients,
     # optimisers and checkpoints
     :Optimiser, :update!, :reset!, :step_count, :set_hyperparameter!, :hyperparameter,
     :save_checkpoint, :load_checkpoint,
@@ -68,6 +68,7 @@ include("activations.jl")
 include("layers.jl")
 include("handles.jl")
 include("views.jl")
+include("arrays.jl")
 include("models.jl")
 include("caches.jl")
 include("training.jl")

@@ -1,7 +1,7 @@
 # Forward and backward caches: inputs, modes, forward passes, outputs and
 # gradients. Arrays pass by pointer: a Julia (features, batch) matrix or
 # (w, h, c, batch) array of Float32 is exactly snn's [batch][features] /
-# [batch][c][h][w] memory.
+# [batch][c][h][w] memory (see arrays.jl for the others).
 
 """
     batch_of(shape, x) -> (batch, one_sample)
@@ -79,45 +79,86 @@ layer (the same on the CPU and a GPU). A new cache has seed 0.
 seed!(c::ForwardCache, seed::Integer) = (check(snn_cache_set_seed(c, UInt64(seed))); c)
 
 """
+    rngstate(cache) -> (seed=..., passes=...)
+
+The cache's dropout generator state: the seed last set (`seed!`, 0 for a new
+cache) and the number of training passes run since (inference passes do not
+count), as `UInt64`s. Together they decide the masks of the next training
+pass: save them with a checkpoint and give them to `rngstate!` to resume a
+model with dropout bit for bit.
+"""
+function rngstate(c::ForwardCache)
+    seed, passes = Ref{UInt64}(0), Ref{UInt64}(0)
+    check(snn_cache_rng_state(c, seed, passes))
+    (seed=seed[], passes=passes[])
+end
+
+"""
+    rngstate!(cache, state) / rngstate!(cache, seed, passes)
+
+Restores a dropout generator state read by `rngstate` (a value with fields
+`seed` and `passes`), in this or any cache of a model with the same layers,
+on the CPU or a GPU: the training passes that follow draw the masks that
+followed the reading. `rngstate!(cache, s, 0)` is `seed!(cache, s)`.
+"""
+rngstate!(c::ForwardCache, seed::Integer, passes::Integer) =
+    (check(snn_cache_set_rng_state(c, UInt64(seed), UInt64(passes))); c)
+rngstate!(c::ForwardCache, state) = rngstate!(c, state.seed, state.passes)
+
+"""
     set_inputs!(cache, x)
 
 Copies `x` into the cache and sets the batch: a `Vector` is one sample, a
 `Matrix` is (features, batch), a 3-D array one (w, h, c) image and a 4-D array
-(w, h, c, batch). Float32 arrays pass by pointer, other arrays are converted
-first. A CuArray goes from GPU memory to a GPU cache (load CUDA.jl).
+(w, h, c, batch). Float32 arrays whose elements are adjacent (an `Array`, a
+`view(x, :, 3:10)` of whole columns, a `HostView`) pass by pointer, with no
+copy in Julia (see `by_pointer`); any other array (Float64, a
+non-contiguous view, a transpose) is converted into the cache's staging
+buffer, allocated on the first such call and reused by the following ones.
+A CuArray goes from GPU memory to a GPU cache (load CUDA.jl).
 """
 function set_inputs!(c::ForwardCache, x::AbstractArray{<:Real})
     batch, _ = batch_of(c.input_shape, x)
-    v = dense_floats(x)
     batch_size(c).batch == batch || truncate_batch!(c, batch)
-    GC.@preserve v check(snn_set_inputs(c, pointer(v), length(v)))
+    v = floats!(c, x)
+    GC.@preserve v check(snn_set_inputs(c, pointer(v), length(x)))
     c.device_inputs = nothing
     c
 end
-
-one_based(indices, count) = Int64[(1 <= i <= count ? i - 1 : throw(BoundsError(1:count, i))) for i in indices]
 
 """
     set_inputs!(cache, data, indices)
 
 Gathers the samples `indices` (1-based, along the last dimension) of `data`,
-(features, n) or (w, h, c, n), straight into the cache: the batch becomes
-`length(indices)`.
+(features, n) or (w, h, c, n), into the cache: the batch becomes
+`length(indices)`. Data that passes by pointer (see `by_pointer`) is read
+by the library in place; from any other array only the gathered samples are
+converted, into the cache's staging buffer.
 """
 function set_inputs!(c::ForwardCache, data::AbstractArray{<:Real}, indices::AbstractVector{<:Integer})
     samples, one_sample = batch_of(c.input_shape, data)
     one_sample && throw(ArgumentError("gathering needs a batch of samples (a Matrix or a 4-D array)"))
-    v = dense_floats(data)
-    idx = one_based(indices, samples)
-    GC.@preserve v idx check(snn_set_inputs_gather(c, pointer(v), samples, pointer(idx), length(idx)))
+    if by_pointer(data)
+        idx = zero_based!(c, indices, samples)
+        GC.@preserve data idx check(snn_set_inputs_gather(c, pointer(data), samples, pointer(idx), length(indices)))
+    else
+        n, features = length(indices), length(data) ÷ samples
+        batch_size(c).batch == n || truncate_batch!(c, n)
+        buffer = staging!(c, n * features)
+        for (k, i) in enumerate(indices)
+            1 <= i <= samples || throw(BoundsError(1:samples, i))
+            copyto!(buffer, (k - 1) * features + 1, data, (i - 1) * features + 1, features)
+        end
+        GC.@preserve buffer check(snn_set_inputs(c, pointer(buffer), n * features))
+    end
     c.device_inputs = nothing
     c
 end
 
 "    set_inputs!(cache, dataset, indices)  — gathers samples (1-based) of a `Dataset` on the cache's device."
 function set_inputs!(c::ForwardCache, d::Dataset, indices::AbstractVector{<:Integer})
-    idx = one_based(indices, d.count)
-    GC.@preserve idx check(snn_set_inputs_from_dataset(c, d, pointer(idx), length(idx)))
+    idx = zero_based!(c, indices, d.count)
+    GC.@preserve idx check(snn_set_inputs_from_dataset(c, d, pointer(idx), length(indices)))
     c.device_inputs = nothing
     c
 end
@@ -195,10 +236,15 @@ function get_gradients(c::BackwardCache)
     dst
 end
 
-"    set_gradients!(cache, g)  — overwrites the gradient (e.g. averaged over workers) before `update!`."
+"""
+    set_gradients!(cache, g)
+
+Overwrites the gradient (e.g. averaged over workers) before `update!`. `g`
+passes by pointer or through the cache's staging buffer, as inputs do.
+"""
 function set_gradients!(c::BackwardCache, g::AbstractVector{<:Real})
-    v = dense_floats(g)
-    GC.@preserve v check(snn_set_gradients(c, pointer(v), length(v)))
+    v = floats!(c, g)
+    GC.@preserve v check(snn_set_gradients(c, pointer(v), length(g)))
     c
 end
 
@@ -221,20 +267,23 @@ Waits until the work queued on a GPU backward cache has finished (see
 synchronize(c::BackwardCache) = (check(snn_backward_cache_synchronize(c)); c)
 
 """
-    Dataset(samples; labels=nothing, device=:cpu)
+    Dataset(samples; labels=nothing, num_classes=nothing, device=:cpu)
 
 Copies `samples` ((features, n) or (w, h, c, n)) and optional 1-based class
 `labels` once to `device` (`:cpu` or a GPU index); batches are then gathered
 by index on that device (`set_inputs!(cache, dataset, indices)`,
-`LogitCrossEntropyLoss(dataset, indices)`).
+`LogitCrossEntropyLoss(dataset, indices)`). A label below 1, or above
+`num_classes` when it is given, throws an `ArgumentError` naming the first
+one; without `num_classes`, a label above the model's outputs is refused
+when it is gathered (an `SNNError`).
 """
-function Dataset(samples::AbstractArray{<:Real}; labels=nothing, device=:cpu)
+function Dataset(samples::AbstractArray{<:Real}; labels=nothing, num_classes=nothing, device=:cpu)
     ndims(samples) in (2, 4) || throw(ArgumentError("samples are (features, n) or (w, h, c, n), got size $(size(samples))"))
     n = size(samples, ndims(samples))
     features = length(samples) ÷ max(n, 1)
     dev = device_index(device)
-    v = dense_floats(samples)
-    lab = labels === nothing ? nothing : Int32[l - 1 for l in labels]
+    v = host_floats(samples)
+    lab = labels === nothing ? nothing : zero_based_labels(labels, num_classes, "Dataset")
     lab === nothing || length(lab) == n || throw(DimensionMismatch("$(length(lab)) labels for $n samples"))
     ptr = GC.@preserve v lab new_handle(out -> snn_dataset_create(dev, pointer(v), n, features,
         lab === nothing ? Ptr{Int32}(C_NULL) : pointer(lab), out))

@@ -48,7 +48,8 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, m::Model) = live(m)
 
 """
 The buffers of forward passes of one model, for batches up to a maximum
-(`preallocate`). Holds its model.
+(`preallocate`). Holds its model, and the staging buffers of inputs that
+cannot be passed by pointer (see `by_pointer`).
 """
 mutable struct ForwardCache
     ptr::Ptr{Cvoid}
@@ -58,8 +59,10 @@ mutable struct ForwardCache
     input_shape::Tuple{Vararg{Int}}
     output_shape::Tuple{Vararg{Int}}
     device_inputs::Any
+    staging::Vector{Float32}
+    indices::Vector{Int64}
     function ForwardCache(ptr::Ptr{Cvoid}, model::Model, device::Int32, input_shape, output_shape)
-        c = new(ptr, model, 0, device, input_shape, output_shape, nothing)
+        c = new(ptr, model, 0, device, input_shape, output_shape, nothing, Float32[], Int64[])
         finalizer(close, c)
     end
 end
@@ -68,7 +71,8 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, c::ForwardCache) = live(c)
 
 """
 The gradient buffers of one model for batches up to a maximum
-(`preallocate_grads`). Holds its model.
+(`preallocate_grads`). Holds its model, and the staging buffer of output
+gradients and gradients that cannot be passed by pointer.
 """
 mutable struct BackwardCache
     ptr::Ptr{Cvoid}
@@ -77,8 +81,9 @@ mutable struct BackwardCache
     device::Int32
     input_shape::Tuple{Vararg{Int}}
     parameters::Int
+    staging::Vector{Float32}
     function BackwardCache(ptr::Ptr{Cvoid}, model::Model, device::Int32, input_shape, parameters::Int)
-        c = new(ptr, model, 0, device, input_shape, parameters)
+        c = new(ptr, model, 0, device, input_shape, parameters, Float32[])
         finalizer(close, c)
     end
 end

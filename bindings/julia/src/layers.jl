@@ -36,14 +36,25 @@ function init_name(s::AbstractString)
                         "he_normal (kaiming_normal), lecun_normal, zeros"))
 end
 
+# SimpleNNs passes use_bias as Val(true) or Val(false), Flux bias as a Bool.
+bias_flag(b::Bool) = b
+bias_flag(::Val{true}) = true
+bias_flag(::Val{false}) = false
+bias_flag(x) = throw(ArgumentError("use_bias / bias is true, false, Val(true) or Val(false), got $(repr(x))"))
+
 """
     Dense(in => out, σ=identity; bias=true, init=nothing)      (Flux)
-    Dense(out; activation_fn=identity, use_bias=true, init=nothing)  (SimpleNNs)
+    Dense(out; activation_fn=identity, use_bias=Val(true), init=nothing)  (SimpleNNs)
 
 A fully connected layer. `σ` is an activation function (see
 `activation_name`), `init` a name or function such as `:he_normal` or
-`Flux.kaiming_normal`. With `in =>`, the model checks that `in` features
+`Flux.kaiming_normal`; `bias` and `use_bias` take a `Bool` or SimpleNNs'
+`Val(true)`/`Val(false)`. With `in =>`, the model checks that `in` features
 arrive.
+
+Its weight is snn's `[out][in]` row-major matrix, which is Julia's
+column-major `(in, out)`: `SNN.layer_weight(model, layer)` gives it as Flux
+holds it, an `(out, in)` `PermutedDimsArray` of that memory.
 """
 struct Dense <: Layer
     in::Union{Nothing,Int}
@@ -52,10 +63,10 @@ struct Dense <: Layer
     bias::Bool
     init::Union{Nothing,String}
 end
-Dense(io::Pair{<:Integer,<:Integer}, σ=identity; bias::Bool=true, init=nothing) =
-    Dense(Int(io.first), Int(io.second), activation_name(σ), bias, init_name(init))
-Dense(out::Integer, σ=identity; activation_fn=σ, use_bias::Bool=true, bias::Bool=use_bias, init=nothing) =
-    Dense(nothing, Int(out), activation_name(activation_fn), bias, init_name(init))
+Dense(io::Pair{<:Integer,<:Integer}, σ=identity; bias=true, init=nothing) =
+    Dense(Int(io.first), Int(io.second), activation_name(σ), bias_flag(bias), init_name(init))
+Dense(out::Integer, σ=identity; activation_fn=σ, use_bias=true, bias=use_bias, init=nothing) =
+    Dense(nothing, Int(out), activation_name(activation_fn), bias_flag(bias), init_name(init))
 
 """
     SamePad()
@@ -79,10 +90,13 @@ end
 
 """
     Conv((kw, kh), in => out, σ=identity; stride=1, pad=0, bias=true, init=nothing)   (Flux)
-    Conv((kw, kh), out; activation_fn=identity, stride=1, pad=0, use_bias=true, init=nothing)  (SimpleNNs)
+    Conv((kw, kh), out; activation_fn=identity, stride=1, pad=0, use_bias=Val(true), init=nothing)  (SimpleNNs)
 
-A 2-D convolution; `pad` may be `SamePad()`. Sizes are (width, height) as
-Julia's (w, h, c, batch) arrays index them.
+A 2-D cross-correlation, as PyTorch's and Flux's `CrossCor` (Flux's `Conv`
+flips the kernel); `pad` may be `SamePad()`. Sizes are (width, height) as
+Julia's (w, h, c, batch) arrays index them. Its weight, snn's
+`[out][in][kh][kw]`, is Julia's `(kw, kh, in, out)`, the layout of Flux's
+weights (`SNN.layer_weight`).
 """
 struct Conv <: Layer
     kernel::Tuple{Int,Int}
@@ -94,14 +108,16 @@ struct Conv <: Layer
     bias::Bool
     init::Union{Nothing,String}
 end
-function Conv(kernel, ch::Pair{<:Integer,<:Integer}, σ=identity; stride=1, pad=0, bias::Bool=true, init=nothing)
+function Conv(kernel, ch::Pair{<:Integer,<:Integer}, σ=identity; stride=1, pad=0, bias=true, init=nothing)
     k = pair(kernel)
-    Conv(k, Int(ch.first), Int(ch.second), activation_name(σ), pair(stride), padding(pad, k), bias, init_name(init))
+    Conv(k, Int(ch.first), Int(ch.second), activation_name(σ), pair(stride), padding(pad, k), bias_flag(bias),
+         init_name(init))
 end
-function Conv(kernel, out::Integer, σ=identity; activation_fn=σ, stride=1, pad=0, use_bias::Bool=true,
-              bias::Bool=use_bias, init=nothing)
+function Conv(kernel, out::Integer, σ=identity; activation_fn=σ, stride=1, pad=0, use_bias=true, bias=use_bias,
+              init=nothing)
     k = pair(kernel)
-    Conv(k, nothing, Int(out), activation_name(activation_fn), pair(stride), padding(pad, k), bias, init_name(init))
+    Conv(k, nothing, Int(out), activation_name(activation_fn), pair(stride), padding(pad, k), bias_flag(bias),
+         init_name(init))
 end
 
 "    MaxPool((pw, ph); stride=(pw, ph))  — the maximum of each window."
@@ -190,29 +206,80 @@ end
 """
     SkipConnection(layers, connection)
 
-`connection(layers(x), x)` as in Flux: `+` adds the input to the output of
-`layers` (a residual block, snn's `add`); `cat` (or `vcat`) joins them along
-the channels of images or the features of vectors (snn's `concat`).
+`connection(layers(x), x)` as in Flux, where `connection` adds (`+`: a
+residual block, snn's `add`) or concatenates (snn's `concat`, `layers(x)`
+first). snn's concat joins the features of vectors, which is `vcat` on
+(features, batch) matrices, and the channels of images, which is
+`(a, b) -> cat(a, b; dims=3)` on (w, h, c, batch) arrays: `vcat` there would
+join widths. So `connection` is run once on small arrays: here to tell an
+addition from a concatenation (anything else is refused), and by
+`Model(chain)` on arrays of the shapes that reach it, where a connection that
+does not join the features of vectors or the channels of images throws a
+`DimensionMismatch` saying along which dimension it joins.
 """
 struct SkipConnection <: Layer
     layers::Any
+    connection::Any
     op::String
 end
-function SkipConnection(layers, connection::Function)
-    name = nameof(connection)
-    op = name === :+ ? "add" : name in (:cat, :vcat) ? "concat" :
-        throw(ArgumentError("SkipConnection joins with + (add) or cat (concat along channels), got $(repr(connection))"))
-    SkipConnection(layers, op)
+function SkipConnection(layers, connection)
+    a, b = probe((2, 2, 2, 2)), probe((2, 2, 2, 2), 1)
+    op = outcome(connection, a, b) == a + b ? "add" : joined_along(connection, a, b) !== nothing ? "concat" :
+        throw(ArgumentError("SkipConnection joins with + (snn's add) or a concatenation (snn's concat: vcat on " *
+                            "vectors, (a, b) -> cat(a, b; dims=3) on images); $(repr(connection)) computes neither"))
+    SkipConnection(layers, connection, op)
 end
+
+# --- what a Julia function of whole arrays computes ---------------------------
+# A connection or a softmax acts on a dimension of its arrays, which may not be
+# the one snn's op acts on; each is run on small arrays of distinct values.
+
+# Distinct values of size `dims`, all above `offset`.
+probe(dims, offset=0) = reshape(Float32[offset + i / prod(dims) for i in 1:prod(dims)], dims)
+# f(args...), or nothing where it throws.
+outcome(f, args...) = try
+    f(args...)
+catch
+    nothing
+end
+
+# The dimension along which f(a, b) concatenates a and b, or nothing.
+function joined_along(f, a, b)
+    result = outcome(f, a, b)
+    result === nothing && return nothing
+    for d in 1:ndims(a) + 1
+        result == outcome((x, y) -> cat(x, y; dims=d), a, b) && return d
+    end
+    nothing
+end
+
+# Whether f(x) is the softmax of x over dimension d.
+function is_softmax_over(f, x, d)
+    result = outcome(f, x)
+    result isa AbstractArray && size(result) == size(x) && isapprox(result, softmax_over(x, d); rtol=1e-5)
+end
+# The dimension over which f(x) is a softmax, or nothing.
+softmax_along(f, x) = findfirst(d -> is_softmax_over(f, x, d), 1:ndims(x))
+is_softmax(f) = any(x -> softmax_along(f, x) !== nothing, (probe((3, 2)), probe((2, 2, 3, 2))))
+
+# Julia's names of the dimensions of a batch of samples of `shape`.
+dimension_names(shape) = length(shape) == 1 ? ("features", "batch") : ("width", "height", "channels", "batch")
+describe_dimension(shape, d) = d === nothing ? "along none of their dimensions" :
+    "along dimension $d ($(d <= length(shape) + 1 ? dimension_names(shape)[d] : "a new one"))"
+# snn's concat and softmax act on the features of vectors, the channels of images.
+snn_dimension(shape) = length(shape) == 1 ? 1 : 3
 
 # --- the spec ----------------------------------------------------------------
 
-# The lines of a spec, and what some layers declared about their input: after
-# the model is built, `check_declared` compares each with the shape of the
-# layer before it (line i - 1 is snn's layer i - 1).
+# The lines of a spec and what must be checked once the model is built and
+# the shapes are known (`check_built`; line i is snn's layer i - 1): the input
+# size some layers declared (layer before, layer), concatenations (concat
+# layer, layer ID, connection) and softmaxes (layer, function).
 mutable struct SpecBuilder
     lines::Vector{String}
     declared::Vector{Tuple{Int,Layer}}
+    joins::Vector{Tuple{Int,Int,Any}}
+    softmaxes::Vector{Tuple{Int,Any}}
     names::Int
 end
 
@@ -248,20 +315,25 @@ function emit!(b::SpecBuilder, c::Chain)
     b
 end
 
+# An activation by its name; a softmax by its name (NNlib's, Flux's, SNN's) or,
+# for an anonymous function such as x -> softmax(x; dims=3), by what it computes.
 function emit!(b::SpecBuilder, f::Function)
     name = function_name(f)
     if name === :flatten
         push!(b.lines, "flatten")
-    elseif name === :softmax
+    elseif name === :softmax || name === nothing && is_softmax(f)
         push!(b.lines, "softmax")
-    elseif activation_name(f) != "identity"
-        push!(b.lines, activation_name(f))
+        push!(b.softmaxes, (length(b.lines) - 1, f))
+    else
+        act = activation_name(f)
+        act == "identity" || push!(b.lines, act)
     end
     b
 end
 
 function emit!(b::SpecBuilder, s::SkipConnection)
     last = b.lines[end]
+    id_layer = length(b.lines) - 1
     m = match(r" name=(\w+)", last)
     if m === nothing
         b.names += 1
@@ -272,6 +344,7 @@ function emit!(b::SpecBuilder, s::SkipConnection)
     end
     emit!(b, s.layers)
     push!(b.lines, "$(s.op) $id")
+    s.op == "concat" && push!(b.joins, (length(b.lines) - 1, id_layer, s.connection))
     b
 end
 
@@ -290,7 +363,7 @@ function builder(c::Chain)
     end
     input === nothing && throw(ArgumentError("the Chain does not say its input size: begin it with Static(n) or " *
                                              "Static(w, h, c), pass input=, or begin with Dense(in => out)"))
-    b = SpecBuilder([line(input)], Tuple{Int,Layer}[], 0)
+    b = SpecBuilder([line(input)], Tuple{Int,Layer}[], Tuple{Int,Int,Any}[], Tuple{Int,Any}[], 0)
     foreach(l -> emit!(b, l), layers)
     b
 end

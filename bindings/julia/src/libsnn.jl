@@ -70,6 +70,10 @@ snn_cache_training(cache, on) =
     ccall((:snn_cache_training, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), cache, on)
 snn_cache_set_seed(cache, seed) =
     ccall((:snn_cache_set_seed, libsnn), Cint, (Ptr{Cvoid}, UInt64), cache, seed)
+snn_cache_rng_state(cache, seed, passes) =
+    ccall((:snn_cache_rng_state, libsnn), Cint, (Ptr{Cvoid}, Ptr{UInt64}, Ptr{UInt64}), cache, seed, passes)
+snn_cache_set_rng_state(cache, seed, passes) =
+    ccall((:snn_cache_set_rng_state, libsnn), Cint, (Ptr{Cvoid}, UInt64, UInt64), cache, seed, passes)
 snn_cache_batch(cache, batch, max_batch) =
     ccall((:snn_cache_batch, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}), cache, batch, max_batch)
 snn_set_inputs(cache, inputs, count) =

@@ -6,7 +6,7 @@ function Model(c::Chain)
     b = builder(c)
     m = Model(join(b.lines, "; "))
     try
-        check_declared(m, b.declared)
+        check_built(m, b)
     catch
         close(m)
         rethrow()
@@ -22,8 +22,32 @@ is `Model(SNN.Chain(...))`.
 """
 chain(layers...) = Model(Chain(layers...))
 
-# Sizes that layers declared (Dense(in => out), Conv(k, in => out),
-# BatchNorm(channels), LayerNorm(size...)) against the shapes snn inferred.
+# What the chain asked for against the shapes snn inferred: the sizes layers
+# declared (Dense(in => out), Conv(k, in => out), BatchNorm(channels),
+# LayerNorm(size...)), and that each concatenation and softmax computes in
+# Julia, on a batch of 2 samples of the shapes that reach it, what snn's
+# computes (on the features of vectors, the channels of images).
+function check_built(m::Model, b::SpecBuilder)
+    for (layer, id, connection) in b.joins
+        branch, skip = julia_shape(layer_shape(m, layer - 1)), julia_shape(layer_shape(m, id))
+        d = joined_along(connection, probe((branch..., 2)), probe((skip..., 2), 1))
+        want = snn_dimension(branch)
+        d == want || throw(DimensionMismatch(
+            "SkipConnection's $(repr(connection)) joins batches of $branch and $skip samples " *
+            "$(describe_dimension(branch, d)), where snn's concat joins their $(dimension_names(branch)[want]) " *
+            "(vcat on vectors, (a, b) -> cat(a, b; dims=3) on images)"))
+    end
+    for (layer, f) in b.softmaxes
+        shape = julia_shape(layer_shape(m, layer - 1))
+        x, want = probe((shape..., 2)), snn_dimension(shape)
+        is_softmax_over(f, x, want) || throw(DimensionMismatch(
+            "$(repr(f)) on a batch of $shape samples is a softmax $(describe_dimension(shape, softmax_along(f, x))), " *
+            "where snn's softmax is over their $(dimension_names(shape)[want]) (softmax(x; dims=1) on vectors, " *
+            "x -> softmax(x; dims=3) on images, or SNN.softmax on both)"))
+    end
+    check_declared(m, b.declared)
+end
+
 function check_declared(m::Model, declared)
     for (before, l) in declared
         c, h, w = layer_shape(m, before)
@@ -91,6 +115,67 @@ function layer_parameters(m::Model, layer::Integer)
     (weights=Int(wo[])+1:Int(wo[] + wc[]), bias=Int(bo[])+1:Int(bo[] + bc[]))
 end
 
+# The words of layer `layer`'s line of the canonical spec: ["conv", "3x2", "4", ...].
+layer_words(m::Model, layer::Integer) = split(split(describe(m), ';')[layer + 1])
+
+# The Julia size of layer `layer`'s weight: snn's row-major layout read column-major.
+function weight_size(m::Model, layer::Integer)
+    words = layer_words(m, layer)
+    input, output = julia_shape(layer_shape(m, layer - 1)), julia_shape(layer_shape(m, layer))
+    if words[1] == "dense"
+        (prod(input), output[1])
+    elseif words[1] == "conv"
+        k = parse.(Int, split(words[2], 'x'))
+        (k[end], k[1], input[end], output[end])
+    elseif words[1] == "batchnorm"
+        (input[end],)
+    else
+        input
+    end
+end
+
+# A view of `range` (1-based, in parameters(model)) of size `dims`, or an
+# ArgumentError naming the layer when it has no such parameters.
+function parameter_view(m::Model, layer::Integer, range, what, dims)
+    isempty(range) && throw(ArgumentError("layer $layer ($(layer_words(m, layer)[1])) has no $what"))
+    HostView(m, parameters(m).ptr + (first(range) - 1) * sizeof(Float32), dims())
+end
+
+"""
+    layer_weight(model, layer) -> AbstractArray{Float32}
+
+Zero-copy view of layer `layer`'s weight in a CPU model's parameters, shaped
+as Flux holds it. Writes go to the model; like `parameters`, it keeps the
+model alive and refuses to be used after `close` or `move!`.
+
+- dense: an `(out, in)` matrix, a `PermutedDimsArray` of snn's `[out][in]`
+  row-major memory, which is Julia's column-major `(in, out)` (`parent(W)`);
+  `W * x` works on it as on Flux's weight.
+- conv: `(kw, kh, in, out)`, snn's `[out][in][kh][kw]` memory as it lies:
+  the layout of Flux's weights, for a cross-correlation (Flux's `CrossCor`;
+  Flux's `Conv` flips the kernel, `w[end:-1:1, end:-1:1, :, :]`).
+- batchnorm: `(channels,)`; layernorm: the sample's shape, `(n,)` or `(w, h, c)`.
+
+Throws an `ArgumentError` for a layer without weight.
+"""
+function layer_weight(m::Model, layer::Integer)
+    w = parameter_view(m, layer, layer_parameters(m, layer).weights, "weight", () -> weight_size(m, layer))
+    layer_words(m, layer)[1] == "dense" ? PermutedDimsArray(w, (2, 1)) : w
+end
+
+"""
+    layer_bias(model, layer) -> AbstractArray{Float32}
+
+Zero-copy view of layer `layer`'s bias in a CPU model's parameters: `(out,)`
+for dense and conv layers, the weight's shape for batchnorm and layernorm.
+Throws an `ArgumentError` for a layer without bias (`bias=false`).
+"""
+function layer_bias(m::Model, layer::Integer)
+    r = layer_parameters(m, layer).bias
+    per_output = layer_words(m, layer)[1] in ("dense", "conv")
+    parameter_view(m, layer, r, "bias", () -> per_output ? (length(r),) : weight_size(m, layer))
+end
+
 "1-based range of layer `layer`'s values in `state(model)` (empty for layers without state)."
 function layer_state(m::Model, layer::Integer)
     offset, count = Ref{Csize_t}(0), Ref{Csize_t}(0)
@@ -124,9 +209,15 @@ function get_parameters(m::Model)
     dst
 end
 
-"Copies the parameters in (any device); `length(src)` must be `parameter_count(model)`."
+"""
+    set_parameters!(model, src)
+
+Copies the parameters in (any device); `length(src)` must be
+`parameter_count(model)`. `src` passes by pointer when it can (see
+`by_pointer`), else it is converted into a new array first.
+"""
 function set_parameters!(m::Model, src::AbstractVector{<:Real})
-    v = dense_floats(src)
+    v = host_floats(src)
     GC.@preserve v check(snn_set_parameters(m, pointer(v), length(v)))
     m
 end
@@ -143,16 +234,12 @@ function state(m::Model)
     dst
 end
 
-"Overwrites the model's state; `length(src)` must be `state_count(model)`."
+"Overwrites the model's state; `length(src)` must be `state_count(model)` (passed as by `set_parameters!`)."
 function set_state!(m::Model, src::AbstractVector{<:Real})
-    v = dense_floats(src)
+    v = host_floats(src)
     GC.@preserve v check(snn_set_state(m, isempty(v) ? Ptr{Cfloat}(C_NULL) : pointer(v), length(v)))
     m
 end
-
-# Float32 memory with the layout of `x` that can be passed by pointer.
-dense_floats(x::Array{Float32}) = x
-dense_floats(x::AbstractArray{<:Real}) = Array{Float32}(x)
 
 # --- files ---------------------------------------------------------------------
 

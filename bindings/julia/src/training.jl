@@ -1,4 +1,5 @@
-# Losses, backpropagation and optimisers, named as in SimpleNNs.jl.
+# Losses, backpropagation and optimisers, named as in SimpleNNs.jl. The losses
+# are snn's, PyTorch's means, not SimpleNNs' scales (see each docstring).
 
 const LOSS_MSE = Int32(1)
 const LOSS_LOGIT_CROSSENTROPY = Int32(2)
@@ -6,8 +7,18 @@ const LOSS_LOGIT_CROSSENTROPY = Int32(2)
 """
     MSELoss(targets)
 
-Mean squared error against targets shaped as the outputs ((outputs, batch));
-copied to host Float32 memory once, when the loss is made.
+Mean squared error against targets shaped as the outputs ((outputs, batch)),
+copied to host Float32 memory once, when the loss is made. `backprop!`
+returns, and differentiates, PyTorch's `nn.MSELoss()`:
+
+    L = sum((y - t)^2) / (outputs * batch),    dL/dy = 2 (y - t) / (outputs * batch)
+
+SimpleNNs' `MSELoss` of the same name scales differently: its gradient is
+`y - t` (the derivative of `sum((y - t)^2) / 2`) and the value it reports is
+`sum((y - t)^2) / (2 * outputs * batch)` in its earlier versions,
+`sum((y - t)^2) / (outputs * batch)` in later ones. An snn gradient times
+`outputs * batch / 2` is SimpleNNs' (this matters for SGD; Adam, AdamW and
+RMSProp steps hardly depend on the scale).
 """
 struct MSELoss
     targets::Array{Float32}
@@ -17,17 +28,23 @@ end
 """
     LogitCrossEntropyLoss(labels, num_classes)
 
-Softmax cross-entropy against 1-based class labels, as in SimpleNNs.jl
-(converted to snn's 0-based Int32 here).
+Softmax cross-entropy of the outputs (logits) against 1-based class labels,
+as SimpleNNs.jl takes them (converted to snn's 0-based Int32 here; a label
+outside `1:num_classes` throws an `ArgumentError` naming the first). The
+value `backprop!` returns, and differentiates, is the **mean** over the
+batch, as PyTorch's `nn.CrossEntropyLoss()`:
+
+    L = sum over samples j of -log softmax(y[:, j])[label j] / batch,
+    dL/dy[:, j] = (softmax(y[:, j]) - onehot(label j)) / batch
+
+SimpleNNs' `LogitCrossEntropyLoss` **sums** over the batch: its value and
+gradient are snn's times `batch`.
 """
 struct LogitCrossEntropyLoss
     labels::Vector{Int32}
     num_classes::Int
-    function LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer)
-        all(l -> 1 <= l <= num_classes, labels) ||
-            throw(ArgumentError("labels must lie in 1:$num_classes"))
-        new(Int32[l - 1 for l in labels], Int(num_classes))
-    end
+    LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer) =
+        new(zero_based_labels(labels, num_classes, "LogitCrossEntropyLoss"), Int(num_classes))
 end
 
 "    LogitCrossEntropyLoss(dataset, indices)  — labels gathered from a Dataset (1-based indices)."
@@ -35,7 +52,7 @@ struct DatasetLabelsLoss
     dataset::Dataset
     indices::Vector{Int64}
 end
-LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer}) = DatasetLabelsLoss(d, Int64[i - 1 for i in indices])
+LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer}) = DatasetLabelsLoss(d, zero_based(indices, d.count))
 
 """
     LogitCrossEntropyLoss(labels, num_classes, indices)
@@ -48,7 +65,7 @@ struct GatheredLabelsLoss
     indices::Vector{Int64}
 end
 LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer, indices::AbstractVector{<:Integer}) =
-    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, Int64[i - 1 for i in indices])
+    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, zero_based(indices, length(labels)))
 
 # Each passes its arrays by pointer, preserved for the duration of the call.
 function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
@@ -95,11 +112,13 @@ end
     backprop!(backward_cache, forward_cache, model, output_gradient)
 
 Backpropagates a caller's gradient of the loss with respect to the outputs,
-shaped as `get_outputs(forward_cache)` (custom losses, reinforcement learning).
+shaped as `get_outputs(forward_cache)` (custom losses, reinforcement
+learning). It passes by pointer or through the cache's staging buffer, as
+inputs do (see `set_inputs!`).
 """
 function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient::AbstractArray{<:Real})
-    v = dense_floats(output_gradient)
-    GC.@preserve v check(snn_backprop_with_output_gradient(b, f, m, pointer(v), length(v)))
+    v = floats!(b, output_gradient)
+    GC.@preserve v check(snn_backprop_with_output_gradient(b, f, m, pointer(v), length(output_gradient)))
     followed!(f, m)
     followed!(b, m)
     nothing

@@ -2,14 +2,26 @@
 # run with Pkg.test("SNN"). Every exported and public name of SNN is used here
 # (bindings/julia/tools/check_api.js checks it).
 using SNN
+using LinearAlgebra
 using Test
 
 # Stand-ins for the packages whose activation functions SNN recognises by name:
 # a function called relu from a module called NNlib is accepted, the same
-# function from any other module is refused.
+# function from any other module is refused. This NNlib is 0.9.28 or later,
+# where gelu is an alias of gelu_tanh; OldFlux.NNlib is an earlier one, whose
+# gelu is the tanh approximation under its own name.
 module NNlib
 relu(x) = max(zero(x), x)
-softmax(x) = exp.(x) ./ sum(exp.(x); dims=1)
+softmax(x; dims=1) = exp.(x) ./ sum(exp.(x); dims)
+gelu_tanh(x) = x * (1 + tanh(sqrt(2 / π) * (x + 0.044715x^3))) / 2
+const gelu = gelu_tanh
+gelu_sigmoid(x) = x / (1 + exp(-sqrt(8 / π) * (x + 0.044715x^3)))
+function gelu_erf end
+end
+module OldFlux
+module NNlib
+gelu(x) = x * (1 + tanh(sqrt(2 / π) * (x + 0.044715x^3))) / 2
+end
 end
 module Other
 relu(x) = max(zero(x), x)
@@ -51,7 +63,7 @@ resnet_chain() = SNN.Chain(
                                  SNN.Conv((3, 3), 8 => 8; pad=1, bias=false), SNN.BatchNorm(8)), +),
     NNlib.relu,
     SNN.MaxPool((2, 2)),
-    SNN.SkipConnection(SNN.Conv((1, 1), 8 => 4, SNN.gelu), cat),
+    SNN.SkipConnection(SNN.Conv((1, 1), 8 => 4, SNN.gelu), (a, b) -> cat(a, b; dims=3)),
     SNN.GlobalMeanPool(), SNN.Flatten(), SNN.Dropout(0.25), SNN.LayerNorm(12), SNN.Dense(12 => 3);
     input=(8, 8, 1))
 
@@ -100,6 +112,7 @@ end
         @test SNN.activation_name(SNN.sigmoid) == "sigmoid"
         @test SNN.activation_name(SNN.leakyrelu) == "leaky_relu"
         @test SNN.activation_name(SNN.gelu) == "gelu"
+        @test SNN.activation_name(NNlib.gelu_erf) == "gelu"
         @test SNN.activation_name(SNN.swish) == "silu"
         @test SNN.activation_name(SNN.silu) == "silu"
         @test SNN.activation_name(identity) == "identity"
@@ -117,6 +130,24 @@ end
         @test SNN.swish(1.0) ≈ 0.7310585786300049
         @test SNN.silu(-1.0) ≈ -0.2689414213699951
         @test SNN.softmax([1.0, 1.0]) ≈ [0.5, 0.5]
+        # snn's softmax is over the channels of images, NNlib's over dims=1
+        images = reshape(collect(1.0:12.0), 2, 1, 3, 2)
+        @test SNN.softmax(images) ≈ NNlib.softmax(images; dims=3)
+        @test all(sum(SNN.softmax(images); dims=3) .≈ 1)
+    end
+
+    @testset "NNlib's gelu is the tanh approximation, snn's the erf form: refused, not swapped" begin
+        # NNlib 0.9.28 and later: gelu === gelu_tanh; before: a function named gelu
+        @test NNlib.gelu === NNlib.gelu_tanh
+        for f in (NNlib.gelu, NNlib.gelu_tanh, NNlib.gelu_sigmoid, OldFlux.NNlib.gelu)
+            e = errorof(() -> SNN.Dense(4 => 4, f))
+            @test e isa ArgumentError && occursin("tanh approximation", e.msg) && occursin("erf form", e.msg)
+            @test_throws ArgumentError SNN.Conv((3, 3), 4; activation_fn=f)
+            @test_throws ArgumentError SNN.spec(Static(4), f)
+        end
+        # the two differ by up to 4.7e-4: a silent swap would change the model
+        @test abs(NNlib.gelu_tanh(2.5) - SNN.gelu(2.5)) > 4e-4
+        @test SNN.spec(Static(4), SNN.Dense(4 => 4, NNlib.gelu_erf), SNN.gelu) == "input 4; dense 4 gelu; gelu"
     end
 
     @testset "layers become an snn spec" begin
@@ -142,6 +173,56 @@ end
         @test_throws ArgumentError SNN.Dropout(1.0)
         @test_throws ArgumentError SNN.Conv((2, 2), 1 => 1; pad=SNN.SamePad())    # even kernel
         @test_throws ArgumentError SNN.Dense(2; init=:orthogonal)
+        # SimpleNNs' use_bias takes Val(true) / Val(false)
+        @test SNN.spec(Static(3), SNN.Dense(2; use_bias=Val(false)), SNN.Dense(1; use_bias=Val(true))) ==
+              "input 3; dense 2 identity nobias; dense 1 identity"
+        @test SNN.spec(Static(4, 4, 1), SNN.Conv((3, 3), 2; use_bias=Val(false), activation_fn=SNN.relu)) ==
+              "input 4x4x1; conv 3x3 2 relu stride=1x1 pad=0x0 nobias"
+        @test SNN.spec(SNN.Chain(SNN.Dense(3 => 2; bias=Val(false)))) == "input 3; dense 2 identity nobias"
+        e = errorof(() -> SNN.Dense(2; use_bias=1))
+        @test e isa ArgumentError && occursin("Val(false)", e.msg)
+        @test_throws ArgumentError SNN.Conv((3, 3), 2; use_bias=Val(:no))
+    end
+
+    @testset "concatenations and softmaxes act where snn's do, or are refused" begin
+        # On images snn's concat joins channels: cat(a, b; dims=3) in Julia
+        channels = SNN.Chain(SNN.Conv((3, 3), 1 => 2; pad=1),
+                             SNN.SkipConnection(SNN.Conv((1, 1), 2 => 2), (a, b) -> cat(a, b; dims=3)); input=(4, 4, 1))
+        model = SNN.Model(channels)
+        @test SNN.output_shape(model) == (4, 4, 4)
+        # vcat on (w, h, c, batch) joins widths: a DimensionMismatch, not a channel concat
+        widths = SNN.Chain(SNN.Conv((3, 3), 1 => 2; pad=1), SNN.SkipConnection(SNN.Conv((1, 1), 2 => 2), vcat);
+                           input=(4, 4, 1))
+        @test SNN.spec(widths) == SNN.spec(channels)        # the same spec: only the built model can tell
+        e = errorof(() -> SNN.Model(widths))
+        @test e isa DimensionMismatch && occursin("dimension 1 (width)", e.msg) && occursin("dims=3", e.msg)
+        # on vectors snn's concat joins features: vcat, not a new dimension nor the batch
+        @test SNN.output_shape(SNN.Model(SNN.Chain(SNN.SkipConnection(SNN.Dense(4), vcat); input=2))) == (6,)
+        e = errorof(() -> SNN.Model(SNN.Chain(SNN.SkipConnection(SNN.Dense(2), (a, b) -> cat(a, b; dims=3)); input=2)))
+        @test e isa DimensionMismatch && occursin("dimension 3 (a new one)", e.msg)
+        e = errorof(() -> SNN.Model(SNN.Chain(SNN.SkipConnection(SNN.Dense(2), hcat); input=2)))
+        @test e isa DimensionMismatch && occursin("dimension 2 (batch)", e.msg)
+        # cat without dims throws in Julia: refused, as anything that neither adds nor concatenates
+        @test_throws ArgumentError SNN.SkipConnection(SNN.Dense(2), cat)
+        @test SNN.spec(SNN.Chain(SNN.SkipConnection(SNN.Dense(2), (a, b) -> a .+ b); input=2)) ==
+              "input 2 name=skip1; dense 2 identity; add skip1"
+
+        # NNlib.softmax on images normalises widths (dims=1); snn's softmax is over channels
+        e = errorof(() -> SNN.Model(SNN.Chain(SNN.Conv((1, 1), 1 => 3), NNlib.softmax; input=(4, 4, 1))))
+        @test e isa DimensionMismatch && occursin("dimension 1 (width)", e.msg) && occursin("dims=3", e.msg)
+        over_channels = SNN.Model(SNN.Chain(SNN.Conv((1, 1), 1 => 3), x -> NNlib.softmax(x; dims=3); input=(4, 4, 1)))
+        @test endswith(SNN.describe(over_channels), "softmax")
+        logits = SNN.Model(SNN.Chain(SNN.Conv((1, 1), 1 => 3); input=(4, 4, 1)))
+        SNN.set_parameters!(logits, SNN.get_parameters(over_channels))
+        x = reshape(Float32[(i % 7) / 7 for i in 1:32], 4, 4, 1, 2)
+        @test over_channels(x) ≈ NNlib.softmax(logits(x); dims=3)
+        @test SNN.Model(SNN.Chain(SNN.Conv((1, 1), 1 => 3), SNN.softmax; input=(4, 4, 1))) isa Model
+        # on vectors, the features: dims=1
+        @test SNN.Model(SNN.Chain(SNN.Dense(2 => 3), NNlib.softmax)) isa Model
+        e = errorof(() -> SNN.Model(SNN.Chain(SNN.Dense(2 => 3), x -> NNlib.softmax(x; dims=2))))
+        @test e isa DimensionMismatch && occursin("dimension 2 (batch)", e.msg)
+        @test_throws ArgumentError SNN.spec(Static(3), x -> 2x)
+        foreach(close, (model, over_channels, logits))
     end
 
     @testset "models from layers" begin
@@ -204,6 +285,113 @@ end
         @test get_outputs(fwd) == Float32[14 12; 20 20]
         @test_throws BoundsError set_inputs!(fwd, data, [5])
         foreach(close, (fwd, model, cnn))
+    end
+
+    @testset "contiguous Float32 passes by pointer, the rest through one reused buffer" begin
+        model = chain(Static(3), SNN.Dense(2))
+        SNN.set_parameters!(model, Float32[1, 0, 0, 0, 1, 1, 10, 20])
+        data = Float32[1 2 3 4 5; 0 1 0 1 0; 0 0 2 0 3]
+        @test SNN.by_pointer(data) && SNN.by_pointer(view(data, :, 2:4)) && SNN.by_pointer(view(data, :, 3))
+        @test SNN.by_pointer(parameters(model))
+        @test !SNN.by_pointer(view(data, 1:2, :))                       # rows: not adjacent
+        @test !SNN.by_pointer(Float64.(data)) && !SNN.by_pointer(transpose(data)) && !SNN.by_pointer(1:3)
+        expected = model(data)
+        fwd = preallocate(model, 5)
+        set_inputs!(fwd, view(data, :, 2:4))
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected[:, 2:4]
+        @test isempty(fwd.staging)                                       # no copy made
+        set_inputs!(fwd, Float64.(data))
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected
+        buffer = fwd.staging
+        @test length(buffer) == 15
+        set_inputs!(fwd, data[[1, 2, 3], [5, 1]] .+ 0.0)                 # another Float64 array
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected[:, [5, 1]]
+        @test fwd.staging === buffer                                     # the same buffer, reused
+        set_inputs!(fwd, view(data, [1, 2, 3], :))                       # a view by index vectors
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected && fwd.staging === buffer
+        # gathering from arrays that cannot pass by pointer copies only the samples gathered
+        set_inputs!(fwd, Float64.(data), [4, 2])
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected[:, [4, 2]] && fwd.staging === buffer
+        @test_throws BoundsError set_inputs!(fwd, Float64.(data), [6])
+        set_inputs!(fwd, view(data, :, 1:4), [4, 1])
+        forward!(fwd, model)
+        @test get_outputs(fwd) == expected[:, [4, 1]]
+        # output gradients and gradients take the backward cache's buffer
+        bwd = preallocate_grads(model, 5)
+        set_inputs!(fwd, data)
+        forward!(fwd, model)
+        backprop!(bwd, fwd, model, ones(5, 5)[1:2, :])
+        @test SNN.get_gradients(bwd)[7:8] == Float32[5, 5]
+        @test length(bwd.staging) == 10
+        SNN.set_gradients!(bwd, zeros(Float64, 8))
+        @test all(iszero, gradients(bwd)) && length(bwd.staging) == 10
+        SNN.set_parameters!(model, view(Float32[0, 1, 0, 0, 0, 0, 0, 0, 0, 0], 2:9))
+        @test SNN.get_parameters(model) == Float32[1, 0, 0, 0, 0, 0, 0, 0]
+        foreach(close, (fwd, bwd, model))
+    end
+
+    @testset "losses are PyTorch's means, not SimpleNNs' sums" begin
+        model = chain(Static(3), SNN.Dense(2))
+        SNN.set_parameters!(model, Float32[1, 0, 0, 0, 1, 1, 0, 0])     # W = [1 0 0; 0 1 1], b = 0
+        fwd, bwd = preallocate(model, 2), preallocate_grads(model, 2)
+        x = Float32[1 0; 2 0; 3 1]
+        set_inputs!(fwd, x)
+        forward!(fwd, model)
+        y = copy(get_outputs(fwd))
+        @test y == Float32[1 0; 5 1]
+        # MSE: sum((y - t)^2) / (outputs * batch), dL/dy = 2 (y - t) / (outputs * batch)
+        @test backprop!(bwd, fwd, model, MSELoss(zeros(Float32, 2, 2))) == (1 + 25 + 0 + 1) / 4
+        dy = 2 .* y ./ 4
+        g = SNN.get_gradients(bwd)
+        @test reshape(g[1:6], 3, 2)' == dy * x'                          # dL/dW, [out][in]
+        @test g[7:8] == vec(sum(dy; dims=2))                              # dL/db
+        @test g == Float32[0.5, 1, 1.5, 2.5, 5, 8, 0.5, 3]
+        # SimpleNNs' gradient (y - t) is snn's times outputs * batch / 2
+        @test reshape(g[1:6], 3, 2)' .* (2 * 2 / 2) == y * x'
+        # cross-entropy: the mean over the batch of -log softmax(y)[label]
+        l = backprop!(bwd, fwd, model, LogitCrossEntropyLoss([1, 2], 2))
+        @test l ≈ (log(exp(1) + exp(5)) - 1 + log(exp(0) + exp(1)) - 1) / 2
+        p = exp.(y) ./ sum(exp.(y); dims=1)
+        dy = (p .- Float32[1 0; 0 1]) ./ 2
+        g = SNN.get_gradients(bwd)
+        @test reshape(g[1:6], 3, 2)' ≈ dy * x'
+        @test g[7:8] ≈ vec(sum(dy; dims=2))
+        foreach(close, (fwd, bwd, model))
+    end
+
+    @testset "layer weights as Flux shapes them, over the model's memory" begin
+        model = chain(Static(3), SNN.Dense(2))
+        SNN.set_parameters!(model, Float32[1, 2, 3, 4, 5, 6, 10, 20])   # snn's [out][in] W = [1 2 3; 4 5 6]
+        W = SNN.layer_weight(model, 1)
+        @test size(W) == (2, 3)                                          # Flux's (out, in)
+        @test W == Float32[1 2 3; 4 5 6]
+        @test parent(W) isa AbstractMatrix{Float32} && size(parent(W)) == (3, 2)   # Julia's (in, out) memory
+        b = SNN.layer_bias(model, 1)
+        @test b == Float32[10, 20]
+        @test W * Float32[1, 1, 1] + b == model(Float32[1, 1, 1]) == Float32[16, 35]
+        W[2, 1] = 0                                                      # writes go to the model
+        @test SNN.get_parameters(model)[4] == 0
+        b[2] = 0
+        @test model(Float32[1, 1, 1]) == Float32[16, 11]
+        # a conv weight is (kw, kh, in, out), snn's [out][in][kh][kw] as it lies
+        cnn = chain(Static(5, 4, 2), SNN.Conv((3, 2), 4), SNN.BatchNorm(4), SNN.Flatten(), SNN.Dense(1; bias=false))
+        w = SNN.layer_weight(cnn, 1)
+        @test size(w) == (3, 2, 2, 4) && size(SNN.layer_bias(cnn, 1)) == (4,)
+        @test vec(w) == SNN.get_parameters(cnn)[SNN.layer_parameters(cnn, 1).weights]
+        @test SNN.layer_weight(cnn, 2) == ones(Float32, 4)              # batchnorm weight, one per channel
+        @test SNN.layer_bias(cnn, 2) == zeros(Float32, 4)
+        @test size(SNN.layer_weight(cnn, 4)) == (1, 3 * 3 * 4)
+        e = errorof(() -> SNN.layer_bias(cnn, 4))
+        @test e isa ArgumentError && occursin("layer 4 (dense) has no bias", e.msg)
+        @test_throws ArgumentError SNN.layer_weight(cnn, 3)             # flatten
+        close(cnn)
+        @test_throws ArgumentError w[1]                                  # a view refuses a closed model
+        close(model)
     end
 
     @testset "fit sin(x) to a stated loss" begin
@@ -387,6 +575,38 @@ end
         close(model)
     end
 
+    @testset "the dropout generator state is read and restored" begin
+        model = residual_mlp()
+        x, _ = disc_data()
+        fwd = preallocate(model, 256)
+        @test SNN.rngstate(fwd) == (seed=0, passes=0)                   # a new cache
+        SNN.seed!(fwd, 7)
+        set_inputs!(fwd, x)
+        for _ in 1:3
+            forward!(fwd, model)
+        end
+        state = SNN.rngstate(fwd)
+        @test state == (seed=7, passes=3) && state.seed isa UInt64
+        forward!(fwd, model)
+        fourth = copy(get_outputs(fwd))
+        SNN.testmode!(fwd)
+        forward!(fwd, model)
+        @test SNN.rngstate(fwd).passes == 4                             # inference passes do not count
+        # another cache resumes the sequence where the state was read
+        other = preallocate(model, 256)
+        @test SNN.rngstate!(other, state) === other
+        set_inputs!(other, x)
+        forward!(other, model)
+        @test get_outputs(other) == fourth
+        @test SNN.rngstate(other) == (seed=7, passes=4)
+        SNN.rngstate!(other, 7, 3)
+        forward!(other, model)
+        @test get_outputs(other) == fourth
+        SNN.rngstate!(other, 7, 0)                                      # as seed!(other, 7)
+        @test SNN.rngstate(other) == (seed=7, passes=0)
+        foreach(close, (fwd, other, model))
+    end
+
     @testset "model files and checkpoints" begin
         model = residual_mlp()
         SNN.initialise!(model; seed=7)
@@ -495,7 +715,19 @@ end
         @test from_data == gathered == direct
         @test_throws BoundsError set_inputs!(fwd, data, [257])
         @test_throws ArgumentError LogitCrossEntropyLoss([0], 2)
+        e = errorof(() -> LogitCrossEntropyLoss([1, 2, 5, 0], 2))
+        @test e isa ArgumentError && occursin("labels[3] is 5", e.msg) && occursin("1:2", e.msg)
+        @test_throws BoundsError LogitCrossEntropyLoss(data, [0])
+        @test_throws BoundsError LogitCrossEntropyLoss(labels, 2, [257])
         @test_throws ArgumentError Dataset(rand(Float32, 3))
+        # labels are 1-based: 0 is refused, not sent as -1
+        e = errorof(() -> Dataset(Float32[1 2 3; 4 5 6]; labels=[1, 0, 2]))
+        @test e isa ArgumentError && occursin("labels[2] is 0", e.msg) && occursin("1-based", e.msg)
+        e = errorof(() -> Dataset(Float32[1 2 3; 4 5 6]; labels=[1, 3, 2], num_classes=2))
+        @test e isa ArgumentError && occursin("labels[2] is 3", e.msg) && occursin("1:2", e.msg)
+        three = Dataset(Float32[1 2 3; 4 5 6]; labels=[1, 2, 2], num_classes=2)
+        @test three.count == 3
+        close(three)
         unlabelled = Dataset(x)
         e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(unlabelled, idx)))
         @test e isa SNNError && e.status == 10
@@ -654,9 +886,12 @@ if WITH_CUDA
         set_inputs!(fwd, cx)
         forward!(fwd, g)
         @test Array(get_outputs(fwd, CUDA.CuArray)) == get_outputs(fwd)
+        @test Array(get_outputs(fwd, CUDA.CuArray{Float32})) == get_outputs(fwd)   # any CuArray type
+        @test get_outputs(fwd, CUDA.CuMatrix{Float32}) isa CUDA.CuArray{Float32}
         backprop!(bwd, fwd, g, MSELoss(zeros(Float32, 2, 5)))
         device_gradient = gradients(bwd, CUDA.CuArray)
         @test Array(device_gradient) == SNN.get_gradients(bwd)
+        @test Array(gradients(bwd, CUDA.CuArray{Float32})) == SNN.get_gradients(bwd)
         e = errorof(() -> set_inputs!(preallocate(model, 5), cx))          # a CPU cache
         @test e isa ArgumentError && occursin("GPU model", e.msg)
         @test_throws ArgumentError model(cx)

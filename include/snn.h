@@ -509,9 +509,21 @@ SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t ena
  * parameter (overwriting, not accumulating). The gradient is exactly the
  * derivative of the value written to *loss_value (which may be NULL: on a GPU
  * that avoids reading the value back).
+ * It differentiates the pass as it ran: in its mode, at its batch, with its
+ * dropout masks, so snn_cache_set_training, snn_cache_set_batch,
+ * snn_cache_set_seed and snn_cache_set_rng_state after snn_forward apply to
+ * the next pass only. A call that changes what the pass read fails it with
+ * SNN_ERR_STATE naming that call, until the next snn_forward (PyTorch
+ * raises likewise when a tensor saved for backward is modified): new inputs
+ * (snn_set_inputs and its _gather, _device and _from_dataset forms), new
+ * parameters (snn_set_parameters, snn_model_init, snn_optimiser_step) and,
+ * after an inference-mode pass, new running statistics (snn_set_state,
+ * snn_model_init, a training-mode pass of another cache). Writes through
+ * snn_parameters' pointer are not seen: make them before snn_forward.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (unknown loss),
- * SNN_ERR_MODEL_MISMATCH, SNN_ERR_STATE (no forward pass, or no
- * targets/labels for this batch size), SNN_ERR_OUT_OF_MEMORY (following a
+ * SNN_ERR_MODEL_MISMATCH, SNN_ERR_STATE (no forward pass, a pass changed
+ * since as above, or no targets/labels for this batch size),
+ * SNN_ERR_OUT_OF_MEMORY (following a
  * model that moved), SNN_ERR_BATCH (fwd's batch
  * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on). */
 SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,

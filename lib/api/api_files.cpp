@@ -460,7 +460,7 @@ void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_
         std::string json(size_t(length), '\0');
         file.read(8, &json[0], json.size());
         const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
-        load(h, [&](const std::string &name, const TensorIn &t, float *dst) {
+        load(h, [&](const std::string &, const TensorIn &t, float *dst) {
             unsigned char chunk[1 << 16];
             const size_t size = t.dtype == "I64" ? 8 : 4;
             for (size_t done = 0; done < t.elements;) {
@@ -481,7 +481,7 @@ void load_path(const char *path, std::unique_ptr<snn_model> &model, std::unique_
 // Loads from memory.
 void load_buffer(const unsigned char *bytes, size_t size, std::unique_ptr<snn_model> &model) {
     const SafetensorsHeader h = safetensors_parse(bytes, size);
-    load(h, [&](const std::string &name, const TensorIn &t, float *dst) {
+    load(h, [&](const std::string &, const TensorIn &t, float *dst) {
             if (t.dtype == "I64")
                 read_le_i64_count(bytes + h.data_offset + t.begin, t.elements, dst);
             else

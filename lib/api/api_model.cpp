@@ -20,6 +20,19 @@ const Layer &layer_at(const snn_model *model, int64_t layer) {
 
 size_t features_of(const ForwardCache &c) { return size_t(c.net.input().size()); }
 
+// New inputs for the current batch; the last pass's are gone (`by` wrote them).
+void inputs_written(ForwardCache &c, const char *by) {
+    c.input_batch = c.batch;
+    c.pass.inputs_replaced_by = by;
+}
+
+// Notes what the pass just run read, after its own write of the state
+// (training mode), so backprop can tell whether it is still the pass that ran.
+void record_pass(ForwardCache &c, const Model &m) {
+    if (c.forward_training && m.net.state_count) m.state_writes.note("snn_forward (training mode) of another cache");
+    c.pass = {m.param_writes.count, m.state_writes.count, nullptr};
+}
+
 }  // namespace
 
 extern "C" {
@@ -124,6 +137,8 @@ SNN_API snn_status snn_model_init(snn_model *model, uint64_t seed) {
     return guarded(__func__, [&] {
         need(model, "model");
         model_reinit(model->m, seed);
+        model->m.param_writes.note("snn_model_init");
+        model->m.state_writes.note("snn_model_init");
     });
 }
 
@@ -160,6 +175,7 @@ SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t
         if (count != m.net.param_count)
             fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", m.net.param_count, count);
         model_write(m, m.params.get(), src, count * sizeof(float));
+        m.param_writes.note("snn_set_parameters");
     });
 }
 
@@ -194,6 +210,7 @@ SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t coun
         const std::string problem = state_problem(m.net, src, "src");
         if (!problem.empty()) fail(SNN_ERR_INVALID_ARGUMENT, "%s", problem.c_str());
         model_write(m, m.state.get(), src, count * sizeof(float));
+        m.state_writes.note("snn_set_state");
     });
 }
 
@@ -307,7 +324,7 @@ SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs,
                  (long long)c.batch, features, count);
         check_finite_host(inputs, count, "inputs");
         c.backend->upload(c.stream.get(), c.acts[0], inputs, count * sizeof(float));
-        c.input_batch = c.batch;
+        inputs_written(c, "snn_set_inputs");
     });
 }
 
@@ -323,7 +340,7 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
         const size_t features = features_of(c);
         c.backend->gather_upload(c.stream.get(), c.acts[0], data, indices, n, features * sizeof(float));
         c.batch = int64_t(n);
-        c.input_batch = c.batch;
+        inputs_written(c, "snn_set_inputs_gather");
     });
 }
 
@@ -341,7 +358,7 @@ SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *
             fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
                  (long long)c.batch, features, count);
         c.backend->copy_from_caller(c.stream.get(), c.acts[0], device_inputs, count * sizeof(float));
-        c.input_batch = c.batch;
+        inputs_written(c, "snn_set_inputs_device");
     });
 }
 
@@ -354,6 +371,7 @@ SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model)
         if (c.input_batch < 1)
             fail(SNN_ERR_STATE, "no inputs set for the current batch (call snn_set_inputs first)");
         forward_pass(c, model->m);
+        record_pass(c, model->m);
     });
 }
 
@@ -444,7 +462,7 @@ SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache, const s
         c.backend->gather_device(c.stream.get(), c.acts[0], dataset->samples.get(), indices, n,
                                  dataset->features * sizeof(float));
         c.batch = int64_t(n);
-        c.input_batch = c.batch;
+        inputs_written(c, "snn_set_inputs_from_dataset");
     });
 }
 

@@ -35,6 +35,19 @@ void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_m
     if (fwd->c.forward_batch > bwd->c.max_batch)
         fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
              (long long)fwd->c.forward_batch, (long long)bwd->c.max_batch);
+    // Backprop differentiates the pass as it ran: what it read must be intact.
+    const ForwardCache::PassRecord &p = fwd->c.pass;
+    const Model &m = model->m;
+    if (p.inputs_replaced_by)
+        fail(SNN_ERR_STATE, "%s replaced the inputs after the forward pass (call snn_forward again)",
+             p.inputs_replaced_by);
+    if (m.param_writes.count != p.param_writes)
+        fail(SNN_ERR_STATE, "%s changed the parameters after the forward pass (call snn_forward again)",
+             m.param_writes.by);
+    if (!fwd->c.forward_training && m.state_writes.count != p.state_writes)
+        fail(SNN_ERR_STATE,
+             "%s changed the running statistics after the inference-mode forward pass (call snn_forward again)",
+             m.state_writes.by);
 }
 
 }  // namespace
@@ -301,6 +314,7 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
         if (optimiser->o.steps >= kMaxOptimiserSteps)
             fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");
         optimiser_step(optimiser->o, model->m, grads->c);
+        model->m.param_writes.note("snn_optimiser_step");
     });
 }
 

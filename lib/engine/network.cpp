@@ -283,6 +283,7 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
     to.seed = c.seed;
     to.passes = c.passes;
     to.forward_key = c.forward_key;
+    to.pass = c.pass;
     c = std::move(to);
 }
 

@@ -120,6 +120,15 @@ struct Model {
     DeviceBuffer state;    // non-trainable values (running statistics)
     uint64_t id = 0;       // unique per model in the process
     uint64_t placement = 0;// changes on every device move
+    // Writes of the parameters and of the state, counted, with the last
+    // writer's name: backprop refuses a forward pass they have changed since.
+    struct Writes {
+        uint64_t count = 0;
+        const char *by = "";
+        void note(const char *writer) { ++count, by = writer; }
+    };
+    Writes param_writes;
+    mutable Writes state_writes;  // a training-mode pass writes a const model's state
 
     int32_t device() const { return backend->device(); }
     float *params_ptr() const { return params.f(); }
@@ -150,6 +159,12 @@ struct ForwardCache {
     bool forward_training = true;// the mode of the last pass
     uint64_t seed = 0, passes = 0;  // dropout: the seed and the training passes since it was set
     uint64_t forward_key = 0;    // passes - 1 at the last training pass
+    // What the last pass read: the model's write counts then, and the call
+    // that has overwritten its inputs since (null while they are intact).
+    struct PassRecord {
+        uint64_t param_writes = 0, state_writes = 0;
+        const char *inputs_replaced_by = nullptr;
+    } pass;
     ArenaPlan arena_plan;
     DeviceBuffer arena, aux;
     std::vector<float *> acts;   // acts[i] output of node i (acts[0] the inputs)

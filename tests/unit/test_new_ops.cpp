@@ -50,7 +50,14 @@ TEST_P(NewOpGradient, MatchesCentralDifferences) {
     ASSERT_EQ(snn_set_parameters(model.get(), params.data(), params.size()), SNN_OK);
     size_t state_count = 0;
     ASSERT_EQ(snn_state_count(model.get(), &state_count), SNN_OK);
-    const std::vector<float> state = rng.uniform_vector(state_count, 0.5f, 1.5f);
+    std::vector<float> state = rng.uniform_vector(state_count, 0.5f, 1.5f);
+    int64_t layers = 0;
+    ASSERT_EQ(snn_model_layer_count(model.get(), &layers), SNN_OK);
+    for (int64_t l = 1; l < layers; ++l) {  // num_batches_tracked, last of a layer's state, is a count
+        size_t offset = 0, count = 0;
+        ASSERT_EQ(snn_model_layer_state(model.get(), l, &offset, &count), SNN_OK);
+        if (count) state[offset + count - 1] = 3.0f;
+    }
     ASSERT_EQ(snn_set_state(model.get(), state.data(), state.size()), SNN_OK);
 
     std::vector<float> x = rng.uniform_vector(size_t(p.batch) * features, -1.0f, 1.0f);

@@ -121,6 +121,7 @@ namespace Snn.Tests
 
                 var state = new float[model.StateCount];
                 for (int i = 0; i < state.Length; i++) state[i] = 0.5f + 0.25f * (i % 5);
+                state[8] = state[17] = 3f;  // num_batches_tracked counts whole batches
                 model.SetState(state);
                 Assert.AreEqual(state, model.GetState());
                 fwd.Forward();

@@ -686,7 +686,16 @@ SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn
 
 /* A training checkpoint: the model file plus the optimiser's kind,
  * hyperparameters, step count and moments ("optimiser.m", "optimiser.v"),
- * so training resumed from it continues bit-identically. Saved atomically. */
+ * so training resumed from it continues bit-identically. Saved atomically.
+ * A model with dropout needs one more thing, kept by the caller beside the
+ * file: the dropout generator of the training cache, which belongs to the
+ * cache, not the model. To resume bit for bit:
+ *   save:    snn_checkpoint_save(model, opt, path);
+ *            snn_cache_rng_state(train_cache, &seed, &passes);  (keep both)
+ *   resume:  snn_checkpoint_load(path, &model, &opt);
+ *            snn_preallocate(model, max_batch, &train_cache);  (and grads)
+ *            snn_cache_set_rng_state(train_cache, seed, passes);
+ * then feed the same batches as the uninterrupted run would have. */
 SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimiser *optimiser,
                                        const char *path);
 /* Creates a CPU model and its optimiser from a checkpoint; both are the

@@ -71,6 +71,9 @@ constexpr size_t kStackBytes = 512 * 1024;
 constexpr size_t kStackBytes = 128 * 1024;
 #endif
 
+// CUDA's limit of threads per block.
+constexpr unsigned int kMaxThreads = 1024;
+
 enum class State { ready, waiting, done };
 
 struct Fiber {
@@ -84,10 +87,12 @@ struct Fiber {
     void *fake_stack = nullptr;  // AddressSanitizer's, while switched out
 };
 
-// The launch being run and the fibers that run its threads.
+// The launch being run and the fibers that run its threads. The fibers
+// never move: a saved ucontext_t points into itself.
 struct Scheduler {
     ucontext_t context;  // the launching thread's, while a fiber runs
-    std::vector<Fiber> fibers;
+    Fiber fibers[kMaxThreads];
+    unsigned int made = 0;  // fibers[0, made) have a stack
     Fiber *current = nullptr;
     void (*body)(void *) = nullptr;
     void *argument = nullptr;
@@ -254,18 +259,14 @@ void run_kernel(const char *name, dim3 grid, dim3 block, cudaStream_t, void (*bo
     const std::string kernel = base_name(name);
     const uint64_t number = ++g_launches[kernel];
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
-    if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.x > 0x7fffffffu ||
+    if (threads == 0 || threads > kMaxThreads || block.z > 64 || grid.x == 0 || grid.x > 0x7fffffffu ||
         grid.y == 0 || grid.y > 65535 || grid.z == 0 || grid.z > 65535) {
         fail(cudaErrorInvalidConfiguration,
              "invalid configuration argument: kernel " + kernel + " with grid " +
                  index_text(grid) + " and block " + index_text(block));
         return;
     }
-    if (g.fibers.size() < threads) {
-        g.fibers.resize(threads);
-        for (Fiber &f : g.fibers)
-            if (f.stack == nullptr) make_fiber(f);
-    }
+    for (; g.made < threads; ++g.made) make_fiber(g.fibers[g.made]);
     g.body = body;
     g.argument = argument;
     g.random.seed(g.seed ^ (0x9E3779B97F4A7C15ull * number) ^ std::hash<std::string>()(kernel));

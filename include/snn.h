@@ -717,7 +717,10 @@ SNN_API int32_t snn_gpu_count(void);
 
 /* SNN_OK when GPU `device` can be used; otherwise the reason, each with its
  * own status and message: SNN_ERR_GPU_PLUGIN_NOT_FOUND (libsnn_cuda.so not
- * next to libsnn.so nor at $SNN_CUDA_PLUGIN), SNN_ERR_GPU_DRIVER (CUDA driver
+ * at $SNN_CUDA_PLUGIN when that is set, else not next to libsnn.so, or, in a
+ * program that links libsnn.a, not next to its executable; the directory is
+ * found when libsnn is loaded, so the program may change directory after
+ * being started by any path or through PATH), SNN_ERR_GPU_DRIVER (CUDA driver
  * or runtime missing or too old), SNN_ERR_NO_GPU (CUDA sees no device),
  * SNN_ERR_GPU_INDEX (device out of range). */
 SNN_API snn_status snn_gpu_status(int32_t device);

@@ -1,9 +1,14 @@
 // Finds and loads libsnn_cuda.so: $SNN_CUDA_PLUGIN if set, else the file
-// next to libsnn.so itself. Loaded once, never unloaded.
+// next to libsnn.so itself or, in a program that links libsnn.a, next to the
+// program's executable. Loaded once, never unloaded.
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -23,13 +28,36 @@ void host_log(int32_t level, const char *message) { log_message(level, message ?
 
 const HostServices kHost = {kGpuPluginApiVersion, host_raise, host_log};
 
-std::string directory_of_libsnn() {
+// Where the plugin is looked for: an absolute directory ending in '/', or ""
+// when it cannot be known (then dlopen searches its usual places).
+char g_plugin_dir[PATH_MAX];
+
+// Runs when libsnn is loaded, before the program can change directory:
+// dladdr gives libsnn.so's path as it was opened, which may be relative (a
+// relative LD_LIBRARY_PATH entry or dlopen path), and, for libsnn linked
+// into the executable, argv[0], which may be a bare name found through PATH.
+// The executable's own path comes from /proc/self/exe instead.
+__attribute__((constructor)) void find_plugin_dir() {
     Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&host_log), &info) == 0 || info.dli_fname == nullptr)
-        return "";
-    std::string path = info.dli_fname;
-    size_t slash = path.rfind('/');
-    return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+    link_map *map = nullptr;
+    if (dladdr1(reinterpret_cast<void *>(&host_log), &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) == 0)
+        return;
+    char path[PATH_MAX] = "";
+    if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0') {  // the executable
+        const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+        if (n <= 0) return;
+        path[n] = '\0';
+    } else if (info.dli_fname[0] == '/') {
+        if (std::strlen(info.dli_fname) >= sizeof(path)) return;
+        std::strcpy(path, info.dli_fname);
+    } else {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof(cwd)) == nullptr) return;
+        if (std::snprintf(path, sizeof(path), "%s/%s", cwd, info.dli_fname) >= int(sizeof(path))) return;
+    }
+    char *slash = std::strrchr(path, '/');
+    slash[1] = '\0';
+    std::memcpy(g_plugin_dir, path, size_t(slash + 2 - path));
 }
 
 struct PluginState {
@@ -46,7 +74,7 @@ PluginState &state() {
 
 void load(PluginState &s) {
     const char *env = std::getenv("SNN_CUDA_PLUGIN");
-    std::string path = (env && *env) ? std::string(env) : directory_of_libsnn() + "libsnn_cuda.so";
+    std::string path = (env && *env) ? std::string(env) : std::string(g_plugin_dir) + "libsnn_cuda.so";
     void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
         const char *why = dlerror();

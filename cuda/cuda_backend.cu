@@ -34,7 +34,7 @@ CudaBackend::CudaBackend(int32_t device) : device_(device) {
         cudaGetLastError();
         raise(SNN_ERR_UNSUPPORTED,
               strf("GPU %d (%s, compute capability %d.%d) cannot run this build of the CUDA "
-                   "plugin, made for SM architectures %s: %s; rebuild snn with -Dcuda_arch=%d%d",
+                   "plugin, made for SM architectures %s: %s; rebuild snn with -Dgpu_archs=%d%d",
                    device, prop.name, prop.major, prop.minor, SNN_CUDA_ARCHS,
                    cudaGetErrorString(image), prop.major, prop.minor));
     }
@@ -108,6 +108,8 @@ static void free_stream(CudaStream *cs) noexcept {
     if (cs->flag != nullptr) cudaFree(cs->flag);
     if (cs->staging_done != nullptr) cudaEventDestroy(cs->staging_done);
     if (cs->order != nullptr) cudaEventDestroy(cs->order);
+    if (cs->marked != nullptr) cudaEventDestroy(cs->marked);
+    if (cs->caller != nullptr) cudaEventDestroy(cs->caller);
     if (cs->stream != nullptr) cudaStreamDestroy(cs->stream);
     cudaGetLastError();
     delete cs;
@@ -128,6 +130,10 @@ Stream *CudaBackend::create_stream(size_t staging_bytes, bool allow_tf32) {
         check(cudaEventCreateWithFlags(&cs->order, cudaEventDisableTiming),
               "cudaEventCreateWithFlags");
         check(cudaEventCreateWithFlags(&cs->staging_done, cudaEventDisableTiming),
+              "cudaEventCreateWithFlags");
+        check(cudaEventCreateWithFlags(&cs->marked, cudaEventDisableTiming),
+              "cudaEventCreateWithFlags");
+        check(cudaEventCreateWithFlags(&cs->caller, cudaEventDisableTiming),
               "cudaEventCreateWithFlags");
 
         check(cublasCreate(&cs->blas), "cublasCreate");
@@ -178,6 +184,20 @@ void CudaBackend::wait(Stream *waiter, Stream *producer) {
     CudaStream &w = use(waiter);
     check(cudaEventRecord(p.order, p.stream), "cudaEventRecord");
     check(cudaStreamWaitEvent(w.stream, p.order, 0), "cudaStreamWaitEvent");
+}
+
+void CudaBackend::mark(Stream *s) {
+    CudaStream &cs = use(s);
+    check(cudaEventRecord(cs.marked, cs.stream), "cudaEventRecord (mark)");
+}
+
+// An event never recorded completes at once: before the first mark the
+// waiter waits for nothing.
+void CudaBackend::wait_mark(Stream *waiter, Stream *marked) {
+    if (waiter == marked) return;
+    CudaStream &m = use(marked);
+    CudaStream &w = use(waiter);
+    check(cudaStreamWaitEvent(w.stream, m.marked, 0), "cudaStreamWaitEvent (mark)");
 }
 
 void CudaBackend::synchronize(Stream *s) {
@@ -235,6 +255,24 @@ void CudaBackend::copy(Stream *s, void *dst, const void *src, size_t bytes) {
     CudaStream &cs = use(s);
     if (bytes == 0) return;
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cs.stream), "cudaMemcpyAsync (copy)");
+}
+
+// The stream waits for the calling thread's default streams of this device
+// (one event, recorded on each in turn: a wait takes the record current when
+// it is queued), copies, and the host waits for the copy: the caller's
+// kernels before the call wrote src, and whatever it does after may change
+// or free it.
+void CudaBackend::copy_from_caller(Stream *s, void *dst, const void *src, size_t bytes) {
+    CudaStream &cs = use(s);
+    if (bytes == 0) return;
+    for (cudaStream_t caller : {cudaStreamLegacy, cudaStreamPerThread}) {
+        check(cudaEventRecord(cs.caller, caller), "cudaEventRecord (the caller's default stream)");
+        check(cudaStreamWaitEvent(cs.stream, cs.caller, 0), "cudaStreamWaitEvent (the caller's default stream)");
+    }
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cs.stream),
+          "cudaMemcpyAsync (copy from the caller)");
+    check(cudaEventRecord(cs.caller, cs.stream), "cudaEventRecord (copy from the caller)");
+    check(cudaEventSynchronize(cs.caller), "cudaEventSynchronize (copy from the caller)");
 }
 
 // Rows are gathered on the host straight into the pinned buffer (as many

@@ -35,6 +35,10 @@ struct CudaStream final : Stream {
     cudnnHandle_t dnn = nullptr;
     // Recorded on this stream by Backend::wait when it is the producer.
     cudaEvent_t order = nullptr;
+    // Recorded by Backend::mark, waited on by Backend::wait_mark.
+    cudaEvent_t marked = nullptr;
+    // Recorded on the caller's default streams by copy_from_caller.
+    cudaEvent_t caller = nullptr;
     // cuBLAS's workspace, given explicitly so cuBLAS never allocates later.
     void *blas_workspace = nullptr;
     // Pinned host buffer for uploads and host gathers. `staging_done` is
@@ -63,10 +67,13 @@ public:
     Stream *create_stream(size_t staging_bytes, bool allow_tf32) override;
     void destroy_stream(Stream *s) noexcept override;
     void wait(Stream *waiter, Stream *producer) override;
+    void mark(Stream *s) override;
+    void wait_mark(Stream *waiter, Stream *marked) override;
     void synchronize(Stream *s) override;
     void upload(Stream *s, void *dst, const void *src_host, size_t bytes) override;
     void download(Stream *s, void *dst_host, const void *src, size_t bytes) override;
     void copy(Stream *s, void *dst, const void *src, size_t bytes) override;
+    void copy_from_caller(Stream *s, void *dst, const void *src, size_t bytes) override;
     void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx, size_t n,
                        size_t row_bytes) override;
     void gather_device(Stream *s, void *dst, const void *src, const int64_t *idx_host, size_t n,

@@ -51,6 +51,21 @@ public:
         return backends_[device];
     }
 
+    int32_t current_device() noexcept override {
+        int device = -1;
+        if (cudaGetDevice(&device) != cudaSuccess) {
+            cudaGetLastError();
+            return -1;
+        }
+        return device;
+    }
+
+    void restore_device(int32_t device) noexcept override {
+        int now = -1;
+        if (device < 0 || (cudaGetDevice(&now) == cudaSuccess && now == device)) return;
+        if (cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
+    }
+
 private:
     // cudaErrorNoDevice (or a count of 0) means CUDA works but sees no GPU;
     // every other failure means the driver is missing, too old for the

@@ -67,7 +67,10 @@ SNN_API snn_status snn_preallocate_grads(const snn_model *model, int64_t max_bat
     });
 }
 
-SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache) { delete cache; }
+SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache) {
+    DeviceScope device_scope;
+    delete cache;
+}
 
 SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targets, size_t count) {
     return guarded(__func__, [&] {
@@ -278,7 +281,10 @@ SNN_API snn_status snn_optimiser_create(const snn_model *model, snn_optimiser_ki
     });
 }
 
-SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser) { delete optimiser; }
+SNN_API void snn_optimiser_destroy(snn_optimiser *optimiser) {
+    DeviceScope device_scope;
+    delete optimiser;
+}
 
 SNN_API snn_status snn_optimiser_set(snn_optimiser *optimiser, snn_hyperparameter which, double value) {
     return guarded(__func__, [&] {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "device/devices.h"
 #include "engine/network.h"
 #include "snn.h"
 
@@ -43,9 +44,11 @@ void set_threads(int32_t n);
 
 // Runs body; any exception becomes a status. Nothing allocates on success.
 // The failure is logged after the handler has ended, so a log callback that
-// leaves by longjmp or a foreign unwind skips no active catch.
+// leaves by longjmp or a foreign unwind skips no active catch. The calling
+// thread's current CUDA device is the same after as before.
 template <class Body>
 snn_status guarded(const char *function, Body &&body) noexcept {
+    DeviceScope device_scope;
     snn_status status;
     try {
         body();

@@ -26,10 +26,15 @@ public:
     Stream *create_stream(size_t staging_bytes, bool allow_tf32) override;
     void destroy_stream(Stream *s) noexcept override;
     void wait(Stream *, Stream *) override {}
+    void mark(Stream *) override {}
+    void wait_mark(Stream *, Stream *) override {}
     void synchronize(Stream *) override {}
     void upload(Stream *s, void *dst, const void *src_host, size_t bytes) override;
     void download(Stream *s, void *dst_host, const void *src, size_t bytes) override;
     void copy(Stream *s, void *dst, const void *src, size_t bytes) override;
+    void copy_from_caller(Stream *s, void *dst, const void *src, size_t bytes) override {
+        copy(s, dst, src, bytes);
+    }
     void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx, size_t n,
                        size_t row_bytes) override;
     void gather_device(Stream *s, void *dst, const void *src, const int64_t *idx_host, size_t n,

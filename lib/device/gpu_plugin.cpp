@@ -6,6 +6,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,14 +109,52 @@ void load(PluginState &s) {
     s.runtime = rt;
 }
 
+// The runtime once loaded, for DeviceScope (null until then).
+std::atomic<GpuRuntime *> g_loaded{nullptr};
+thread_local DeviceScope *t_scope = nullptr;
+
+}  // namespace
+
+struct DeviceScopeAccess {
+    // Saves the current device into the thread's scope if it has none yet.
+    static void remember(GpuRuntime &rt) noexcept {
+        DeviceScope *scope = t_scope;
+        if (scope == nullptr || scope->saved_) return;
+        scope->device_ = rt.current_device();
+        scope->saved_ = true;
+    }
+};
+
+namespace {
+
 GpuRuntime &runtime() {
     PluginState &s = state();
-    std::call_once(s.once, [&s] { load(s); });
+    std::call_once(s.once, [&s] {
+        load(s);
+        g_loaded.store(s.runtime, std::memory_order_release);
+    });
     if (s.runtime == nullptr) throw Error(s.status, s.message);
+    // A call that loaded the plugin saves the device now, before the
+    // plugin's first device selection.
+    DeviceScopeAccess::remember(*s.runtime);
     return *s.runtime;
 }
 
 }  // namespace
+
+DeviceScope::DeviceScope() noexcept {
+    if (t_scope != nullptr) return;
+    t_scope = this;
+    outer_ = true;
+    if (GpuRuntime *rt = g_loaded.load(std::memory_order_acquire)) DeviceScopeAccess::remember(*rt);
+}
+
+DeviceScope::~DeviceScope() {
+    if (!outer_) return;
+    t_scope = nullptr;
+    GpuRuntime *rt = g_loaded.load(std::memory_order_acquire);
+    if (saved_ && rt != nullptr) rt->restore_device(device_);
+}
 
 int32_t gpu_count() noexcept {
     try {

@@ -68,6 +68,12 @@ public:
     // Work queued on `waiter` after this call starts only after all work
     // queued so far on `producer` finished (no host synchronisation).
     virtual void wait(Stream *waiter, Stream *producer) = 0;
+    // Marks the point after the work queued so far on `s`; wait_mark makes
+    // work queued on `waiter` afterwards start only after `marked`'s last
+    // mark (nothing to wait for before the first). Unlike wait, it leaves
+    // out what `marked` queued after its mark.
+    virtual void mark(Stream *s) = 0;
+    virtual void wait_mark(Stream *waiter, Stream *marked) = 0;
     virtual void synchronize(Stream *s) = 0;
     // The host buffer may be reused as soon as upload returns. Uploads larger
     // than the stream's staging buffer may be synchronous.
@@ -75,6 +81,11 @@ public:
     // Waits for the stream, then copies to the host.
     virtual void download(Stream *s, void *dst_host, const void *src, size_t bytes) = 0;
     virtual void copy(Stream *s, void *dst, const void *src, size_t bytes) = 0;
+    // Copies from memory the caller's own code writes (on a GPU any CUDA
+    // allocation): ordered after the work the calling thread queued so far on
+    // this device's default streams (legacy and per-thread), and complete
+    // when it returns, so the caller may overwrite or free src at once.
+    virtual void copy_from_caller(Stream *s, void *dst, const void *src, size_t bytes) = 0;
     // dst row i = src_host row idx[i], rows of row_bytes bytes (indices
     // already validated by the caller).
     virtual void gather_upload(Stream *s, void *dst, const void *src_host, const int64_t *idx,

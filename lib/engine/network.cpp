@@ -41,7 +41,11 @@ size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_
         plans_[i].kernels = k;
         if (!k->plan) continue;
         size_t ws = 0;
-        plans_[i].plan = k->plan(be, s, l, max_batch, backward, &ws);
+        try {
+            plans_[i].plan = k->plan(be, s, l, max_batch, backward, &ws);
+        } catch (const Error &e) {
+            fail(e.status(), "%s: %s", layer_label(net, i).c_str(), e.what());
+        }
         if (ws > workspace) workspace = ws;
     }
     return workspace;
@@ -203,8 +207,15 @@ void model_reinit(Model &m, uint64_t seed) {
     DeviceBuffer params(cpu, m.net.param_count * sizeof(float)), state(cpu, m.net.state_count * sizeof(float));
     init_parameters(m.net, seed, params.f());
     init_state(m.net, state.f());
-    m.backend->upload(m.stream.get(), m.params.get(), params.get(), params.bytes());
-    m.backend->upload(m.stream.get(), m.state.get(), state.get(), state.bytes());
+    model_write(m, m.params.get(), params.get(), params.bytes());
+    model_write(m, m.state.get(), state.get(), state.bytes());
+}
+
+// The model's stream already waits for every pass queued on a cache (see
+// Model), so the upload is ordered after their reads.
+void model_write(Model &m, void *dst, const void *src_host, size_t bytes) {
+    m.backend->upload(m.stream.get(), dst, src_host, bytes);
+    m.backend->mark(m.stream.get());
     m.backend->synchronize(m.stream.get());
 }
 
@@ -236,6 +247,9 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     c.batch = max_batch;
     const size_t in_floats = batch_floats(max_batch, size_t(net.input().size()));
     c.stream = OwnedStream(be, in_floats * sizeof(float), allow_tf32_enabled());
+    // Plans first: a layer the backend cannot run at max_batch is refused
+    // before the large allocations.
+    const size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
     c.arena_plan = plan_forward(net, max_batch);
     c.arena = DeviceBuffer(be, c.arena_plan.floats * sizeof(float));
     const std::vector<size_t> owner = owners(net);
@@ -254,7 +268,6 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
         if (floats) c.auxes[i] = c.aux.f() + aux;
         aux += floats;
     }
-    size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
     c.workspace = DeviceBuffer(be, ws);
 }
 
@@ -311,7 +324,14 @@ void forward_pass(ForwardCache &c, const Model &m) {
     const auto &layers = m.net.layers;
     for (size_t i = 1; i < layers.size(); ++i)
         if (op_desc(layers[i].kind).check) op_desc(layers[i].kind).check(layers[i], n, c.training);
-    be.wait(s, m.stream.get());
+    // A training pass writes the running statistics: it waits for every read
+    // the model's stream was ordered after. Any other pass only reads: it
+    // waits for the last write.
+    const bool writes_state = c.training && m.net.state_count;
+    if (writes_state)
+        be.wait(s, m.stream.get());
+    else
+        be.wait_mark(s, m.stream.get());
     OpArgs a = pass_args(be, s, m, n, c.training, c.workspace.get());
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
@@ -329,10 +349,11 @@ void forward_pass(ForwardCache &c, const Model &m) {
     if (c.training) {
         c.forward_key = c.passes;
         ++c.passes;
-        // Running statistics were written on this stream: later work on the
-        // model's stream (steps, reads, saves) comes after them.
-        if (m.net.state_count) be.wait(m.stream.get(), s);
     }
+    // Later writes of the parameters or state come after this pass's reads;
+    // running statistics it wrote come before later passes and reads.
+    be.wait(m.stream.get(), s);
+    if (writes_state) be.mark(m.stream.get());
 }
 
 // ---- backward ----------------------------------------------------------------
@@ -349,6 +370,7 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float),
                                     size_t(max_batch) * sizeof(int32_t));
     b.stream = OwnedStream(be, staging, allow_tf32_enabled());
+    const size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
     b.grads = DeviceBuffer(be, net.param_count * sizeof(float));
     b.targets = DeviceBuffer(be, batch_floats(max_batch, out) * sizeof(float));
     b.labels = DeviceBuffer(be, size_t(max_batch) * sizeof(int32_t));
@@ -369,7 +391,6 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
         b.deltas[i] = owner[i] == 0 ? b.input_grad.f() : b.arena.f() + b.arena_plan.offset[owner[i]];
     b.requires_grad.assign(net.layers.size(), 0);
     b.written.assign(net.layers.size(), 0);
-    size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
     b.workspace = DeviceBuffer(be, ws);
 }
 
@@ -453,13 +474,15 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     b.input_grad_batch = b.want_input_grad ? n : -1;
     b.grads_batch = n;
 }
-void finish_backward(BackwardCache &b, ForwardCache &f) {
+void finish_backward(BackwardCache &b, ForwardCache &f, const Model &m) {
     if (check_finite_enabled())
         b.grads_finite = b.backend->all_finite(b.stream.get(), b.grads.f(), b.net.param_count);
     else
         b.grads_finite = true;
-    // The forward cache may overwrite its activations only after backprop read them.
+    // The forward cache may overwrite its activations, and the model its
+    // parameters and state, only after backprop read them.
     b.backend->wait(f.stream.get(), b.stream.get());
+    b.backend->wait(m.stream.get(), b.stream.get());
 }
 
 }  // namespace
@@ -469,7 +492,7 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     Stream *s = b.stream.get();
     const int64_t n = f.forward_batch, k = m.net.output().size();
     be.wait(s, f.stream.get());
-    be.wait(s, m.stream.get());
+    be.wait_mark(s, m.stream.get());
     const float *y = f.acts.back();
     float *dy = b.deltas.back();
     if (loss == SNN_LOSS_MSE)
@@ -479,7 +502,7 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     backward_layers(b, f, m, n);
     float value = 0.0f;
     if (loss_host || check_finite_enabled()) be.download(s, &value, b.loss.get(), sizeof(float));
-    finish_backward(b, f);
+    finish_backward(b, f, m);
     if (check_finite_enabled() && !(value - value == 0.0f)) b.grads_finite = false;
     if (loss_host) *loss_host = value;
 }
@@ -489,10 +512,10 @@ void backprop_output_grad(BackwardCache &b, ForwardCache &f, const Model &m, con
     Stream *s = b.stream.get();
     const int64_t n = f.forward_batch;
     be.wait(s, f.stream.get());
-    be.wait(s, m.stream.get());
+    be.wait_mark(s, m.stream.get());
     be.upload(s, b.deltas.back(),grad_host, size_t(n * m.net.output().size()) * sizeof(float));
     backward_layers(b, f, m, n);
-    finish_backward(b, f);
+    finish_backward(b, f, m);
 }
 
 }  // namespace snn

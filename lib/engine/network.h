@@ -112,10 +112,16 @@ struct ArenaPlan {
     size_t floats = 0;            // the arena's size
 };
 
+// The model's stream orders every use of its parameters and state. Writes
+// (init, copies, optimiser steps) run on it, each followed by a mark that
+// later readers wait for (wait_mark). Each reader (a forward or backward
+// pass on its cache's stream) makes the model's stream wait for it when
+// queued, so the next write starts after every earlier read while readers
+// never wait for one another. No host synchronisation.
 struct Model {
     Network net;
     Backend *backend = nullptr;
-    OwnedStream stream;    // parameter writes (init, copies, optimiser steps)
+    OwnedStream stream;
     DeviceBuffer params;
     DeviceBuffer state;    // non-trainable values (running statistics)
     uint64_t id = 0;       // unique per model in the process
@@ -140,6 +146,9 @@ struct Model {
 void model_init_on_cpu(Model &m, Network net, uint64_t seed);
 // Re-initialises parameters and state on the model's device.
 void model_reinit(Model &m, uint64_t seed);
+// Uploads host values into the model's parameters or state (dst one of
+// them), after every pass queued so far that reads them, and waits for it.
+void model_write(Model &m, void *dst, const void *src_host, size_t bytes);
 // Moves parameters and state to `be`; on failure the model is unchanged.
 // SNN_ERR_UNSUPPORTED naming the op when `be` lacks one of the model's ops.
 void model_move(Model &m, Backend &be);
@@ -222,7 +231,9 @@ struct Optimiser {
     int32_t nesterov = 0;
     int64_t steps = 0;
     size_t count = 0;
-    OwnedStream stream;  // for reset; steps run on the model's stream
+    // For reset, ordered after the steps queued so far; steps run on the
+    // model's stream.
+    OwnedStream stream;
     DeviceBuffer m, v;
 };
 

@@ -68,9 +68,16 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
     s.nesterov = o.nesterov;
     s.first_step = o.steps == 0;
+    // The model's stream already waits for the passes queued on caches
+    // (see Model); the step reads the gradient once backprop wrote it.
     Stream *st = model.stream.get();
     o.backend->wait(st, b.stream.get());
     o.backend->optimiser_step(st, o.kind, s, o.count, model.params_ptr(), b.grads.f(), o.m.f(), o.v.f());
+    o.backend->mark(st);
+    // A later write of the gradient (backprop, snn_set_gradients) and a
+    // reset of the moments come after the step read and wrote them.
+    o.backend->wait_mark(b.stream.get(), st);
+    o.backend->wait_mark(o.stream.get(), st);
     o.steps = t;
 }
 

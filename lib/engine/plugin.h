@@ -16,7 +16,7 @@
 namespace snn {
 
 // Bump whenever Backend, GpuRuntime or HostServices change.
-constexpr int32_t kGpuPluginApiVersion = 2;
+constexpr int32_t kGpuPluginApiVersion = 3;
 
 struct HostServices {
     int32_t api_version;
@@ -38,6 +38,11 @@ public:
     // The backend of one device, created on first use and kept for the life
     // of the process. Throws SNN_ERR_GPU_INDEX for an index out of range.
     virtual Backend *backend(int32_t device) = 0;
+    // The calling thread's current CUDA device, or -1 when CUDA cannot say.
+    virtual int32_t current_device() noexcept = 0;
+    // Makes `device` the calling thread's current device again when another
+    // one is current (errors are ignored: it runs as a C call returns).
+    virtual void restore_device(int32_t device) noexcept = 0;
 };
 
 }  // namespace snn

@@ -4,14 +4,17 @@
 // kept in aux.
 //
 // The plan makes every descriptor and picks the three algorithms once; the
-// workspace it reports covers them and the fallback algorithms at every
-// batch up to max_batch. A call with another batch re-sets the two tensor
+// workspace it reports covers them and the fallback algorithms at the
+// batches fallback_bound asks about. A call with another batch re-sets the two tensor
 // descriptors (no allocation) and re-picks the algorithms among those that
 // fit the planned workspace, so a call never needs more scratch than was
 // planned. The pick is a pure function of the batch, so results do not
 // depend on the order of batch sizes.
 #include <climits>
+#include <map>
+#include <mutex>
 #include <new>
+#include <tuple>
 
 #include "ops.h"
 
@@ -93,9 +96,10 @@ void choose(const Perf *perf, int count, Algo fallback, bool tf32, size_t limit,
         }
         if (bytes > limit) {
             if (i == count)
-                raise(SNN_ERR_INTERNAL,
-                      strf("%s: the fallback algorithm needs %zu bytes of workspace, "
-                           "more than the %zu planned",
+                raise(SNN_ERR_UNSUPPORTED,
+                      strf("%s: at this batch the fallback algorithm needs %zu bytes of "
+                           "workspace, more than the %zu planned from the batches asked at "
+                           "preallocation; use another batch size",
                            direction, bytes, limit));
             continue;
         }
@@ -137,6 +141,52 @@ size_t fallback_bytes(ConvPlan &p, cudnnHandle_t dnn) {
               "cudnnGetConvolutionBackwardFilterWorkspaceSize (fallback)");
         if (bytes > most) most = bytes;
     }
+    return most;
+}
+
+// Batches asked one by one; above them, every kBatchStride-th and the last.
+constexpr int64_t kExactBatches = 256;
+constexpr int64_t kBatchStride = 16;
+
+// The batch asked after n; past max_batch when n is the last.
+int64_t next_asked(int64_t n, int64_t max_batch) {
+    if (n < kExactBatches || n == max_batch) return n + 1;
+    return n + kBatchStride < max_batch ? n + kBatchStride : max_batch;
+}
+
+// The most the fallback algorithms need at the batches up to max_batch that
+// are asked, planned in so that a call finds an algorithm within the plan.
+// cuDNN's workspaces are not monotonic in the batch (a 1x1 filter gradient
+// needed 1 KB at batch 257 and 83 KB at 67): they follow how cuDNN splits
+// the work, which varies most while a batch holds little work. So every
+// batch up to kExactBatches is asked, then every kBatchStride-th and
+// max_batch: at max_batch 4096 about 500 batches instead of 4096. The answer
+// depends only on the shape, the direction and max_batch, so it is kept per
+// process: the repeated layers of a residual network, and every later cache
+// of the same shape, ask nothing. A batch left out that needs more than the
+// plan fails with SNN_ERR_UNSUPPORTED naming it (choose), never silently.
+size_t fallback_bound(ConvPlan &p, cudnnHandle_t dnn) {
+    const ConvDims &d = p.dims;
+    typedef std::tuple<int32_t, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>
+        Key;
+    static std::mutex mutex;
+    static std::map<Key, size_t> *known = new std::map<Key, size_t>();  // never destroyed
+    const Key key(p.device, p.backward, p.max_batch, d.cin, d.hin, d.win, d.cout, d.hout, d.wout,
+                  d.kh, d.kw, d.sh, d.sw, d.ph, d.pw);
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = known->find(key);
+        if (it != known->end()) return it->second;
+    }
+    size_t most = 0;
+    for (int64_t n = 1; n <= p.max_batch; n = next_asked(n, p.max_batch)) {
+        set_descriptors(p, n);
+        const size_t bytes = fallback_bytes(p, dnn);
+        if (bytes > most) most = bytes;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    (*known)[key] = most;
     return most;
 }
 
@@ -200,6 +250,15 @@ void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool 
     CudaStream &cs = cuda_backend(be).use(s);
     const ConvDims d = conv_dims(l);
     if (max_batch < 1) raise(SNN_ERR_INTERNAL, "conv plan: max_batch < 1");
+    // cuDNN's 4-d descriptors count a tensor's elements in an int.
+    for (int64_t per_sample : {d.cin * d.hin * d.win, d.cout * d.hout * d.wout})
+        if (per_sample > 0 && max_batch > INT_MAX / per_sample)
+            raise(SNN_ERR_UNSUPPORTED,
+                  strf("a batch of %lld makes a tensor of %lld x %lld elements, more than the "
+                       "2^31 - 1 cuDNN's convolution descriptors hold; on a GPU this layer "
+                       "takes batches of at most %lld",
+                       (long long)max_batch, (long long)max_batch, (long long)per_sample,
+                       (long long)(INT_MAX / per_sample)));
     ConvPlan *p = new (std::nothrow) ConvPlan();
     if (p == nullptr) raise(SNN_ERR_OUT_OF_MEMORY, "conv plan: out of host memory");
     p->device = be.device();
@@ -224,18 +283,7 @@ void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool 
                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   "cudnnSetConvolution2dDescriptor");
         }
-        // The most the fallback algorithms need at any batch up to
-        // max_batch: planned in, it guarantees that every batch finds an
-        // algorithm. cuDNN's workspaces are not monotonic in the batch (a
-        // 1x1 filter gradient needed 1 KB at batch 257 and 83 KB at 67), so
-        // every batch is asked: host-side queries, microseconds each, once
-        // per cache.
-        size_t fallback = 0;
-        for (int64_t n = 1; n <= max_batch; ++n) {
-            set_descriptors(*p, n);
-            const size_t bytes = fallback_bytes(*p, cs.dnn);
-            if (bytes > fallback) fallback = bytes;
-        }
+        const size_t fallback = fallback_bound(*p, cs.dnn);
         set_batch(*p, cs.dnn, max_batch, kWorkspaceCap);
 
         // cuDNN must agree with the engine's shape inference.

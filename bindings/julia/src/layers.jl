@@ -191,10 +191,14 @@ end
     Chain(layers...; input=nothing)
 
 Layers applied in turn. An element may be a layer, a nested `Chain`, an
-activation function (`relu`, `softmax`, `Flux.flatten`, ...) applied as a layer
-of its own, or a `SkipConnection`. The input size comes from a first
-`Static(...)`, from `input=` (`n` or `(w, h, c)`), or from a first
-`Dense(in => out)`. `Model(chain)` builds it.
+activation function (`relu`, `Flux.flatten`, ...) applied as a layer of its
+own, a softmax, or a `SkipConnection`. A softmax is recognised by its name
+(`NNlib.softmax`, `SNN.softmax`) or, for an anonymous function such as
+`x -> softmax(x; dims=3)`, by what it computes on small arrays; `Model(chain)`
+refuses one that does not normalise over the features of vectors or the
+channels of images (`NNlib.softmax` on images normalises widths). The input
+size comes from a first `Static(...)`, from `input=` (`n` or `(w, h, c)`), or
+from a first `Dense(in => out)`. `Model(chain)` builds it.
 """
 struct Chain <: Layer
     layers::Vector{Any}

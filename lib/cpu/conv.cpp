@@ -37,9 +37,14 @@ inline void valid_columns(const ConvDims &d, int64_t j, int64_t *lo, int64_t *hi
 // which the columns that wrapped around a row's edge are set to zero.
 inline bool same_width(const ConvDims &d) { return d.sh == 1 && d.sw == 1 && d.wout == d.win; }
 
+inline int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
+
 // For tap (i, j): the shift of the input index, the valid output rows
-// [*oy_lo, *oy_hi), and the range [*q_lo, *q_hi) of output indices whose
-// input index lies inside the map.
+// [oy_lo, oy_hi), and the range [q_lo, q_hi) of output indices inside those
+// rows whose input index q + shift lies inside the map. Both ranges may be
+// empty: a tap can miss every row (a kernel taller than the image and its
+// padding above it), and a column shift can exceed a row's width (padding
+// wider than the image), so -shift may lie past the valid rows' end.
 struct Shift {
     int64_t shift, cols, oy_lo, oy_hi, q_lo, q_hi;
 };
@@ -48,10 +53,10 @@ inline Shift tap_shift(const ConvDims &d, int64_t i, int64_t j) {
     const int64_t rows = i - d.ph;
     t.cols = j - d.pw;
     t.shift = rows * d.win + t.cols;
-    t.oy_lo = std::min(d.hout, std::max<int64_t>(0, -rows));
-    t.oy_hi = std::max(t.oy_lo, std::min(d.hout, d.hin - rows));
-    t.q_lo = std::max(t.oy_lo * d.wout, -t.shift);
-    t.q_hi = std::max(t.q_lo, std::min(t.oy_hi * d.wout, d.hin * d.win - t.shift));
+    t.oy_lo = clamp(-rows, 0, d.hout);
+    t.oy_hi = clamp(d.hin - rows, t.oy_lo, d.hout);
+    t.q_lo = clamp(-t.shift, t.oy_lo * d.wout, t.oy_hi * d.wout);
+    t.q_hi = clamp(d.hin * d.win - t.shift, t.q_lo, t.oy_hi * d.wout);
     return t;
 }
 

@@ -1,7 +1,8 @@
 // The CPU backend's fast paths against its reference paths
 // (SNN_CPU_KERNELS=reference): the direct convolution for few taps against
 // im2col and sgemm, the shifted lowering against the generic im2col, and the
-// 2x2 max pooling against the generic window loop.
+// 2x2 max pooling against the generic window loop, on common and on odd
+// geometries; the dense layers' products against OpenBLAS.
 // Each case runs one forward pass and one backprop (with the input gradient)
 // through both, at 1 and 2 threads, with sizes that leave a partial block of
 // 16 columns and a remainder of output channels, and compares outputs,
@@ -21,7 +22,7 @@ struct Result {
 // The environment asks for the reference kernels for the whole run
 // (convolutions read it when a cache is made, pooling on every call).
 Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t threads,
-                const std::vector<float> *x_override = nullptr) {
+                const std::vector<float> *x_override = nullptr, bool training = true) {
     EXPECT_EQ(snn_set_num_threads(threads), SNN_OK);
     if (reference)
         setenv("SNN_CPU_KERNELS", "reference", 1);
@@ -30,6 +31,7 @@ Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t 
     Model m = make_model(spec);
     EXPECT_EQ(snn_model_init(m.get(), 7), SNN_OK);
     Forward f = make_forward(m.get(), batch);
+    EXPECT_EQ(snn_cache_set_training(f.get(), training ? 1 : 0), SNN_OK);
     Backward b = make_backward(m.get(), batch);
     EXPECT_EQ(snn_set_input_gradient(b.get(), 1), SNN_OK);
     Random r(11);
@@ -62,16 +64,16 @@ void expect_close(const char *what, const std::string &spec, const std::vector<f
     EXPECT_EQ(bad, 0u) << spec << ": " << what;
 }
 
-void compare(const std::string &spec, int64_t batch) {
+void compare(const std::string &spec, int64_t batch, bool training = true) {
     for (int32_t threads : {1, 2}) {
-        SCOPED_TRACE(spec + " threads " + std::to_string(threads));
-        const Result ref = run_case(spec, batch, true, threads);
-        const Result fast = run_case(spec, batch, false, threads);
+        SCOPED_TRACE(spec + " threads " + std::to_string(threads) + (training ? " training" : " inference"));
+        const Result ref = run_case(spec, batch, true, threads, nullptr, training);
+        const Result fast = run_case(spec, batch, false, threads, nullptr, training);
         expect_close("outputs", spec, fast.y, ref.y, 2e-6);
         expect_close("parameter gradients", spec, fast.grads, ref.grads, 1e-5);
         expect_close("input gradients", spec, fast.dx, ref.dx, 1e-5);
         // The same path twice gives the same bits.
-        const Result again = run_case(spec, batch, false, threads);
+        const Result again = run_case(spec, batch, false, threads, nullptr, training);
         EXPECT_EQ(again.y, fast.y);
         EXPECT_EQ(again.grads, fast.grads);
         EXPECT_EQ(again.dx, fast.dx);
@@ -150,6 +152,79 @@ TEST(CpuKernels, MaxPool2x2RoutesTiesAndNaNLikeTheGenericWindow) {
             const bool both_nan = std::isnan(ref.y[i]) && std::isnan(fast.y[i]);
             EXPECT_TRUE(both_nan || ref.y[i] == fast.y[i]) << "width " << width << " y[" << i << "]";
         }
+    }
+}
+
+// Geometries where a fast path's assumptions break: 1-row and 1-column
+// images, padding wider than the image, kernels as large as the padded
+// image, strides longer than the kernel, channel counts that are not
+// multiples of 8 or 16, batch 1. Each spec runs at batch 1 and 3, in
+// training and inference mode. Taps (cin kh kw) above 32 take the lowering,
+// the shifted one when stride 1 keeps the width (kw = 2 pw + 1); 32 or
+// fewer the direct convolution.
+TEST(CpuKernels, OddGeometriesMatchTheReference) {
+    for (const char *spec : {
+             "input 1x1x4; conv 3 1 pad=1",              // 1x1 image: every tap but the centre misses it
+             "input 1x100x8; conv 3 16 pad=1",           // a 1-D signal as a 1-row image
+             "input 2x28x4; conv 5 8 pad=2",             // kernel taller than image and padding
+             "input 1x1x5; conv 1x7 3 pad=0x3",          // padding 3 columns wide around 1 column
+             "input 3x1x9; conv 5x3 4 tanh pad=2x1",     // 1-column image, 135 taps
+             "input 3x3x20; conv 7 2 gelu pad=3",        // 7x7 over 3x3, shifted lowering
+             "input 1x1x33; conv 3 2 relu pad=1",        // 297 taps over one pixel
+             "input 1x5x12; conv 3 4 pad=3",             // padding beyond the height: generic lowering
+             "input 2x2x10; conv 6 3 pad=2",             // kernel equal to the padded image: one output
+             "input 4x4x9; conv 3 5 stride=4 pad=1",     // stride longer than the kernel
+             "input 5x3x3; conv 3 17 silu pad=1",        // 27 taps (direct), 17 output channels
+             "input 1x9x2; conv 3 3 pad=4",              // direct, padding beyond the image
+             "input 1x1x1; conv 1x7 2 pad=0x3",          // direct, one pixel
+             "input 2x17x3; conv 1 3 tanh; maxpool 2",   // one row of 8 pooled outputs
+             "input 3x2x5; conv 1 5 tanh; maxpool 2",    // one pooled column, odd last row
+             "input 2x2x1; conv 1 1 tanh; maxpool 2",    // one pooled pixel
+             "input 1x19x3; conv 1 3 tanh; maxpool 1x2", // 1-row pooling, generic window
+             "input 5x5x2; conv 1 2 tanh; maxpool 2 stride=3",  // stride longer than the window
+             "input 9x1x3; conv 1 19 tanh; maxpool 3x1", // 1-column maps
+         })
+        for (int64_t batch : {1, 3})
+            for (bool training : {true, false}) compare(spec, batch, training);
+}
+
+// Dense products between the plain loops and OpenBLAS take snn's own AVX-512
+// product on processors with AVX-512 (cpu_backend.cpp's gemm_nn): the input
+// gradient of `dense 40` here is 16 x 100 x 40 multiply-adds, 100 columns
+// (OpenBLAS's allocating case). The reference kernels keep OpenBLAS.
+TEST(CpuKernels, DenseInputGradientMatchesTheReference) {
+    compare("input 20; dense 100 relu; dense 40 relu; dense 3", 16);
+    compare("input 30; dense 37 tanh; dense 45; dense 2", 4);
+    compare("input 8; dense 600 relu; dense 500; dense 2", 2);
+}
+
+// The three specs that crashed the shifted lowering, end to end from a model
+// file: saved, loaded, and run on the fast and the reference kernels.
+TEST(CpuKernels, OddGeometryModelFilesRun) {
+    for (const char *spec : {"input 1x1x4; conv 3 1 pad=1", "input 1x100x8; conv 3 16 pad=1",
+                             "input 2x28x4; conv 5 8 pad=2"}) {
+        SCOPED_TRACE(spec);
+        Model made = make_model(spec);
+        ASSERT_EQ(snn_model_init(made.get(), 3), SNN_OK);
+        size_t bytes = 0;
+        ASSERT_EQ(snn_model_save_to_buffer(made.get(), nullptr, 0, &bytes), SNN_OK);
+        std::vector<unsigned char> file(bytes);
+        ASSERT_EQ(snn_model_save_to_buffer(made.get(), file.data(), file.size(), &bytes), SNN_OK);
+        std::vector<float> outputs[2];
+        for (bool reference : {false, true}) {
+            if (reference) setenv("SNN_CPU_KERNELS", "reference", 1);
+            snn_model *m = nullptr;
+            ASSERT_EQ(snn_model_load_from_buffer(file.data(), file.size(), &m), SNN_OK) << snn_last_error();
+            Model loaded(m);
+            Forward f = make_forward(m, 2);
+            Random r(5);
+            outputs[reference] = run(f.get(), m, r.uniform_vector(2 * input_size(m), -1.0f, 1.0f));
+            unsetenv("SNN_CPU_KERNELS");
+        }
+        expect_close("outputs", spec, outputs[0], outputs[1], 2e-6);
+        double largest = 0.0;
+        for (float v : outputs[1]) largest = std::max(largest, double(std::fabs(v)));
+        EXPECT_GT(largest, 0.0);  // the inputs reached the outputs
     }
 }
 

@@ -278,6 +278,27 @@ TEST_F(StateRoundTrip, ACountAFileCannotHoldIsRefusedBySetState) {
     }
 }
 
+// A GPU model checks values on the host before they are uploaded, and its
+// files hold what the CPU's hold. Skipped without a usable GPU.
+TEST_F(StateRoundTrip, AGpuModelFollowsTheSameRules) {
+    if (snn_gpu_status(0) != SNN_OK) GTEST_SKIP() << "no usable GPU: " << snn_last_error();
+    Rng rng(99);
+    Model model = create(kSpecs[1]);
+    ASSERT_EQ(snn_to_gpu(model.get(), 0), SNN_OK) << snn_last_error();
+    std::vector<float> p = params_of(model.get()), s = state_of(model.get());
+    for (float &v : p) v = rng.pick(kExtremes);
+    for (float &v : s) v = rng.pick(kExtremes);
+    const std::vector<size_t> counts = count_indices(model.get());
+    for (size_t i : counts) s[i] = 16777216.0f;
+    ASSERT_EQ(snn_set_parameters(model.get(), p.data(), p.size()), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_set_state(model.get(), s.data(), s.size()), SNN_OK) << snn_last_error();
+    expect_round_trips(model.get(), dir);
+    std::vector<float> bad = s;
+    bad[counts[0]] = -1.0f;
+    EXPECT_EQ(snn_set_state(model.get(), bad.data(), bad.size()), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_TRUE(bit_equal(state_of(model.get()), s));
+}
+
 // Overwrites the I64 value of tensor `name` in a model file's bytes.
 void poke_i64(Bytes &file, const std::string &name, int64_t value) {
     uint64_t header = 0;

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -99,8 +100,10 @@ void write_after_queued_forward(Write write, const char *name) {
     const std::vector<float> x = rnd.floats(size_t(kLongBatch) * in, -1.0f, 1.0f);
     std::vector<float> state = state_of(model.get());
     if (write == Write::state) {
-        // Running statistics that differ from their initial values.
-        state = rnd.floats(state.size(), 0.5f, 1.5f);
+        // Running statistics that differ from their initial values, whole
+        // numbers so that num_batches_tracked is a count snn_set_state takes.
+        state = rnd.floats(state.size(), 2.0f, 6.0f);
+        for (float &v : state) v = std::floor(v);
         CHECK_OK(snn_set_state(model.get(), state.data(), state.size()));
     }
     const std::vector<float> params = parameters(model.get());

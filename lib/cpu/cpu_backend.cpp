@@ -12,6 +12,8 @@
 #include <string>
 
 #include "common/error.h"
+#include "cpu/gemm512.h"
+#include "cpu/kernel_choice.h"
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
 #include "ops/op.h"
@@ -111,14 +113,27 @@ Backend &cpu_backend() {
 
 namespace {
 std::atomic<int32_t> g_cpu_threads{1};
+std::atomic<int32_t> g_cpu_kernels{int32_t(CpuKernels::environment)};
+}  // namespace
+
+void cpu_choose_kernels(CpuKernels kernels) { g_cpu_kernels.store(int32_t(kernels), std::memory_order_relaxed); }
+
+bool cpu_gemm512_forced() {
+    return g_cpu_kernels.load(std::memory_order_relaxed) == int32_t(CpuKernels::fast_gemm512);
+}
+
+bool cpu_reference_kernels() {
+    switch (CpuKernels(g_cpu_kernels.load(std::memory_order_relaxed))) {
+        case CpuKernels::reference: return true;
+        case CpuKernels::environment: {
+            const char *v = std::getenv("SNN_CPU_KERNELS");
+            return v != nullptr && std::strcmp(v, "reference") == 0;
+        }
+        default: return false;
+    }
 }
 
 // OpenBLAS runs single-threaded inside each of our workers.
-bool cpu_reference_kernels() {
-    const char *v = std::getenv("SNN_CPU_KERNELS");
-    return v != nullptr && std::strcmp(v, "reference") == 0;
-}
-
 void cpu_set_threads(int32_t n) {
     openblas_set_num_threads(1);
     thread_pool_reserve(n);
@@ -133,10 +148,18 @@ int32_t cpu_threads() { return g_cpu_threads.load(std::memory_order_relaxed); }
 // OpenBLAS's call overhead; below kParallelGemm one thread does the work.
 constexpr int64_t kSmallGemm = 48 * 1024;
 constexpr int64_t kParallelGemm = 512 * 1024;
+// Up to this many multiply-adds (100^3), OpenBLAS 0.3.21 takes its
+// small-matrix kernels where it runs its AVX-512 ones (SkylakeX, Cooperlake),
+// and the one for C = A B calls malloc on every call whose row-major N leaves
+// 1 to 8 columns past a multiple of 16 (K >= 32). gemm_nn keeps such
+// products, and such blocks of larger ones split over the threads, on snn's
+// own AVX-512 product on every processor that has it.
+constexpr int64_t kDirectGemm = 1000 * 1000;
 
 namespace {
 
 struct GemmJob {
+    bool direct;  // blocks up to kDirectGemm by gemm512_nn_direct (ta, tb: CblasNoTrans)
     CBLAS_TRANSPOSE ta, tb;
     int64_t M, N, K;
     const float *A, *B;
@@ -146,6 +169,15 @@ struct GemmJob {
     float beta;
 };
 
+// The block [M][N] of C from the job's A and B at these offsets.
+void gemm_block(const GemmJob &j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
+    if (j.direct && M * N * j.K <= kDirectGemm)
+        gemm512_nn_direct(M, N, j.K, A, j.lda, B, j.ldb, C, j.ldc, j.beta != 0.0f);
+    else
+        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(M), int(N), int(j.K), 1.0f, A, int(j.lda), B, int(j.ldb), j.beta,
+                    C, int(j.ldc));
+}
+
 // Each worker computes a block of C: rows when M is the larger side, else
 // columns (kept to multiples of 16 floats).
 void gemm_worker(void *ctx, int32_t w, int32_t workers) {
@@ -154,25 +186,20 @@ void gemm_worker(void *ctx, int32_t w, int32_t workers) {
     if (j.M >= j.N) {
         split_range(j.M, workers, w, &b, &e);
         if (b == e) return;
-        const float *A = j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b;
-        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(e - b), int(j.N), int(j.K), 1.0f, A, int(j.lda),
-                    j.B, int(j.ldb), j.beta, j.C + b * j.ldc, int(j.ldc));
+        gemm_block(j, e - b, j.N, j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b, j.B, j.C + b * j.ldc);
     } else {
         int64_t blocks = (j.N + 15) / 16;
         split_range(blocks, workers, w, &b, &e);
         b *= 16;
         e = std::min(e * 16, j.N);
         if (b >= e) return;
-        const float *B = j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb;
-        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(j.M), int(e - b), int(j.K), 1.0f, j.A, int(j.lda),
-                    B, int(j.ldb), j.beta, j.C + b, int(j.ldc));
+        gemm_block(j, j.M, e - b, j.A, j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb, j.C + b);
     }
 }
 
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K,
-               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
-               bool accumulate) {
-    GemmJob job{ta, tb, M, N, K, A, B, lda, ldb, C, ldc, accumulate ? 1.0f : 0.0f};
+void split_gemm(bool direct, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const float *A,
+                int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    GemmJob job{direct, ta, tb, M, N, K, A, B, lda, ldb, C, ldc, accumulate ? 1.0f : 0.0f};
     int32_t workers = M * N * K >= kParallelGemm ? cpu_threads() : 1;
     parallel_run(workers, gemm_worker, &job);
 }
@@ -182,7 +209,7 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate, float *scratch) {
     if (M * N * K > kSmallGemm) {
-        blas_gemm(CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        split_gemm(false, CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     } else if (scratch && N * K <= kCpuScratchFloats && (N >= 8 || K < 32)) {
         // B^T into scratch, then rows of C as sums of scaled rows of B^T
         // (few outputs over long rows go to dot products instead).
@@ -196,7 +223,7 @@ void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K > kSmallGemm)
-        blas_gemm(CblasTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        split_gemm(false, CblasTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     else
         small_gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
@@ -204,7 +231,7 @@ void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
              int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K > kSmallGemm)
-        blas_gemm(CblasNoTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        split_gemm(gemm512_available(), CblasNoTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     else
         small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }

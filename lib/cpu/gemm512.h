@@ -21,13 +21,29 @@
 namespace snn {
 
 // True when the processor has AVX-512 (F) and OpenBLAS runs kernels without
-// it, and the reference kernels were not asked for: then the convolutions
-// use gemm512.
+// it (or CpuKernels::fast_gemm512 is chosen, cpu/kernel_choice.h), and the
+// reference kernels were not asked for: then the convolutions use gemm512.
 bool gemm512_preferred();
 
 size_t gemm512_pack_floats();
 
 void gemm512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
              const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, float *pack);
+
+// True when the processor has AVX-512 (F) and the reference kernels were
+// not asked for: gemm512_nn_direct may run.
+bool gemm512_available();
+
+// C[M][N] (+)= A[M][K] B[K][N], row-major, read in place: no packing and no
+// workspace. Tiles of C (8 x 32, or 4 x 64 and 2 x 64 for the last rows) are
+// built in registers from rows of B (loaded under a mask at the right edge)
+// and broadcast elements of A; a tile with rows to spare repeats A's last
+// row and stores only the rows that exist. For
+// products too small to repay packing: gemm_nn's products between its plain
+// loops and OpenBLAS's blocked path, the range where OpenBLAS 0.3.21's own
+// small-matrix kernels for AVX-512 processors (SkylakeX, Cooperlake) call
+// malloc on every call. Sums over k run in order: deterministic.
+void gemm512_nn_direct(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float *C, int64_t ldc, bool accumulate);
 
 }  // namespace snn

@@ -1,0 +1,25 @@
+// Which CPU kernels the ops take. SNN_CPU_KERNELS=reference in the
+// environment selects the reference paths (cpu_reference_kernels() in
+// cpu/cpu_backend.h); a program that links snn statically (the kernel tests,
+// the fuzzer) may choose instead, for the whole process, to run one model on
+// each in turn. Convolutions read the choice when a cache is made, pooling
+// and products on every call: change it between passes, on one thread.
+#pragma once
+
+#include <stdint.h>
+
+namespace snn {
+
+enum class CpuKernels : int32_t {
+    environment,   // SNN_CPU_KERNELS decides (the library's only mode)
+    fast,          // the fast paths
+    reference,     // the reference paths
+    fast_gemm512,  // the fast paths, the convolutions' products by gemm512 on
+                   // any processor with AVX-512 (as where OpenBLAS lacks it)
+};
+void cpu_choose_kernels(CpuKernels kernels);
+
+// True when the choice is CpuKernels::fast_gemm512.
+bool cpu_gemm512_forced();
+
+}  // namespace snn

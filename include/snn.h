@@ -63,20 +63,27 @@
  *                              channels of each pixel (nn.Softmax(dim=1))
  *     batchnorm [eps=E] [momentum=M]
  *                              nn.BatchNorm2d on images, BatchNorm1d on
- *                              vectors (eps 1e-5, momentum 0.1; weight and
- *                              bias, running statistics in the state)
+ *                              vectors (eps 1e-5, momentum 0.1 in [0, 1];
+ *                              weight and bias, running statistics in the
+ *                              state)
  *     layernorm [eps=E]        nn.LayerNorm over each sample's whole shape
- *                              (weight and bias of that shape)
- *     dropout P                zeroes elements with probability P (0 <= P
- *                              < 1) and scales the rest by 1/(1-P) in
- *                              training mode; passes through in inference
+ *                              (weight and bias of that shape); in both,
+ *                              eps is a normal float32 up to 1, in
+ *                              [1.17549435e-38, 1]
+ *     dropout P                zeroes elements with probability P (0, or
+ *                              2^-24 <= P <= 1 - 2^-24: the mask draws
+ *                              24-bit numbers) and scales the rest by
+ *                              1/(1-P) in training mode; passes through in
+ *                              inference
  *     add ID                   previous output + output of layer ID (same
  *                              shapes: a residual connection)
  *     concat ID                previous output joined with layer ID's:
  *                              channels for images of equal HxW, features
  *                              for vectors
  *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
- *   for add and concat to refer to; names are unique.
+ *   for add and concat to refer to; names are unique. A layer takes each
+ *   option once (one activation, one stride=, one name=, ...): one given
+ *   twice is an error, not a replacement.
  *   act is one of identity (default), relu, leaky_relu (slope 0.01), tanh,
  *   sigmoid (both within 2.5 ulp of the exact float result over the whole
  *   float range; as in PyTorch, their derivatives are computed from the
@@ -289,11 +296,23 @@ typedef struct snn_optimiser snn_optimiser;
 /* Device identifiers: SNN_DEVICE_CPU, or a GPU index >= 0. */
 #define SNN_DEVICE_CPU (-1)
 
+/* The largest model a spec may declare, whether given to snn_model_create or
+ * read from a model file: at most SNN_MAX_LAYERS layers after the input, in
+ * at most SNN_MAX_SPEC_LENGTH characters (a layer has at most 16 words).
+ * Beyond either, SNN_ERR_SPEC names the limit (and the position of the first
+ * layer too many). Creating, preallocating, describing, saving and loading
+ * take O(n log n) time in the number of layers n, so the largest model is
+ * handled in about a second. */
+#define SNN_MAX_LAYERS 100000
+#define SNN_MAX_SPEC_LENGTH 4194304
+
 /* Parses `spec` (see the top of this header) and creates a CPU model whose
  * parameters are initialised with seed 0 (see snn_model_init).
  * On success *out receives a new model that the caller destroys with
  * snn_model_destroy. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_SPEC (message
- * gives the character position and reason), SNN_ERR_SHAPE (a layer does not
+ * gives the character position and reason: an unknown word, a number out of
+ * its range, an option given twice in one layer, a spec beyond
+ * SNN_MAX_LAYERS or SNN_MAX_SPEC_LENGTH), SNN_ERR_SHAPE (a layer does not
  * fit its input; the message names the layer and both shapes),
  * SNN_ERR_OUT_OF_MEMORY. */
 SNN_API snn_status snn_model_create(const char *spec, snn_model **out);

@@ -3,6 +3,7 @@
 // canonical text. Grammar in include/snn.h.
 #include "model/spec.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/error.h"
@@ -12,30 +13,30 @@
 namespace snn {
 namespace {
 
-// Splits the spec into statements (by ';' or newline) of whitespace-separated
-// tokens.
-std::vector<Statement> tokenize(const std::string &spec) {
-    std::vector<Statement> statements(1);
-    size_t i = 0;
-    while (i < spec.size()) {
-        char c = spec[i];
-        if (c == ';' || c == '\n') {
-            statements.emplace_back();
+// The most words a statement may have: no layer takes more than 9.
+constexpr size_t kMaxWords = 16;
+
+// Reads the next non-empty statement (ended by ';', a newline or the end) of
+// spec from *at on into *st as whitespace-separated tokens. False at the end.
+bool next_statement(const std::string &spec, size_t *at, Statement *st) {
+    st->clear();
+    size_t i = *at;
+    while (i < spec.size() && (st->empty() || (spec[i] != ';' && spec[i] != '\n'))) {
+        const char c = spec[i];
+        if (c == ';' || c == '\n' || std::isspace(static_cast<unsigned char>(c))) {
             ++i;
-        } else if (std::isspace(static_cast<unsigned char>(c))) {
-            ++i;
-        } else {
-            size_t start = i;
-            while (i < spec.size() && spec[i] != ';' && spec[i] != '\n' &&
-                   !std::isspace(static_cast<unsigned char>(spec[i])))
-                ++i;
-            statements.back().push_back({spec.substr(start, i - start), start + 1});
+            continue;
         }
+        const size_t start = i;
+        while (i < spec.size() && spec[i] != ';' && spec[i] != '\n' &&
+               !std::isspace(static_cast<unsigned char>(spec[i])))
+            ++i;
+        st->push_back({spec.substr(start, i - start), start + 1});
+        if (st->size() > kMaxWords)
+            spec_error(st->back(), "", format("a layer has at most %zu words", kMaxWords));
     }
-    std::vector<Statement> out;
-    for (auto &s : statements)
-        if (!s.empty()) out.push_back(std::move(s));
-    return out;
+    *at = i;
+    return !st->empty();
 }
 
 bool valid_name(const std::string &id) {
@@ -53,27 +54,29 @@ std::string expected_layers() {
     return s;
 }
 
-Layer parse_layer(Statement st, const std::vector<Layer> &earlier) {
+// Layer `index` from its statement; `names` are the layers named before it.
+Layer parse_layer(const Statement &st, size_t index, const NameIndex &names) {
     Layer l;
-    // name=ID may appear anywhere among the options.
+    // name=ID may appear anywhere among the options; the op reads the others.
+    Statement options(1, st[0]);
     for (size_t i = 1; i < st.size(); ++i) {
-        if (!starts_with(st[i].text, "name=")) continue;
+        if (!starts_with(st[i].text, "name=")) {
+            options.push_back(st[i]);
+            continue;
+        }
         const std::string id = st[i].text.substr(5);
         if (!valid_name(id))
             spec_error(st[i], "a name must be a letter or '_' followed by letters, digits or '_' (at most 64)", "");
-        if (!l.name.empty()) spec_error(st[i], "a layer has one name", "");
-        for (const Layer &e : earlier)
-            if (e.name == id) spec_error(st[i], "an earlier layer has this name", "");
+        if (names.count(id)) spec_error(st[i], "an earlier layer has this name", "");
         l.name = id;
-        st.erase(st.begin() + long(i));
-        --i;
     }
     OpKind kind;
     const OpDesc *d = op_by_word(st[0].text, &kind);
     if (!d) spec_error(st[0], "unknown layer", " (expected " + expected_layers() + ")");
     l.kind = kind;
-    if (!earlier.empty()) l.inputs.push_back(int32_t(earlier.size() - 1));
-    d->parse(st, l, earlier);
+    if (index > 0) l.inputs.push_back(int32_t(index - 1));
+    d->parse(options, l, names);
+    check_repeated_options(st);
     return l;
 }
 
@@ -109,17 +112,24 @@ void infer_shapes(Network &net) {
 }  // namespace
 
 Network parse_spec(const std::string &spec) {
+    if (spec.size() > kMaxSpecLength)
+        fail(SNN_ERR_SPEC, "spec has %zu characters, more than SNN_MAX_SPEC_LENGTH (%zu)", spec.size(), kMaxSpecLength);
     if (spec.find('\0') != std::string::npos) fail(SNN_ERR_SPEC, "spec contains a NUL byte");
-    auto statements = tokenize(spec);
-    if (statements.empty()) fail(SNN_ERR_SPEC, "spec is empty (expected e.g. \"input 100; dense 10\")");
     Network net;
-    for (size_t i = 0; i < statements.size(); ++i) {
-        const bool is_input = statements[i][0].text == "input";
-        if (i == 0 && !is_input)
-            spec_error(statements[0][0], "the first layer must be 'input N' or 'input HxWxC'", "");
-        if (i > 0 && is_input) spec_error(statements[i][0], "'input' may appear only as the first layer", "");
-        net.layers.push_back(parse_layer(statements[i], net.layers));
+    net.layers.reserve(std::min(kMaxLayers, size_t(1 + std::count(spec.begin(), spec.end(), ';') +
+                                                   std::count(spec.begin(), spec.end(), '\n'))));
+    NameIndex names;
+    Statement st;
+    for (size_t at = 0, i = 0; next_statement(spec, &at, &st); ++i) {
+        if (i == kMaxLayers)
+            spec_error(st[0], "", format("a model has at most %d layers after its input (SNN_MAX_LAYERS)", SNN_MAX_LAYERS));
+        const bool is_input = st[0].text == "input";
+        if (i == 0 && !is_input) spec_error(st[0], "the first layer must be 'input N' or 'input HxWxC'", "");
+        if (i > 0 && is_input) spec_error(st[0], "'input' may appear only as the first layer", "");
+        net.layers.push_back(parse_layer(st, i, names));
+        if (!net.layers.back().name.empty()) names.emplace(net.layers.back().name, int32_t(i));
     }
+    if (net.layers.empty()) fail(SNN_ERR_SPEC, "spec is empty (expected e.g. \"input 100; dense 10\")");
     if (net.layers.size() < 2) fail(SNN_ERR_SPEC, "spec has an input but no layers after it");
     infer_shapes(net);
     return net;

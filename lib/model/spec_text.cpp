@@ -2,6 +2,7 @@
 #include "model/spec_text.h"
 
 #include <cctype>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,30 @@ bool parse_common_option(const Token &t, Layer &l) {
     return false;
 }
 
+// What a token of a statement sets, as messages name it: "KEY=" for
+// KEY=VALUE, "an activation" for an activation's word, "nobias"; empty for
+// the sizes and names each op reads by position.
+std::string option_key(const std::string &text) {
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos) return text.substr(0, eq + 1);
+    Act a;
+    if (parse_act(text, &a)) return "an activation";
+    return text == "nobias" ? text : "";
+}
+
+void check_repeated_options(const Statement &st) {
+    std::map<std::string, const Token *> first;
+    for (size_t i = 1; i < st.size(); ++i) {
+        const std::string key = option_key(st[i].text);
+        if (key.empty()) continue;
+        const auto [it, fresh] = first.emplace(key, &st[i]);
+        if (!fresh)
+            spec_error(st[i], "",
+                       format("%s is given twice in one layer (first at position %zu: '%s')", key.c_str(),
+                              it->second->pos, it->second->text.c_str()));
+    }
+}
+
 std::string common_options_text(const Layer &l) {
     std::string s;
     if (l.act != Act::identity) s += std::string(" ") + act_name(l.act);
@@ -128,8 +153,9 @@ std::string common_options_text(const Layer &l) {
 
 bool parse_eps(const Token &t, Layer &l) {
     if (!starts_with(t.text, "eps=")) return false;
-    if (!parse_real(t.text.substr(4), &l.eps) || !(l.eps > 0.0 && l.eps <= 1.0))
-        spec_error(t, "eps must be a number with 0 < eps <= 1", "");
+    if (!parse_real(t.text.substr(4), &l.eps) || !(float(l.eps) >= FLT_MIN && l.eps <= 1.0))
+        spec_error(t, "eps must be a number in [1.17549435e-38, 1]",
+                   ", a normal float32 (the normalisation runs in float32, where a smaller eps is a subnormal or 0)");
     return true;
 }
 
@@ -191,9 +217,9 @@ int64_t checked_mul(int64_t a, int64_t b, int64_t limit, const std::vector<Layer
     return a * b;
 }
 
-int32_t resolve_name(const std::vector<Layer> &earlier, const Token &t) {
-    for (size_t i = 0; i < earlier.size(); ++i)
-        if (earlier[i].name == t.text) return int32_t(i);
+int32_t resolve_name(const NameIndex &names, const Token &t) {
+    const auto it = names.find(t.text);
+    if (it != names.end()) return it->second;
     spec_error(t, "no earlier layer has this name", " (give one with name=ID on a layer before this one)");
 }
 

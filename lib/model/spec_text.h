@@ -5,10 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "model/spec.h"
+#include "snn.h"
 
 namespace snn {
 
@@ -17,12 +19,20 @@ struct Token {
     size_t pos;  // 1-based character position in the spec
 };
 using Statement = std::vector<Token>;
+// The layers named so far (name=ID) and their indices. An ordered map: a
+// lookup costs O(log n) comparisons of at most 64 characters whatever the
+// names are, where a hash table's could be made O(n) by chosen names.
+using NameIndex = std::map<std::string, int32_t>;
 
 // Limits every size of a spec is checked against (see infer_shapes).
 constexpr int64_t kMaxDim = int64_t(1) << 24;        // any single size
 constexpr int64_t kMaxElements = int64_t(1) << 31;   // per-sample activation, one layer's weights
 constexpr int64_t kMaxLowered = int64_t(1) << 40;    // a convolution's lowered input per sample
 constexpr size_t kMaxParams = size_t(1) << 32;
+// The largest model a spec (or a file's spec) may declare (include/snn.h):
+// layers, the input included, and characters.
+constexpr size_t kMaxLayers = SNN_MAX_LAYERS + 1;
+constexpr size_t kMaxSpecLength = SNN_MAX_SPEC_LENGTH;
 
 [[noreturn]] void spec_error(const Token &t, const char *what, const std::string &detail);
 [[noreturn]] void unknown_option(const Token &t, const char *layer, const char *expected);
@@ -37,7 +47,10 @@ bool starts_with(const std::string &s, const char *prefix);
 bool parse_act(const std::string &s, Act *a);
 // Options shared by dense and conv: an activation, nobias, init=.
 bool parse_common_option(const Token &t, Layer &l);
-// eps=E with 0 < E <= 1 (batchnorm, layernorm).
+// Refuses an option given twice in one statement (st[0] is the keyword):
+// the same KEY= twice, two activations, nobias twice.
+void check_repeated_options(const Statement &st);
+// eps=E with E a normal float32 in [2^-126, 1] (batchnorm, layernorm).
 bool parse_eps(const Token &t, Layer &l);
 // stride=S[xS] and (allow_pad) pad=P[xP].
 bool parse_stride_pad(const Token &t, Layer &l, bool allow_pad);
@@ -58,6 +71,6 @@ inline int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad) {
     return (in + 2 * pad - k) / stride + 1;
 }
 // The node named by an add/concat argument (an earlier name=ID), or a spec error.
-int32_t resolve_name(const std::vector<Layer> &earlier, const Token &t);
+int32_t resolve_name(const NameIndex &names, const Token &t);
 
 }  // namespace snn

@@ -7,7 +7,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     parse_act(st[0].text, &l.act);
     l.bias = false;
     if (st.size() > 1) unknown_option(st[1], st[0].text.c_str(), "no options but name=...");

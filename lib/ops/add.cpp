@@ -7,9 +7,9 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &earlier) {
+void parse(const Statement &st, Layer &l, const NameIndex &names) {
     if (st.size() != 2) spec_error(st[0], "add takes the name of an earlier layer: add ID", "");
-    l.inputs.push_back(resolve_name(earlier, st[1]));
+    l.inputs.push_back(resolve_name(names, st[1]));
     l.bias = false;
 }
 

@@ -14,7 +14,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     for (size_t i = 1; i < st.size(); ++i) {
         const Token &t = st[i];
         if (parse_eps(t, l)) continue;

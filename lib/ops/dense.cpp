@@ -7,7 +7,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     if (st.size() < 2 || !parse_int(st[1].text, 0, st[1].text.size(), false, &l.units))
         spec_error(st.size() < 2 ? st[0] : st[1], "dense needs a positive number of units", "");
     for (size_t i = 2; i < st.size(); ++i)

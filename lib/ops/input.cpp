@@ -4,7 +4,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     if (st.size() != 2) spec_error(st[0], "input takes one size: N or HxWxC", "");
     int64_t h = 0, w = 0, c = 0;
     int n = parse_dims(st[1].text, false, &h, &w, &c);

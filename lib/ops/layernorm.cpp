@@ -10,7 +10,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     for (size_t i = 1; i < st.size(); ++i)
         if (!parse_eps(st[i], l)) unknown_option(st[i], "layernorm", "eps=E or name=...");
 }

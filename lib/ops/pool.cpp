@@ -8,7 +8,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     int n = st.size() >= 2 ? parse_dims(st[1].text, false, &l.kh, &l.kw, nullptr) : 0;
     if (n != 1 && n != 2) spec_error(st.size() < 2 ? st[0] : st[1], "pooling needs a size K or KHxKW", "");
     l.sh = l.kh;

@@ -7,7 +7,7 @@
 namespace snn {
 namespace {
 
-void parse(const Statement &st, Layer &l, const std::vector<Layer> &) {
+void parse(const Statement &st, Layer &l, const NameIndex &) {
     l.bias = false;
     if (st.size() > 1) unknown_option(st[1], "softmax", "no options but name=...");
 }

@@ -1,6 +1,8 @@
 // The textual model spec: canonical round trip, precise errors, layer shapes
 // and the layout of the flat parameter vector.
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "helpers.h"
@@ -107,12 +109,13 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         {"input 4; add b; dense 4 name=b", SNN_ERR_SPEC, "('b'): no earlier layer has this name"},
         {"input 4 name=a; dense 4 name=a", SNN_ERR_SPEC, "('name=a'): an earlier layer has this name"},
         {"input 4; dense 4 name=1x", SNN_ERR_SPEC, "a name must be a letter or '_'"},
-        {"input 4; dense 4 name=a name=b", SNN_ERR_SPEC, "a layer has one name"},
+        {"input 4; dense 4 name=a name=b", SNN_ERR_SPEC,
+         "spec position 25 ('name=b'): name= is given twice in one layer (first at position 18: 'name=a')"},
         {"input 4x4x1 name=a; flatten; concat a", SNN_ERR_SHAPE, "cannot join 16 (layer 1, the previous one) and 4x4x1"},
-        {"input 4; dropout 1", SNN_ERR_SPEC, "dropout needs a probability P with 0 <= P < 1"},
+        {"input 4; dropout 1", SNN_ERR_SPEC, "dropout needs a probability P = 0 or in [5.96046448e-08, 0.99999994]"},
         {"input 4; dropout", SNN_ERR_SPEC, "dropout needs a probability"},
         {"input 4; dropout 0.5x", SNN_ERR_SPEC, "dropout needs a probability"},
-        {"input 4; batchnorm eps=0", SNN_ERR_SPEC, "eps must be a number with 0 < eps <= 1"},
+        {"input 4; batchnorm eps=0", SNN_ERR_SPEC, "eps must be a number in [1.17549435e-38, 1], a normal float32"},
         {"input 4; batchnorm momentum=1.5", SNN_ERR_SPEC, "momentum must be a number with 0 <= momentum <= 1"},
         {"input 4; batchnorm affine", SNN_ERR_SPEC, "unknown option 'affine' for batchnorm"},
         {"input 4; globalavgpool", SNN_ERR_SHAPE, "globalavgpool needs an image input"},
@@ -127,6 +130,190 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         std::string msg;
         EXPECT_EQ(create_status(c.spec, &msg), c.status) << c.spec << ": " << msg;
         EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << ": " << msg;
+    }
+}
+
+// Each option of each op given twice in one layer: refused at the second,
+// naming the first (each alone is accepted). The last one used to win.
+TEST(SpecErrors, EveryOptionGivenTwiceInOneLayerIsRefused) {
+    struct Case {
+        const char *before;  // the layers before, ending with "; "
+        const char *layer;   // the layer's keyword and sizes
+        const char *first, *second;
+        const char *key;     // as the message names it
+    } cases[] = {
+        {"", "input 4", "name=a", "name=b", "name="},
+        {"input 4; ", "dense 4", "relu", "tanh", "an activation"},
+        {"input 4; ", "dense 4", "gelu", "gelu", "an activation"},
+        {"input 4; ", "dense 4", "nobias", "nobias", "nobias"},
+        {"input 4; ", "dense 4", "init=zeros", "init=he_normal", "init="},
+        {"input 4; ", "dense 4", "name=a", "name=b", "name="},
+        {"input 4x4x2; ", "conv 1 2", "relu", "leaky_relu", "an activation"},
+        {"input 4x4x2; ", "conv 1 2", "stride=2", "stride=1", "stride="},
+        {"input 4x4x2; ", "conv 1 2", "pad=1", "pad=2x1", "pad="},
+        {"input 4x4x2; ", "conv 1 2", "nobias", "nobias", "nobias"},
+        {"input 4x4x2; ", "conv 1 2", "init=zeros", "init=zeros", "init="},
+        {"input 4x4x2; ", "conv 1 2", "name=a", "name=a", "name="},
+        {"input 4x4x2; ", "maxpool 2", "stride=2", "stride=1", "stride="},
+        {"input 4x4x2; ", "maxpool 2", "name=a", "name=b", "name="},
+        {"input 4x4x2; ", "avgpool 2", "stride=1", "stride=1", "stride="},
+        {"input 4x4x2; ", "avgpool 2", "name=a", "name=b", "name="},
+        {"input 4x4x2; ", "globalavgpool", "name=a", "name=b", "name="},
+        {"input 4x4x2; ", "flatten", "name=a", "name=b", "name="},
+        {"input 4 name=z; ", "add z", "name=a", "name=b", "name="},
+        {"input 4 name=z; ", "concat z", "name=a", "name=b", "name="},
+        {"input 4; ", "relu", "name=a", "name=b", "name="},
+        {"input 4; ", "leaky_relu", "name=a", "name=b", "name="},
+        {"input 4; ", "tanh", "name=a", "name=b", "name="},
+        {"input 4; ", "sigmoid", "name=a", "name=b", "name="},
+        {"input 4; ", "gelu", "name=a", "name=b", "name="},
+        {"input 4; ", "silu", "name=a", "name=b", "name="},
+        {"input 4; ", "softmax", "name=a", "name=b", "name="},
+        {"input 4; ", "batchnorm", "eps=0.1", "eps=0.2", "eps="},
+        {"input 4; ", "batchnorm", "momentum=0.1", "momentum=0.2", "momentum="},
+        {"input 4; ", "batchnorm", "name=a", "name=b", "name="},
+        {"input 4; ", "layernorm", "eps=0.1", "eps=0.1", "eps="},
+        {"input 4; ", "layernorm", "name=a", "name=b", "name="},
+        {"input 4; ", "dropout 0.5", "name=a", "name=b", "name="},
+    };
+    for (const Case &c : cases) {
+        const std::string after = std::string(c.before).empty() ? "; dense 1" : "";
+        const std::string head = std::string(c.before) + c.layer + " ";
+        std::string msg;
+        for (const char *alone : {c.first, c.second})
+            EXPECT_EQ(create_status((head + alone + after).c_str(), &msg), SNN_OK) << head << alone << ": " << msg;
+        // The second one a word later, so both positions are distinct.
+        const std::string spec = head + c.first + " " + c.second + after;
+        const size_t first = head.size() + 1, second = first + std::strlen(c.first) + 1;
+        EXPECT_EQ(create_status(spec.c_str(), &msg), SNN_ERR_SPEC) << spec;
+        const std::string expected = "spec position " + std::to_string(second) + " ('" + c.second + "'): " + c.key +
+                                     " is given twice in one layer (first at position " + std::to_string(first) +
+                                     ": '" + c.first + "')";
+        EXPECT_NE(msg.find(expected), std::string::npos) << spec << "\n" << msg << "\nexpected " << expected;
+    }
+    // Not adjacent, and with other options between: still refused.
+    std::string msg;
+    EXPECT_EQ(create_status("input 4x4x1; conv 3 2 stride=2 pad=1 relu nobias stride=1", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("spec position 50 ('stride=1'): stride= is given twice in one layer (first at position 23"),
+              std::string::npos)
+        << msg;
+}
+
+// Sizes, probabilities and names given twice are words an op does not take:
+// refused too, by the op.
+TEST(SpecErrors, PositionalArgumentsGivenTwiceAreRefused) {
+    const std::pair<const char *, const char *> cases[] = {
+        {"input 4 4; dense 1", "input takes one size"},
+        {"input 4; dense 4 4", "spec position 18: unknown option '4' for dense"},
+        {"input 4x4x1; conv 1 2 2", "unknown option '2' for conv"},
+        {"input 4x4x1; maxpool 2 2", "unknown option '2' for maxpool"},
+        {"input 4x4x1; avgpool 2 1", "unknown option '1' for avgpool"},
+        {"input 4; dropout 0.1 0.2", "unknown option '0.2' for dropout"},
+        {"input 4 name=a; add a a", "add takes the name of an earlier layer"},
+        {"input 4 name=a; concat a a", "concat takes the name of an earlier layer"},
+    };
+    for (const auto &[spec, message] : cases) {
+        std::string msg;
+        EXPECT_EQ(create_status(spec, &msg), SNN_ERR_SPEC) << spec;
+        EXPECT_NE(msg.find(message), std::string::npos) << spec << ": " << msg;
+    }
+}
+
+// eps is a normal float32 in (0, 1]: 1e-300 used to be accepted and act as 0
+// in float32, so a constant input gave 0 * inf = NaN.
+TEST(SpecErrors, EpsIsANormalFloat32UpToOne) {
+    for (const char *op : {"batchnorm", "layernorm"}) {
+        for (const char *bad : {"0", "1e-300", "1e-39", "1.17e-38", "-1e-5", "1.0000001", "2", "1e999", "nan", "inf"}) {
+            const std::string spec = std::string("input 4; ") + op + " eps=" + bad;
+            std::string msg;
+            EXPECT_EQ(create_status(spec.c_str(), &msg), SNN_ERR_SPEC) << spec;
+            EXPECT_NE(msg.find(std::string("spec position ") + std::to_string(11 + std::strlen(op)) + " ('eps=" +
+                               bad + "'): eps must be a number in [1.17549435e-38, 1]"),
+                      std::string::npos)
+                << spec << ": " << msg;
+        }
+        for (const char *good : {"1.17549435e-38", "1e-30", "1"}) {
+            const std::string spec = std::string("input 4; ") + op + " eps=" + good;
+            Model m = make_model(spec);
+            EXPECT_EQ(describe(m.get()), spec);
+        }
+    }
+}
+
+// The smallest eps keeps a constant input finite: (x - mean) = 0 times
+// 1/sqrt(0 + eps) = 9.2e18 gives 0, the bias.
+TEST(Spec, SmallestEpsNormalisesAConstantInputToTheBias) {
+    Model ln = make_model("input 4; layernorm eps=1.17549435e-38");
+    Forward f = make_forward(ln.get(), 1);
+    EXPECT_EQ(run(f.get(), ln.get(), {3, 3, 3, 3}), (std::vector<float>{0, 0, 0, 0}));
+    Model bn = make_model("input 2; batchnorm eps=1.17549435e-38");
+    Forward g = make_forward(bn.get(), 2);
+    EXPECT_EQ(run(g.get(), bn.get(), {5, -1, 5, -1}), (std::vector<float>{0, 0, 0, 0}));
+}
+
+// The mask compares 24-bit uniform numbers with P: 0 and [2^-24, 1 - 2^-24]
+// are the probabilities it draws.
+TEST(SpecErrors, DropoutProbabilityIsOneTheMaskCanDraw) {
+    for (const char *bad : {"1e-300", "1e-8", "5.9e-08", "0.99999995", "1", "-0.1", "1e999"}) {
+        const std::string spec = std::string("input 4; dropout ") + bad;
+        std::string msg;
+        EXPECT_EQ(create_status(spec.c_str(), &msg), SNN_ERR_SPEC) << spec;
+        EXPECT_NE(msg.find(std::string("spec position 18 ('") + bad +
+                           "'): dropout needs a probability P = 0 or in [5.96046448e-08, 0.99999994]"),
+                  std::string::npos)
+            << spec << ": " << msg;
+    }
+    for (const char *good : {"0", "5.96046448e-08", "0.5", "0.99999994"}) {
+        const std::string spec = std::string("input 4; dropout ") + good;
+        Model m = make_model(spec);
+        EXPECT_EQ(describe(m.get()), spec);
+    }
+}
+
+// A spec of more than SNN_MAX_LAYERS layers after the input, more than
+// SNN_MAX_SPEC_LENGTH characters, or a layer of more than 16 words.
+TEST(SpecErrors, SpecsBeyondTheLimitsAreRefused) {
+    std::string spec = "input 1";
+    for (int i = 0; i < SNN_MAX_LAYERS; ++i) spec += ";relu";
+    Model largest = make_model(spec);
+    const size_t over = spec.size() + 2;
+    spec += ";relu";
+    std::string msg;
+    EXPECT_EQ(create_status(spec.c_str(), &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("spec position " + std::to_string(over) + " ('relu'): a model has at most 100000 layers "
+                       "after its input (SNN_MAX_LAYERS)"),
+              std::string::npos)
+        << msg;
+    std::string longest = "input 1; relu";
+    longest.resize(SNN_MAX_SPEC_LENGTH, ' ');
+    Model padded = make_model(longest);
+    longest += ' ';
+    EXPECT_EQ(create_status(longest.c_str(), &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("spec has 4194305 characters, more than SNN_MAX_SPEC_LENGTH (4194304)"), std::string::npos)
+        << msg;
+    EXPECT_EQ(create_status("input 4; dense 4 a b c d e f g h i j k l m n o", &msg), SNN_ERR_SPEC);
+    EXPECT_NE(msg.find("spec position 46 ('o'): a layer has at most 16 words"), std::string::npos) << msg;
+}
+
+// A model file carries its spec: one that snn_model_create refuses is
+// refused on load with the same message.
+TEST(SpecErrors, AFileWhoseSpecIsRefusedIsRefusedWithTheSameMessage) {
+    for (const char *spec : {"input 2; layernorm eps=1e-300", "input 2; batchnorm eps=0.1 eps=0.2",
+                             "input 2; dense 2 relu tanh", "input 2; dropout 1e-9",
+                             "input 2x2x1; conv 1 1 stride=2 stride=1"}) {
+        std::string created;
+        ASSERT_EQ(create_status(spec, &created), SNN_ERR_SPEC) << spec;
+        const std::string reason = created.substr(created.find(": ") + 2);  // after "snn_model_create: "
+        std::string json = std::string(R"({"__metadata__":{"format":"snn","format_version":"1","spec":")") + spec +
+                           "\"}}";
+        std::vector<unsigned char> file(8, 0);
+        for (int i = 0; i < 8; ++i) file[size_t(i)] = (unsigned char)((json.size() >> (8 * i)) & 0xff);
+        file.insert(file.end(), json.begin(), json.end());
+        snn_model *m = nullptr;
+        EXPECT_EQ(snn_model_load_from_buffer(file.data(), file.size(), &m), SNN_ERR_SPEC) << spec;
+        EXPECT_EQ(m, nullptr);
+        const std::string loaded = snn_last_error();
+        EXPECT_NE(loaded.find("the file's spec: " + reason), std::string::npos) << loaded << "\nexpected " << reason;
     }
 }
 

@@ -163,6 +163,10 @@ void make_fiber(Fiber &f) {
     f.context.uc_stack.ss_size = kStackBytes;
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
+    // The stack is set up; without a size recorded, AddressSanitizer's
+    // swapcontext does not clear the whole stack's shadow on every switch.
+    f.context.uc_stack.ss_sp = nullptr;
+    f.context.uc_stack.ss_size = 0;
     f.fake_stack = nullptr;
     f.fresh = true;
 }

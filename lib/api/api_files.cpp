@@ -23,6 +23,7 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "api/guard.h"
 #include "engine/hyperparameters.h"
@@ -403,15 +404,15 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
             expect_tensor(h, name, t.shape, t.int64 ? "I64" : "F32");
             destinations.push_back({name, &t});
         }
-    std::vector<std::string> expected;
-    for (const auto &d : destinations) expected.push_back(d.name);
+    std::set<std::string> expected;
+    for (const auto &d : destinations) expected.insert(d.name);
     Optimiser settings;
     const bool has_optimiser = h.metadata.count("optimiser") != 0;
     if (has_optimiser) {
         read_optimiser_settings(h, settings);
         const int64_t n = int64_t(net.param_count);
-        if (has_m(settings.kind)) expect_tensor(h, "optimiser.m", {n}), expected.push_back("optimiser.m");
-        if (has_v(settings.kind)) expect_tensor(h, "optimiser.v", {n}), expected.push_back("optimiser.v");
+        if (has_m(settings.kind)) expect_tensor(h, "optimiser.m", {n}), expected.insert("optimiser.m");
+        if (has_v(settings.kind)) expect_tensor(h, "optimiser.v", {n}), expected.insert("optimiser.v");
     } else if (opt_out) {
         fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
     } else {
@@ -420,7 +421,7 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, std::uniq
                 fail(SNN_ERR_FILE_FORMAT, "__metadata__ has \"%s\" but no \"optimiser\"", kv.first.c_str());
     }
     for (const auto &kv : h.tensors)
-        if (std::find(expected.begin(), expected.end(), kv.first) == expected.end())
+        if (!expected.count(kv.first))
             fail(SNN_ERR_FILE_FORMAT, "unexpected tensor '%s' (%s)", kv.first.c_str(),
                  starts_with(kv.first, "optimiser.") && !has_optimiser
                      ? "optimiser state in a file whose __metadata__ has no \"optimiser\""

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <queue>
+#include <set>
 
 #include "common/error.h"
 #include "device/devices.h"
@@ -72,9 +75,67 @@ struct Interval {
     size_t node, floats, first, last;  // lifetime [first, last] in steps
 };
 
+// The free slices of a buffer being planned, by offset and by size: a slice
+// is taken best fit, or from the buffer's end, which then grows; a slice
+// given back merges with its free neighbours. Each call is O(log n).
+class FreeSlices {
+public:
+    // The offset of `floats` floats; *end is the buffer's size, grown as needed.
+    size_t take(size_t floats, size_t *end) {
+        const auto fit = by_size_.lower_bound({floats, 0});
+        if (fit != by_size_.end()) {
+            const size_t at = fit->second, have = fit->first;
+            erase(at, have);
+            if (have > floats) insert(at + floats, have - floats);
+            return at;
+        }
+        size_t at = *end;
+        if (!by_offset_.empty()) {
+            const auto last = std::prev(by_offset_.end());
+            if (last->first + last->second == *end) {
+                at = last->first;
+                erase(last->first, last->second);
+            }
+        }
+        *end = at + floats;
+        return at;
+    }
+
+    void give_back(size_t at, size_t floats) {
+        const auto next = by_offset_.lower_bound(at);
+        if (next != by_offset_.end() && at + floats == next->first) {
+            floats += next->second;
+            erase(next->first, next->second);
+        }
+        const auto after = by_offset_.lower_bound(at);
+        if (after != by_offset_.begin()) {
+            const auto prev = std::prev(after);
+            if (prev->first + prev->second == at) {
+                at = prev->first;
+                floats += prev->second;
+                erase(prev->first, prev->second);
+            }
+        }
+        insert(at, floats);
+    }
+
+private:
+    void insert(size_t at, size_t floats) {
+        by_offset_.emplace(at, floats);
+        by_size_.emplace(floats, at);
+    }
+    void erase(size_t at, size_t floats) {
+        by_offset_.erase(at);
+        by_size_.erase({floats, at});
+    }
+
+    std::map<size_t, size_t> by_offset_;           // offset -> floats
+    std::set<std::pair<size_t, size_t>> by_size_;  // (floats, offset)
+};
+
 // Places intervals in one buffer, largest first, each at the lowest offset
-// free of every placed interval whose lifetime overlaps its own.
-ArenaPlan place(const std::vector<Interval> &items, size_t nodes) {
+// free of every placed interval whose lifetime overlaps its own. O(n^2).
+ArenaPlan place_by_size(const std::vector<Interval> &items, size_t nodes) {
     ArenaPlan plan;
     plan.offset.assign(nodes, SIZE_MAX);
     std::vector<Interval> order = items;
@@ -97,6 +158,42 @@ ArenaPlan place(const std::vector<Interval> &items, size_t nodes) {
         placed.push_back(it);
     }
     return plan;
+}
+
+// Places intervals in one buffer by a sweep over the steps: before the values
+// born at a step are placed (largest first), the values whose lifetime ended
+// give their slices back. O(n log n), but a chain whose values grow towards
+// its end packs worse than by size (20% more memory for a backward pass of
+// the default Fashion-MNIST CNN).
+ArenaPlan place_by_sweep(const std::vector<Interval> &items, size_t nodes) {
+    ArenaPlan plan;
+    plan.offset.assign(nodes, SIZE_MAX);
+    std::vector<Interval> order = items;
+    std::sort(order.begin(), order.end(), [](const Interval &a, const Interval &b) {
+        if (a.first != b.first) return a.first < b.first;
+        return a.floats != b.floats ? a.floats > b.floats : a.node < b.node;
+    });
+    using Live = std::pair<size_t, size_t>;  // (last step, index in order)
+    std::priority_queue<Live, std::vector<Live>, std::greater<Live>> live;
+    FreeSlices slices;
+    for (size_t k = 0; k < order.size(); ++k) {
+        const Interval &it = order[k];
+        for (; !live.empty() && live.top().first < it.first; live.pop()) {
+            const Interval &done = order[live.top().second];
+            slices.give_back(plan.offset[done.node], done.floats);
+        }
+        plan.offset[it.node] = slices.take(it.floats, &plan.floats);
+        if (it.last != kForever) live.emplace(it.last, k);
+    }
+    return plan;
+}
+
+// The most values placed by size: 4096^2 / 2 overlap tests take about 10 ms.
+constexpr size_t kMaxPlacedBySize = 4096;
+
+// Two values share memory only when their lifetimes are disjoint.
+ArenaPlan place(const std::vector<Interval> &items, size_t nodes) {
+    return items.size() <= kMaxPlacedBySize ? place_by_size(items, nodes) : place_by_sweep(items, nodes);
 }
 
 // Forward: a value lives from its node to its last reader, or to the end

@@ -33,43 +33,63 @@ std::string shape_text(const std::vector<int64_t> &shape) {
 // object, its shape and offsets. Deeper input is rejected while parsing.
 constexpr int kMaxJsonDepth = 3;
 
-uint64_t json_offset(const nlohmann::json &v, const std::string &name, const char *which) {
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets %s is not a non-negative integer",
-             name.c_str(), which);
-    return v.get<uint64_t>();
+// A field of a tensor's entry as the JSON had it: its type, a string's text,
+// an array's length and its elements up to the first that is not a
+// non-negative integer.
+struct RawField {
+    enum Type { absent, string, array, other } type = absent;
+    std::string text;
+    size_t size = 0;
+    std::vector<uint64_t> numbers;
+};
+
+// One member of the header's top object, as read.
+struct RawEntry {
+    bool object = false;
+    RawField dtype, shape, offsets;
+};
+
+std::string numbers_text(const std::vector<uint64_t> &v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
 }
 
-TensorIn parse_entry(const std::string &name, const nlohmann::json &e, uint64_t data_size) {
-    if (!e.is_object()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is not a JSON object", name.c_str());
-    for (const char *field : {"dtype", "shape", "data_offsets"})
-        if (!e.contains(field)) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has no %s", name.c_str(), field);
+TensorIn parse_entry(const std::string &name, const RawEntry &e, uint64_t data_size) {
+    if (!e.object) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' is not a JSON object", name.c_str());
+    const std::pair<const char *, const RawField *> fields[] = {
+        {"dtype", &e.dtype}, {"shape", &e.shape}, {"data_offsets", &e.offsets}};
+    for (const auto &[field, raw] : fields)
+        if (raw->type == RawField::absent) fail(SNN_ERR_FILE_FORMAT, "tensor '%s' has no %s", name.c_str(), field);
     TensorIn t;
-    const auto &dtype = e["dtype"];
-    if (!dtype.is_string()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s': dtype is not a string", name.c_str());
-    t.dtype = dtype.get<std::string>();
+    if (e.dtype.type != RawField::string)
+        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': dtype is not a string", name.c_str());
+    t.dtype = e.dtype.text;
     const size_t esize = dtype_size(t.dtype);
     if (esize == 0) fail(SNN_ERR_FILE_FORMAT, "tensor '%s': unknown dtype '%s'", name.c_str(), t.dtype.c_str());
 
-    const auto &shape = e["shape"];
-    if (!shape.is_array()) fail(SNN_ERR_FILE_FORMAT, "tensor '%s': shape is not an array", name.c_str());
+    const RawField &shape = e.shape;
+    if (shape.type != RawField::array) fail(SNN_ERR_FILE_FORMAT, "tensor '%s': shape is not an array", name.c_str());
     uint64_t elements = 1;
-    for (const auto &d : shape) {
-        if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
+    for (size_t i = 0; i < shape.size; ++i) {
+        if (i == shape.numbers.size())
             fail(SNN_ERR_FILE_FORMAT, "tensor '%s': shape holds a value that is not a non-negative integer",
                  name.c_str());
-        const uint64_t n = d.get<uint64_t>();
+        const uint64_t n = shape.numbers[i];
         if (n > uint64_t(INT64_MAX) || (n != 0 && elements > uint64_t(INT64_MAX) / n))
-            fail(SNN_ERR_FILE_FORMAT, "tensor '%s': shape %s is too large", name.c_str(), shape.dump().c_str());
+            fail(SNN_ERR_FILE_FORMAT, "tensor '%s': shape %s is too large", name.c_str(),
+                 numbers_text(shape.numbers).c_str());
         t.shape.push_back(int64_t(n));
         elements *= n;
     }
 
-    const auto &offsets = e["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2)
+    const RawField &offsets = e.offsets;
+    if (offsets.type != RawField::array || offsets.size != 2)
         fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets is not an array [begin, end]", name.c_str());
-    const uint64_t begin = json_offset(offsets[0], name, "begin");
-    const uint64_t end = json_offset(offsets[1], name, "end");
+    for (size_t i = offsets.numbers.size(); i < 2; ++i)
+        fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets %s is not a non-negative integer", name.c_str(),
+             i == 0 ? "begin" : "end");
+    const uint64_t begin = offsets.numbers[0], end = offsets.numbers[1];
     if (begin > end)
         fail(SNN_ERR_FILE_FORMAT, "tensor '%s': data_offsets begin %llu is after end %llu", name.c_str(),
              (unsigned long long)begin, (unsigned long long)end);
@@ -116,43 +136,154 @@ void check_coverage(const std::map<std::string, TensorIn> &tensors, uint64_t dat
              (unsigned long long)data_size, (unsigned long long)cursor, (unsigned long long)(data_size - cursor));
 }
 
-// Parses JSON text refusing what nlohmann::json would silently accept: an
-// object with the same key twice (it would keep one of them) and nesting
-// deeper than kMaxJsonDepth.
-nlohmann::json parse_json(const char *text, size_t length) {
-    std::vector<std::set<std::string>> keys;  // of each object being parsed
-    auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
-        if (depth > kMaxJsonDepth)
-            fail(SNN_ERR_FILE_FORMAT, "the JSON header nests deeper than %d levels", kMaxJsonDepth);
-        using E = nlohmann::json::parse_event_t;
-        if (event == E::object_start) keys.emplace_back();
-        if (event == E::object_end) keys.pop_back();
-        if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second)
-            fail(SNN_ERR_FILE_FORMAT, "the JSON header has the key \"%s\" twice in one object",
-                 parsed.get<std::string>().c_str());
+// Reads the JSON header in one pass of nlohmann's SAX parser, keeping the
+// metadata and each top-level member's fields as they are (parse_entry
+// checks them once the whole text has parsed). Refuses what nlohmann::json
+// would silently accept: an object with the same key twice (it would keep
+// one of them) and nesting deeper than kMaxJsonDepth. No JSON tree is built:
+// a header of n tensors costs O(n log n).
+class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
+public:
+    bool top_is_object = false;
+    std::map<std::string, RawEntry> entries;  // the top object's members
+    std::map<std::string, std::string> metadata;
+    std::set<std::string> metadata_not_strings;
+
+    bool null() override { return value(RawField::other); }
+    bool boolean(bool) override { return value(RawField::other); }
+    bool number_integer(number_integer_t v) override { return v >= 0 ? number(uint64_t(v)) : value(RawField::other); }
+    bool number_unsigned(number_unsigned_t v) override { return number(v); }
+    bool number_float(number_float_t, const string_t &) override { return value(RawField::other); }
+    bool binary(binary_t &) override { return value(RawField::other); }
+    bool string(string_t &v) override {
+        if (depth_ == 2 && in_metadata_) metadata.emplace(key_, v);
+        if (depth_ == 2 && field_) field_->text = v;
+        return value(RawField::string);
+    }
+    bool start_object(std::size_t) override {
+        value(RawField::other);
+        if (depth_ == 0) top_is_object = true;
+        if (depth_ == 1 && entry_) {
+            entry_->object = true;
+            in_metadata_ = member_ == "__metadata__";
+        }
+        open(false);
         return true;
-    };
-    try {
-        return nlohmann::json::parse(text, text + length, check);
-    } catch (const nlohmann::json::exception &e) {
+    }
+    bool start_array(std::size_t) override {
+        value(RawField::array);
+        array_field_ = depth_ == 2 ? field_ : nullptr;
+        open(true);
+        return true;
+    }
+    bool key(string_t &k) override {
+        if (depth_ == 1) {
+            if (entries.size() == kMaxSafetensorsTensors)
+                fail(SNN_ERR_FILE_FORMAT, "the JSON header has more than %zu entries", kMaxSafetensorsTensors);
+            const auto [it, fresh] = entries.emplace(k, RawEntry{});
+            if (!fresh) twice(k);
+            member_ = k;
+            entry_ = &it->second;
+            return true;
+        }
+        if (!keys_.back().insert(k).second) twice(k);
+        key_ = k;
+        field_ = nullptr;
+        if (depth_ == 2 && entry_ && entry_->object && !in_metadata_)
+            field_ = k == "dtype" ? &entry_->dtype : k == "shape" ? &entry_->shape : k == "data_offsets" ? &entry_->offsets : nullptr;
+        return true;
+    }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &e) override {
         fail(SNN_ERR_FILE_FORMAT, "the JSON header is malformed: %s", e.what());
     }
+
+private:
+    // A value (scalar or container) at the current depth.
+    bool value(RawField::Type type) {
+        if (depth_ == 2 && in_metadata_ && type != RawField::string) metadata_not_strings.insert(key_);
+        if (depth_ == 2 && field_) field_->type = type;
+        if (depth_ == 3 && array_field_) ++array_field_->size;
+        return true;
+    }
+    // An element of an array of numbers: kept while every element before it was one.
+    bool number(uint64_t v) {
+        if (depth_ == 3 && array_field_ && array_field_->numbers.size() == array_field_->size)
+            array_field_->numbers.push_back(v);
+        return value(RawField::other);
+    }
+    void open(bool array) {
+        if (++depth_ > kMaxJsonDepth)
+            fail(SNN_ERR_FILE_FORMAT, "the JSON header nests deeper than %d levels", kMaxJsonDepth);
+        if (!array && depth_ > 1) keys_.emplace_back();
+        is_array_[depth_] = array;
+    }
+    bool close() {
+        if (!is_array_[depth_] && depth_ > 1) keys_.pop_back();
+        if (depth_ == 3) array_field_ = nullptr;
+        if (depth_ == 2) in_metadata_ = false, field_ = nullptr;
+        if (depth_ == 1) entry_ = nullptr;
+        --depth_;
+        return true;
+    }
+    [[noreturn]] void twice(const std::string &k) {
+        fail(SNN_ERR_FILE_FORMAT, "the JSON header has the key \"%s\" twice in one object", k.c_str());
+    }
+
+    int depth_ = 0;                            // containers open
+    bool is_array_[kMaxJsonDepth + 1] = {};    // the kind of each
+    std::vector<std::set<std::string>> keys_;  // of each object below the top one
+    std::string member_, key_;                 // the last key at depth 1 and below
+    RawEntry *entry_ = nullptr;                // the member being read
+    bool in_metadata_ = false;
+    RawField *field_ = nullptr;                // the entry's field being read
+    RawField *array_field_ = nullptr;          // the field whose array is open
+};
+
+// Appends s as a JSON string: quotes, backslashes and control characters escaped.
+void append_quoted(std::string &json, const std::string &s) {
+    json += '"';
+    for (const char c : s) {
+        if (c == '"' || c == '\\') json += '\\';
+        if (static_cast<unsigned char>(c) < 0x20)
+            json += format("\\u%04x", unsigned(c));
+        else
+            json += c;
+    }
+    json += '"';
 }
 
 }  // namespace
 
+// Written as text, entry after entry: an ordered JSON object finds each new
+// key by a linear search, O(n^2) for a header of n tensors.
 std::string safetensors_header(const Metadata &metadata, const std::vector<TensorOut> &tensors) {
-    nlohmann::ordered_json j;
-    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
-    for (const auto &[key, value] : metadata) meta[key] = value;
-    j["__metadata__"] = meta;
+    std::string json = "{\"__metadata__\":{";
+    for (size_t i = 0; i < metadata.size(); ++i) {
+        if (i) json += ',';
+        append_quoted(json, metadata[i].first);
+        json += ':';
+        append_quoted(json, metadata[i].second);
+    }
+    json += '}';
     size_t offset = 0;
     for (const TensorOut &t : tensors) {
-        const size_t bytes = t.bytes();
-        j[t.name] = {{"dtype", t.int64 ? "I64" : "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-        offset += bytes;
+        json += ',';
+        append_quoted(json, t.name);
+        json += t.int64 ? ":{\"dtype\":\"I64\",\"shape\":[" : ":{\"dtype\":\"F32\",\"shape\":[";
+        for (size_t d = 0; d < t.shape.size(); ++d) {
+            if (d) json += ',';
+            json += std::to_string(t.shape[d]);
+        }
+        json += "],\"data_offsets\":[";
+        json += std::to_string(offset);
+        json += ',';
+        offset += t.bytes();
+        json += std::to_string(offset);
+        json += "]}";
     }
-    std::string json = j.dump();
+    json += '}';
     json.append((8 - json.size() % 8) % 8, ' ');
     std::string out(8, '\0');
     uint64_t n = json.size();
@@ -225,24 +356,24 @@ uint64_t safetensors_header_length(const unsigned char *bytes, uint64_t file_siz
 }
 
 SafetensorsHeader safetensors_parse_header(const char *json, size_t length, uint64_t file_size) {
-    const nlohmann::json j = parse_json(json, length);
-    if (!j.is_object()) fail(SNN_ERR_FILE_FORMAT, "the JSON header is not an object");
+    HeaderReader r;
+    nlohmann::json::sax_parse(json, json + length, &r);
+    if (!r.top_is_object) fail(SNN_ERR_FILE_FORMAT, "the JSON header is not an object");
 
     SafetensorsHeader header;
     header.data_offset = 8 + uint64_t(length);
     header.data_size = file_size - header.data_offset;
-    for (const auto &[name, entry] : j.items()) {
+    for (const auto &[name, entry] : r.entries) {
         if (name == "__metadata__") {
-            if (!entry.is_object()) fail(SNN_ERR_FILE_FORMAT, "__metadata__ is not a JSON object");
-            for (const auto &[key, value] : entry.items()) {
-                if (!value.is_string())
-                    fail(SNN_ERR_FILE_FORMAT, "__metadata__ value '%s' is not a string", key.c_str());
-                header.metadata[key] = value.get<std::string>();
-            }
+            if (!entry.object) fail(SNN_ERR_FILE_FORMAT, "__metadata__ is not a JSON object");
+            if (!r.metadata_not_strings.empty())
+                fail(SNN_ERR_FILE_FORMAT, "__metadata__ value '%s' is not a string",
+                     r.metadata_not_strings.begin()->c_str());
+            header.metadata = std::move(r.metadata);
             header.has_metadata = true;
             continue;
         }
-        header.tensors[name] = parse_entry(name, entry, header.data_size);
+        header.tensors.emplace_hint(header.tensors.end(), name, parse_entry(name, entry, header.data_size));
     }
     check_coverage(header.tensors, header.data_size);
     return header;

@@ -17,6 +17,9 @@ namespace snn {
 
 // The largest JSON header accepted when reading (safetensors' own limit).
 constexpr uint64_t kMaxSafetensorsHeader = 100u * 1000u * 1000u;
+// The most tensors a header may declare: above the 5 per layer (batchnorm)
+// of the largest model (SNN_MAX_LAYERS) and an optimiser's 2.
+constexpr size_t kMaxSafetensorsTensors = size_t(1) << 20;
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 

@@ -263,8 +263,8 @@ void run_kernel(const char *name, dim3 grid, dim3 block, cudaStream_t, void (*bo
     const std::string kernel = base_name(name);
     const uint64_t number = ++g_launches[kernel];
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
-    if (threads == 0 || threads > kMaxThreads || block.z > 64 || grid.x == 0 || grid.x > 0x7fffffffu ||
-        grid.y == 0 || grid.y > 65535 || grid.z == 0 || grid.z > 65535) {
+    if (threads == 0 || threads > kMaxThreads || block.z > 64 || grid.x == 0 ||
+        grid.x > 0x7fffffffu || grid.y == 0 || grid.y > 65535 || grid.z == 0 || grid.z > 65535) {
         fail(cudaErrorInvalidConfiguration,
              "invalid configuration argument: kernel " + kernel + " with grid " +
                  index_text(grid) + " and block " + index_text(block));

@@ -69,4 +69,20 @@ TEST(SpecScale, TheLargestModelIsBuiltRunSavedAndLoaded) {
         << snn_last_error();
 }
 
+// A header of more than 2^20 entries (far above the 5 tensors per layer of
+// the largest model) is refused while it is read, before it is checked.
+TEST(SpecScale, AFileHeaderOfTooManyEntriesIsRefused) {
+    std::string json = "{";
+    for (int i = 0; i <= 1 << 20; ++i) json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":0";
+    json += "}";
+    std::vector<unsigned char> file(8, 0);
+    for (int i = 0; i < 8; ++i) file[size_t(i)] = (unsigned char)((json.size() >> (8 * i)) & 0xff);
+    file.insert(file.end(), json.begin(), json.end());
+    snn_model *m = nullptr;
+    EXPECT_EQ(snn_model_load_from_buffer(file.data(), file.size(), &m), SNN_ERR_FILE_FORMAT);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_NE(std::string(snn_last_error()).find("the JSON header has more than 1048576 entries"), std::string::npos)
+        << snn_last_error();
+}
+
 }  // namespace

@@ -190,7 +190,10 @@ public:
         key_ = k;
         field_ = nullptr;
         if (depth_ == 2 && entry_ && entry_->object && !in_metadata_)
-            field_ = k == "dtype" ? &entry_->dtype : k == "shape" ? &entry_->shape : k == "data_offsets" ? &entry_->offsets : nullptr;
+            field_ = k == "dtype"          ? &entry_->dtype
+                     : k == "shape"        ? &entry_->shape
+                     : k == "data_offsets" ? &entry_->offsets
+                                           : nullptr;
         return true;
     }
     bool end_object() override { return close(); }

@@ -122,7 +122,8 @@ Network parse_spec(const std::string &spec) {
     Statement st;
     for (size_t at = 0, i = 0; next_statement(spec, &at, &st); ++i) {
         if (i == kMaxLayers)
-            spec_error(st[0], "", format("a model has at most %d layers after its input (SNN_MAX_LAYERS)", SNN_MAX_LAYERS));
+            spec_error(st[0], "",
+                       format("a model has at most %d layers after its input (SNN_MAX_LAYERS)", SNN_MAX_LAYERS));
         const bool is_input = st[0].text == "input";
         if (i == 0 && !is_input) spec_error(st[0], "the first layer must be 'input N' or 'input HxWxC'", "");
         if (i > 0 && is_input) spec_error(st[0], "'input' may appear only as the first layer", "");

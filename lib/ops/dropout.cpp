@@ -10,12 +10,13 @@ namespace {
 
 // The mask keeps an element when a uniform 24-bit number u / 2^24 >= P, so
 // the probabilities it can draw are 0 and [2^-24, 1 - 2^-24].
-constexpr double kMinDropout = 1.0 / 16777216.0, kMaxDropout = 1.0 - kMinDropout;
+bool drawn(double p) { return p == 0.0 || (p >= 1.0 / 16777216.0 && p <= 1.0 - 1.0 / 16777216.0); }
 
 void parse(const Statement &st, Layer &l, const NameIndex &) {
     l.bias = false;
-    if (st.size() < 2 || !parse_real(st[1].text, &l.p) || !(l.p == 0.0 || (l.p >= kMinDropout && l.p <= kMaxDropout)))
-        spec_error(st.size() < 2 ? st[0] : st[1], "dropout needs a probability P = 0 or in [5.96046448e-08, 0.99999994]",
+    if (st.size() < 2 || !parse_real(st[1].text, &l.p) || !drawn(l.p))
+        spec_error(st.size() < 2 ? st[0] : st[1],
+                   "dropout needs a probability P = 0 or in [5.96046448e-08, 0.99999994]",
                    " (the mask draws 24-bit uniform numbers, which cannot give a probability in (0, 2^-24) or "
                    "(1 - 2^-24, 1))");
     if (st.size() > 2) unknown_option(st[2], "dropout", "no options but name=...");

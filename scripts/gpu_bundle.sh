@@ -62,6 +62,7 @@ for z in "$here"/lib/*.xz; do
 done
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${CUDNN_LIB:-}:${LD_LIBRARY_PATH:-}"
 export SNN_CUDA_PLUGIN="$here/lib/libsnn_cuda.so"
+export SNN_TEST_HAVE_PLUGIN=1  # the bundle always holds the plugin
 export FASHION_MNIST_DIR="$here/data"
 unset SNN_TEST_GPU_AS_CPU
 passed=0 failed=0 skipped=0

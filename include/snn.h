@@ -124,7 +124,7 @@
  *     errors, bad files and bad arguments all become statuses. No C++
  *     exception crosses this interface.
  *   - There is no global mutable state besides the settings below
- *     (thread count, log callback, finite check).
+ *     (thread count, log callback, finite check, TF32).
  *   - Distinct handles may be used from different threads at once. One handle
  *     is used by one thread at a time. Several forward caches may run the same
  *     model concurrently from different threads: snn_forward only reads the
@@ -466,8 +466,12 @@ SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs,
 SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *data,
                                          size_t sample_count, const int64_t *indices, size_t n);
 
-/* Runs the model on the cache's inputs. Reads the parameters only. A cache
- * made before the model moved to another device follows it first.
+/* Runs the model on the cache's inputs. Reads the parameters. In training
+ * mode it also writes the model's state: each batchnorm layer updates its
+ * running statistics and num_batches_tracked, through this const pointer
+ * (the parameters are what stays constant; see the threading rules above).
+ * In inference mode it reads the state only. A cache made before the model
+ * moved to another device follows it first.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
  * another model), SNN_ERR_STATE (no inputs set), SNN_ERR_OUT_OF_MEMORY
  * (following the model). */

@@ -2,7 +2,9 @@
 """Checks that include/snn.h, the built library and the language bindings agree.
 
   abi_check.py --header include/snn.h [--lib build/libsnn.so]
-               [--rust bindings/rust/src/sys.rs] [--csharp bindings/csharp/src/NativeMethods.cs]
+               [--rust bindings/rust/src/sys.rs]
+               [--csharp bindings/csharp/src/NativeMethods.cs bindings/csharp/src/Snn.cs]
+               [--constants-only]
 
 --lib:    every SNN_API function of the header is exported by the library, every
           exported snn_* symbol is declared in the header, and nothing else is
@@ -13,9 +15,26 @@
 --csharp: the [DllImport] declarations of the C# NativeMethods class match the
           header prototypes: names, argument counts and types.
 
-A binding may leave functions out only by listing them, with the reason, in
-lines of the form `abi-omitted: snn_name reason` in the checked file; any other
-header function it lacks is an error, as is any declaration the header lacks.
+Constants: every member of an enum of the header and every numeric #define
+(statuses, losses, optimiser kinds, hyperparameters, log levels, the CPU
+device id, the spec limits, the version numbers) must be defined by each
+binding with the header's value.
+  rust:   a `pub const SNN_NAME: T = value;` of the checked file.
+  csharp: an enum member is a member of the binding's public enum of its
+          group (snn_status: Status, snn_loss: Loss, snn_optimiser_kind:
+          OptimiserKind, snn_hyperparameter: Hyperparameter, SNN_LOG_*:
+          LogLevel) named as the header name without SNN_ and its group word
+          (SNN_ERR_NULL_ARGUMENT: Status.NullArgument), compared ignoring case
+          and underscores; a #define is a `const int SNN_NAME = value;`.
+A constant the binding defines under an SNN_ name (or as a member of one of
+those enums) that the header lacks is an error too.
+
+--constants-only checks the bindings' constants and not their functions.
+
+A binding may leave functions or constants out only by listing them, with the
+reason, in lines of the form `abi-omitted: snn_name reason` (or SNN_NAME) in a
+checked file; any other header function or constant it lacks is an error, as
+is any declaration the header lacks.
 Exits 1 on the first run that finds a problem, after printing all of them.
 """
 
@@ -110,6 +129,49 @@ def parse_header(path):
     return protos
 
 
+def parse_int(text):
+    return int(text.replace(" ", "").strip("()"), 0)
+
+
+def parse_header_constants(path):
+    """Returns {name: (value, group)} in header order: the numeric #defines
+    (group None) and the enum members (group: the int32_t typedef just before
+    the enum, or SNN_<WORD>_* for an enum without one)."""
+    with open(path, encoding="utf-8") as f:
+        text = strip_c_comments(f.read())
+    consts = {}
+    for m in re.finditer(r"^\s*#\s*define\s+(SNN_\w+)\s+(\(\s*-?\s*\d+\s*\)|-?\d+)\s*$", text, flags=re.M):
+        consts[m.group(1)] = (parse_int(m.group(2)), None)
+    for m in re.finditer(r"(?:typedef\s+int32_t\s+(\w+)\s*;\s*)?\benum\s*\{([^}]*)\}", text):
+        group, value = m.group(1), -1
+        for item in split_top_level(m.group(2)):
+            name, _, init = item.partition("=")
+            name = name.strip()
+            value = parse_int(init) if init.strip() else value + 1
+            if group is None:
+                group = "SNN_%s_*" % name.split("_")[1]
+            consts[name] = (value, group)
+    return consts
+
+
+def member_name(header_name):
+    """SNN_ERR_NULL_ARGUMENT -> NULL_ARGUMENT, SNN_OK -> OK."""
+    words = header_name.split("_")[1:]
+    return "_".join(words[1:] if len(words) > 1 else words)
+
+
+def pascal(name):
+    return "".join(w.capitalize() for w in name.split("_"))
+
+
+def normalised(name):
+    return name.replace("_", "").lower()
+
+
+def omitted_constants(text):
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"abi-omitted:\s*(SNN_\w+)\s+(.*)", text)}
+
+
 def split_top_level(text, sep=","):
     parts, depth, cur = [], 0, []
     for ch in text:
@@ -184,6 +246,22 @@ def parse_rust(path):
     return decls, omitted(raw), problems
 
 
+def rust_constants(text, header_consts):
+    """{header name: (binding value, what the binding calls it)} and problems."""
+    found, problems = {}, []
+    text = strip_c_comments(text)
+    for m in re.finditer(r"\bconst\s+(SNN_\w+)\s*:\s*[\w:]+\s*=\s*([^;]+);", text):
+        name = m.group(1)
+        try:
+            found[name] = (parse_int(m.group(2)), name)
+        except ValueError:
+            problems.append("rust: %s = %s is not an integer literal" % (name, m.group(2).strip()))
+    for name in found:
+        if name not in header_consts:
+            problems.append("rust: %s is not a constant of the header" % name)
+    return found, problems
+
+
 # --- C# ---------------------------------------------------------------------
 
 CS_SCALARS = {
@@ -238,6 +316,75 @@ def parse_csharp(path):
             decls[name] = None
             problems.append("csharp: %s: %s" % (name, e))
     return decls, omitted(raw), problems
+
+
+# The public enum of the C# binding that holds each enum group of the header.
+CS_ENUMS = {
+    "snn_status": "Status",
+    "snn_loss": "Loss",
+    "snn_optimiser_kind": "OptimiserKind",
+    "snn_hyperparameter": "Hyperparameter",
+    "SNN_LOG_*": "LogLevel",
+}
+
+
+def csharp_constants(text, header_consts):
+    found, problems = {}, []
+    text = strip_c_comments(text)
+    enums = {}
+    for m in re.finditer(r"\benum\s+(\w+)\s*(?::\s*\w+\s*)?\{([^}]*)\}", text):
+        members = {}
+        for item in split_top_level(m.group(2)):
+            member, _, init = item.partition("=")
+            try:
+                members[member.strip()] = parse_int(init)
+            except ValueError:
+                problems.append("csharp: %s.%s needs an explicit integer value" % (m.group(1), member.strip()))
+        enums[m.group(1)] = members
+    for name, (_, group) in header_consts.items():
+        if group is None:
+            continue
+        if group not in CS_ENUMS:
+            problems.append("csharp: the header's enum %s has no C# enum (add it to CS_ENUMS in %s)"
+                            % (group, __file__.rsplit("/", 1)[-1]))
+            continue
+        enum = CS_ENUMS[group]
+        for member, value in enums.get(enum, {}).items():
+            if normalised(member) == normalised(member_name(name)):
+                found[name] = (value, "%s.%s" % (enum, member))
+    for m in re.finditer(r"\bconst\s+int\s+(SNN_\w+)\s*=\s*([^;]+);", text):
+        try:
+            found[m.group(1)] = (parse_int(m.group(2)), m.group(1))
+        except ValueError:
+            problems.append("csharp: %s = %s is not an integer literal" % (m.group(1), m.group(2).strip()))
+    mirrored = {n for n, (_, g) in header_consts.items() if g is None}
+    for name in found:
+        if name.startswith("SNN_") and name not in mirrored and found[name][1] == name:
+            problems.append("csharp: %s is not a #define of the header" % name)
+    known = {v[1] for v in found.values()}
+    for group, enum in CS_ENUMS.items():
+        for member, value in enums.get(enum, {}).items():
+            if "%s.%s" % (enum, member) not in known:
+                problems.append("csharp: %s.%s = %d is not a constant of the header" % (enum, member, value))
+    return found, problems
+
+
+def compare_constants(lang, header_consts, found, left_out):
+    problems = []
+    for name, (value, _) in header_consts.items():
+        if name not in found:
+            if name not in left_out:
+                group = header_consts[name][1]
+                where = " as %s.%s" % (CS_ENUMS[group], pascal(member_name(name))) \
+                    if lang == "csharp" and group in CS_ENUMS else ""
+                problems.append("%s: %s (%d) is not defined%s (nor listed as abi-omitted)"
+                                % (lang, name, value, where))
+            continue
+        bvalue, where = found[name]
+        if bvalue != value:
+            shown = "%d" % bvalue if where == name else "%s = %d" % (where, bvalue)
+            problems.append("%s: %s is %s, the header says %d" % (lang, name, shown, value))
+    return problems
 
 
 # --- comparison -------------------------------------------------------------
@@ -309,27 +456,43 @@ def main():
     ap.add_argument("--header", required=True)
     ap.add_argument("--lib")
     ap.add_argument("--rust")
-    ap.add_argument("--csharp")
+    ap.add_argument("--csharp", nargs="+")
+    ap.add_argument("--constants-only", action="store_true")
     a = ap.parse_args()
 
     header = parse_header(a.header)
+    header_consts = parse_header_constants(a.header)
     if not header:
         print("abi_check: no SNN_API prototypes found in %s" % a.header)
         return 1
-    problems, summary = [], ["header: %d functions" % len(header)]
+    problems, summary = [], ["header: %d functions, %d constants" % (len(header), len(header_consts))]
     if a.lib:
         found = check_library(header, a.lib)
         problems += found
         summary.append("library: %s" % ("ok" if not found else "%d problems" % len(found)))
-    for lang, path, parse, const_sensitive in (("rust", a.rust, parse_rust, True),
-                                               ("csharp", a.csharp, parse_csharp, False)):
-        if not path:
+    bindings = (("rust", [a.rust] if a.rust else [], parse_rust, rust_constants, True),
+                ("csharp", a.csharp or [], parse_csharp, csharp_constants, False))
+    for lang, paths, parse, constants, const_sensitive in bindings:
+        if not paths:
             continue
-        decls, left_out, found = parse(path)
-        found += compare(lang, header, decls, left_out, const_sensitive)
+        decls, left_out, found = {}, {}, []
+        texts = []
+        for path in paths:
+            d, l, f = parse(path)
+            decls.update(d)
+            left_out.update(l)
+            found += f
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        if not a.constants_only:
+            found += compare(lang, header, decls, left_out, const_sensitive)
+        consts, f = constants("\n".join(texts), header_consts)
+        consts_left_out = omitted_constants("\n".join(texts))
+        found += f + compare_constants(lang, header_consts, consts, consts_left_out)
         problems += found
-        summary.append("%s: %d declared, %d omitted, %s" % (
-            lang, len(decls), len(left_out), "ok" if not found else "%d problems" % len(found)))
+        summary.append("%s: %d declared, %d omitted, %d constants, %d omitted, %s" % (
+            lang, len(decls), len(left_out), len(consts), len(consts_left_out),
+            "ok" if not found else "%d problems" % len(found)))
     for p in problems:
         print(p)
     print("abi_check: " + "; ".join(summary))

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Static checks of bindings/julia with tree-sitter-julia (no Julia needed).
-#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|api|bad-syntax|bad-ccalls|bad-api
+#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|api|bad-syntax|bad-ccalls|bad-constants|bad-api
 set -eu
 src=$1
 tools=$src/bindings/julia/tools
@@ -21,11 +21,13 @@ jl=$src/bindings/julia
 fixtures=$src/tests/bindings/fixtures
 case $2 in
     syntax) exec node "$tools/check_syntax.js" "$jl"/src/*.jl "$jl"/ext/*.jl "$jl"/test/*.jl ;;
-    ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete "$jl"/src/*.jl "$jl"/ext/*.jl ;;
+    ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --complete --constants \
+        "$jl"/src/*.jl "$jl"/ext/*.jl ;;
     api) exec node "$tools/check_api.js" --tests "$jl/test/runtests.jl" --clashes "$tools/clashing_names.txt" \
         "$jl"/src/*.jl "$jl"/ext/*.jl ;;
     bad-syntax) exec node "$tools/check_syntax.js" "$fixtures/bad_syntax.jl" ;;
     bad-ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" "$fixtures/bad_ccall.jl" ;;
+    bad-constants) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --constants "$fixtures/bad_constants.jl" ;;
     bad-api) exec node "$tools/check_api.js" --tests "$fixtures/julia_api/test/runtests.jl" \
         --clashes "$tools/clashing_names.txt" "$fixtures/julia_api/src/Mini.jl" ;;
 esac

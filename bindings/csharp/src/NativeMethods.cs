@@ -1,8 +1,10 @@
 // Raw declarations of every function of include/snn.h, one to one.
 //
 // tools/abi_check.py --csharp compares these with the header (names, argument
-// counts and types). A function deliberately left out would be listed here in a
-// line "abi-omitted: <name> <reason>"; none is.
+// counts and types), the SNN_ constants below with its numeric #defines, and the
+// public enums of Snn.cs with its enum members (names and values). A function
+// or constant deliberately left out would be listed here in a line
+// "abi-omitted: <name> <reason>"; none is.
 //
 // Buffers pass as pointers, which Snn.cs takes from pinned spans (fixed), so
 // arrays, slices of arrays and native memory all reach the library without a
@@ -80,6 +82,15 @@ namespace Snn
     internal static unsafe class NativeMethods
     {
         internal const string Lib = "snn";
+
+        // The numeric #defines of the header
+        internal const int SNN_VERSION_MAJOR = 0;
+        internal const int SNN_VERSION_MINOR = 1;
+        internal const int SNN_VERSION_PATCH = 0;
+        internal const int SNN_VERSION_NUMBER = 1000;
+        internal const int SNN_DEVICE_CPU = -1;
+        internal const int SNN_MAX_LAYERS = 100000;
+        internal const int SNN_MAX_SPEC_LENGTH = 4194304;
 
         // Version
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

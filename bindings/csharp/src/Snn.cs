@@ -77,8 +77,12 @@ namespace Snn
     /// <summary>Library-wide functions and settings.</summary>
     public static class Library
     {
-        public const int CpuDevice = -1;
-        const int BindingMajor = 0;
+        public const int CpuDevice = NativeMethods.SNN_DEVICE_CPU;
+        /// <summary>The most layers (after the input) a spec or model file may declare.</summary>
+        public const int MaxLayers = NativeMethods.SNN_MAX_LAYERS;
+        /// <summary>The most characters a spec may have.</summary>
+        public const int MaxSpecLength = NativeMethods.SNN_MAX_SPEC_LENGTH;
+        const int BindingMajor = NativeMethods.SNN_VERSION_MAJOR;
         static readonly UTF8Encoding StrictUtf8 = new UTF8Encoding(false, true);
         static volatile bool versionChecked;
         // One delegate for the whole process, never collected: the library may

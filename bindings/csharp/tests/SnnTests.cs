@@ -269,6 +269,21 @@ namespace Snn.Tests
         }
 
         [Test]
+        public void ASpecBeyondTheHeaderLimitsThrowsASpecError()
+        {
+            Assert.AreEqual(100000, Library.MaxLayers);
+            Assert.AreEqual(4194304, Library.MaxSpecLength);
+            var e = Assert.Throws<SnnException>(() => new Model(new string(' ', Library.MaxSpecLength + 1)));
+            Assert.AreEqual(Status.Spec, e.Status);
+            StringAssert.Contains(Library.MaxSpecLength.ToString(), e.Message);
+            var layers = new System.Text.StringBuilder("input 1");
+            for (int i = 0; i <= Library.MaxLayers; i++) layers.Append(";relu");
+            e = Assert.Throws<SnnException>(() => new Model(layers.ToString()));
+            Assert.AreEqual(Status.Spec, e.Status);
+            StringAssert.Contains(Library.MaxLayers.ToString(), e.Message);
+        }
+
+        [Test]
         public void WrongCountsOrderAndLabels()
         {
             using (var model = new Model("input 3; dense 2"))

@@ -14,7 +14,7 @@ using CUDA
 device_pointer(x::CuArray{Float32}) = Ptr{Cfloat}(UInt(pointer(x)))
 
 function gpu_cache(c)
-    c.device == SNN.CPU_DEVICE &&
+    c.device == SNN.SNN_DEVICE_CPU &&
         throw(ArgumentError("a CuArray needs a cache of a GPU model: preallocate on gpu(model), not on a CPU model"))
     c
 end

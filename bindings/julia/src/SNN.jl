@@ -59,8 +59,6 @@ const PUBLIC = (
 end
 
 const libsnn = get(ENV, "SNN_LIBRARY", "libsnn")
-const PACKAGE_MAJOR = 0
-const CPU_DEVICE = Int32(-1)
 
 include("libsnn.jl")
 include("errors.jl")
@@ -87,8 +85,8 @@ Throws an `SNNError` unless the loaded library's major version is this package's
 """
 function check_version()
     loaded = snn_version_number()
-    if loaded ÷ 1_000_000 != PACKAGE_MAJOR
-        throw(SNNError(Int32(15), "libsnn $(version()) is loaded but SNN.jl needs major version $PACKAGE_MAJOR"))
+    if loaded ÷ 1_000_000 != SNN_VERSION_MAJOR
+        throw(SNNError(SNN_ERR_UNSUPPORTED, "libsnn $(version()) is loaded but SNN.jl needs major version $SNN_VERSION_MAJOR"))
     end
     nothing
 end

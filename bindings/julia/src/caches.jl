@@ -193,7 +193,7 @@ a GPU cache it is a host copy.
 function get_outputs(c::ForwardCache)
     b = batch_size(c).batch
     dims = (c.output_shape..., b)
-    if c.device == CPU_DEVICE
+    if c.device == SNN_DEVICE_CPU
         data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
         check(snn_outputs(c, data, n))
         return HostView(c, data[], dims)
@@ -223,7 +223,7 @@ used after the cache is closed or moved), a host copy for a GPU cache. With
 CUDA.jl loaded, `gradients(cache, CuArray)` views a GPU cache's gradient.
 """
 function gradients(c::BackwardCache)
-    c.device == CPU_DEVICE || return get_gradients(c)
+    c.device == SNN_DEVICE_CPU || return get_gradients(c)
     data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
     check(snn_gradients(c, data, n))
     HostView(c, data[], (Int(n[]),))

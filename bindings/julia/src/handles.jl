@@ -122,8 +122,8 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, d::Dataset) = live(d)
 "Whether a handle is still open (not yet `close`d)."
 Base.isopen(x::Union{Model,ForwardCache,BackwardCache,Optimiser,Dataset}) = x.ptr != C_NULL
 
-device_symbol(d::Integer) = d == CPU_DEVICE ? :cpu : Int(d)
-device_index(d::Symbol) = d === :cpu ? CPU_DEVICE : throw(ArgumentError("a device is :cpu or a GPU index, got :$d"))
+device_symbol(d::Integer) = d == SNN_DEVICE_CPU ? :cpu : Int(d)
+device_index(d::Symbol) = d === :cpu ? SNN_DEVICE_CPU : throw(ArgumentError("a device is :cpu or a GPU index, got :$d"))
 device_index(d::Integer) = d >= 0 ? Int32(d) : throw(ArgumentError("a GPU index is 0 or more, got $d"))
 
 # After a call that made a cache or optimiser follow its model, the cache is

@@ -1,6 +1,62 @@
-# Raw declarations of every function of include/snn.h, one ccall each.
+# Raw declarations of every function of include/snn.h, one ccall each, and its
+# constants (enum members and numeric #defines) under their C names.
 # bindings/julia/tools/check_ccalls.js compares them with the header: names,
-# argument counts, argument and return types. Handles are Ptr{Cvoid}.
+# argument counts, argument and return types, constant values. Handles are
+# Ptr{Cvoid}.
+
+# Constants
+const SNN_VERSION_MAJOR = 0
+const SNN_VERSION_MINOR = 1
+const SNN_VERSION_PATCH = 0
+const SNN_VERSION_NUMBER = 1000
+
+const SNN_OK = Int32(0)
+const SNN_ERR_NULL_ARGUMENT = Int32(1)
+const SNN_ERR_INVALID_ARGUMENT = Int32(2)
+const SNN_ERR_SPEC = Int32(3)
+const SNN_ERR_SHAPE = Int32(4)
+const SNN_ERR_COUNT = Int32(5)
+const SNN_ERR_BATCH = Int32(6)
+const SNN_ERR_LABEL = Int32(7)
+const SNN_ERR_MODEL_MISMATCH = Int32(8)
+const SNN_ERR_DEVICE_MISMATCH = Int32(9)
+const SNN_ERR_STATE = Int32(10)
+const SNN_ERR_OUT_OF_MEMORY = Int32(11)
+const SNN_ERR_NOT_FINITE = Int32(12)
+const SNN_ERR_IO = Int32(13)
+const SNN_ERR_FILE_FORMAT = Int32(14)
+const SNN_ERR_UNSUPPORTED = Int32(15)
+const SNN_ERR_GPU_PLUGIN_NOT_FOUND = Int32(16)
+const SNN_ERR_GPU_DRIVER = Int32(17)
+const SNN_ERR_NO_GPU = Int32(18)
+const SNN_ERR_GPU_INDEX = Int32(19)
+const SNN_ERR_CUDA = Int32(20)
+const SNN_ERR_INTERNAL = Int32(21)
+
+const SNN_LOG_ERROR = Int32(0)
+const SNN_LOG_WARNING = Int32(1)
+const SNN_LOG_INFO = Int32(2)
+
+const SNN_DEVICE_CPU = Int32(-1)
+const SNN_MAX_LAYERS = 100000
+const SNN_MAX_SPEC_LENGTH = 4194304
+
+const SNN_LOSS_MSE = Int32(1)
+const SNN_LOSS_LOGIT_CROSSENTROPY = Int32(2)
+
+const SNN_OPTIMISER_SGD = Int32(1)
+const SNN_OPTIMISER_ADAM = Int32(2)
+const SNN_OPTIMISER_ADAMW = Int32(3)
+const SNN_OPTIMISER_RMSPROP = Int32(4)
+
+const SNN_HP_LEARNING_RATE = Int32(1)
+const SNN_HP_MOMENTUM = Int32(2)
+const SNN_HP_NESTEROV = Int32(3)
+const SNN_HP_BETA1 = Int32(4)
+const SNN_HP_BETA2 = Int32(5)
+const SNN_HP_EPSILON = Int32(6)
+const SNN_HP_WEIGHT_DECAY = Int32(7)
+const SNN_HP_ALPHA = Int32(8)
 
 # Version
 snn_version_number() = ccall((:snn_version_number, libsnn), Int32, ())

@@ -195,7 +195,7 @@ it after `close(model)` or `move!(model, ...)` throws an ArgumentError. A GPU
 model has no host view: use `get_parameters`.
 """
 function parameters(m::Model)
-    raw_device(m) == CPU_DEVICE ||
+    raw_device(m) == SNN_DEVICE_CPU ||
         throw(ArgumentError("parameters(model) views CPU memory; the model is on GPU $(raw_device(m)): use get_parameters"))
     data, n = Ref{Ptr{Cfloat}}(C_NULL), Ref{Csize_t}(0)
     check(snn_parameters(m, data, n))
@@ -295,7 +295,7 @@ function gpu(m::Model; device::Integer=0)
 end
 
 "    cpu(model) -> Model  — a CPU copy of a GPU model; a CPU model is returned as is."
-cpu(m::Model) = raw_device(m) == CPU_DEVICE ? m : from_bytes(to_bytes(m))
+cpu(m::Model) = raw_device(m) == SNN_DEVICE_CPU ? m : from_bytes(to_bytes(m))
 
 """
     move!(model, device)
@@ -308,7 +308,7 @@ used afterwards. Prefer `gpu(model)`.
 function move!(m::Model, device)
     d = device_index(device)
     before = raw_device(m)
-    check(d == CPU_DEVICE ? snn_to_cpu(m) : snn_to_gpu(m, d))
+    check(d == SNN_DEVICE_CPU ? snn_to_cpu(m) : snn_to_gpu(m, d))
     raw_device(m) == before || (m.moves += 1)
     m
 end

@@ -1,9 +1,6 @@
 # Losses, backpropagation and optimisers, named as in SimpleNNs.jl. The losses
 # are snn's, PyTorch's means, not SimpleNNs' scales (see each docstring).
 
-const LOSS_MSE = Int32(1)
-const LOSS_LOGIT_CROSSENTROPY = Int32(2)
-
 """
     MSELoss(targets)
 
@@ -72,25 +69,25 @@ function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
     labels, indices = l.labels, l.indices
     GC.@preserve labels indices check(snn_set_labels_gather(b, pointer(labels), length(labels), pointer(indices),
                                                             length(indices)))
-    LOSS_LOGIT_CROSSENTROPY
+    SNN_LOSS_LOGIT_CROSSENTROPY
 end
 
 function set_loss_data!(b::BackwardCache, l::MSELoss)
     targets = l.targets
     GC.@preserve targets check(snn_set_targets(b, pointer(targets), length(targets)))
-    LOSS_MSE
+    SNN_LOSS_MSE
 end
 
 function set_loss_data!(b::BackwardCache, l::LogitCrossEntropyLoss)
     labels = l.labels
     GC.@preserve labels check(snn_set_labels(b, pointer(labels), length(labels)))
-    LOSS_LOGIT_CROSSENTROPY
+    SNN_LOSS_LOGIT_CROSSENTROPY
 end
 
 function set_loss_data!(b::BackwardCache, l::DatasetLabelsLoss)
     indices = l.indices
     GC.@preserve indices check(snn_set_labels_from_dataset(b, l.dataset, pointer(indices), length(indices)))
-    LOSS_LOGIT_CROSSENTROPY
+    SNN_LOSS_LOGIT_CROSSENTROPY
 end
 
 """
@@ -124,8 +121,8 @@ function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient:
     nothing
 end
 
-const HP = (lr=Int32(1), momentum=Int32(2), nesterov=Int32(3), beta1=Int32(4), beta2=Int32(5),
-            eps=Int32(6), weight_decay=Int32(7), alpha=Int32(8))
+const HP = (lr=SNN_HP_LEARNING_RATE, momentum=SNN_HP_MOMENTUM, nesterov=SNN_HP_NESTEROV, beta1=SNN_HP_BETA1,
+            beta2=SNN_HP_BETA2, eps=SNN_HP_EPSILON, weight_decay=SNN_HP_WEIGHT_DECAY, alpha=SNN_HP_ALPHA)
 
 function optimiser(m::Model, kind::Integer; settings...)
     o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)), m)
@@ -151,16 +148,16 @@ end
 
 "    AdamOptimiser(model; lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0)"
 AdamOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, eps=nothing, weight_decay=nothing) =
-    optimiser(m, 2; lr, beta1, beta2, eps, weight_decay)
+    optimiser(m, SNN_OPTIMISER_ADAM; lr, beta1, beta2, eps, weight_decay)
 "    AdamWOptimiser(model; lr=0.001, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01)"
 AdamWOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, eps=nothing, weight_decay=nothing) =
-    optimiser(m, 3; lr, beta1, beta2, eps, weight_decay)
+    optimiser(m, SNN_OPTIMISER_ADAMW; lr, beta1, beta2, eps, weight_decay)
 "    SGDOptimiser(model; lr=0.01, momentum=0, nesterov=false, weight_decay=0)"
 SGDOptimiser(m::Model; lr=nothing, momentum=nothing, nesterov=nothing, weight_decay=nothing) =
-    optimiser(m, 1; lr, momentum, nesterov, weight_decay)
+    optimiser(m, SNN_OPTIMISER_SGD; lr, momentum, nesterov, weight_decay)
 "    RMSPropOptimiser(model; lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0)"
 RMSPropOptimiser(m::Model; lr=nothing, alpha=nothing, eps=nothing, weight_decay=nothing) =
-    optimiser(m, 4; lr, alpha, eps, weight_decay)
+    optimiser(m, SNN_OPTIMISER_RMSPROP; lr, alpha, eps, weight_decay)
 
 "    update!(model, backward_cache, opt)  — one optimiser step from the last gradient (SimpleNNs' name)."
 function update!(m::Model, b::BackwardCache, o::Optimiser)

@@ -1,11 +1,18 @@
 // Compares every ccall / @ccall of Julia files with the prototypes of snn.h:
 // function name, argument count, each argument type and the return type.
 //
-//   node check_ccalls.js --header include/snn.h [--complete] FILE.jl...
+//   node check_ccalls.js --header include/snn.h [--complete] [--constants] FILE.jl...
 //
 // --complete: every header function must be called somewhere in the files.
+// --constants: every enum member and numeric #define of the header (statuses,
+// losses, optimiser kinds, hyperparameters, log levels, the CPU device id, the
+// spec limits, the version numbers) must be a `const SNN_NAME = value` (value a
+// decimal integer literal, or one in Int32(...)) of the files, with the header's
+// value, unless a line `abi-omitted: SNN_NAME reason` of the files leaves it
+// out; a `const SNN_*` the header lacks is an error too.
 // Exits 1 when a call names an unknown function, disagrees with its prototype,
-// or (with --complete) a function is missing.
+// (with --complete) a function is missing, or (with --constants) a constant is
+// missing, has another value or is not the header's.
 'use strict';
 const fs = require('fs');
 const { juliaParser, parseFile, walk } = require('./julia_parser');
@@ -41,6 +48,23 @@ function parseHeader(path) {
     protos.set(m[2], { ret: cType(m[1]), args });
   }
   return protos;
+}
+
+// Enum members and numeric #defines: Map name -> value, in header order.
+function parseHeaderConstants(path) {
+  const text = fs.readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, ' ');
+  const consts = new Map();
+  const int = (t) => parseInt(t.replace(/[\s()]/g, ''), 10);
+  for (const m of text.matchAll(/^\s*#\s*define\s+(SNN_\w+)\s+(\(\s*-?\s*\d+\s*\)|-?\d+)\s*$/gm)) consts.set(m[1], int(m[2]));
+  for (const m of text.matchAll(/\benum\s*\{([^}]*)\}/g)) {
+    let value = -1;
+    for (const item of m[1].split(',').map((i) => i.trim()).filter((i) => i)) {
+      const [name, init] = item.split('=').map((i) => i.trim());
+      value = init === undefined ? value + 1 : int(init);
+      consts.set(name, value);
+    }
+  }
+  return consts;
 }
 
 // --- Julia types ------------------------------------------------------------
@@ -107,15 +131,16 @@ function readMacroCcall(node) {
 
 (async () => {
   const argv = process.argv.slice(2);
-  let header = null, complete = false;
+  let header = null, complete = false, constants = false;
   const files = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--header') header = argv[++i];
     else if (argv[i] === '--complete') complete = true;
+    else if (argv[i] === '--constants') constants = true;
     else files.push(argv[i]);
   }
   if (!header || files.length === 0) {
-    console.error('usage: node check_ccalls.js --header snn.h [--complete] FILE.jl...');
+    console.error('usage: node check_ccalls.js --header snn.h [--complete] [--constants] FILE.jl...');
     process.exit(2);
   }
   const protos = parseHeader(header);
@@ -123,10 +148,23 @@ function readMacroCcall(node) {
   const problems = [];
   const seen = new Set();
   let calls = 0;
+  const defined = new Map();
+  const leftOut = new Set();
   for (const file of files) {
+    for (const m of fs.readFileSync(file, 'utf8').matchAll(/abi-omitted:\s*(SNN_\w+)\s+\S/g)) leftOut.add(m[1]);
     for (const node of walk(parseFile(parser, file).rootNode)) {
       let call = null;
       const where = `${file}:${node.startPosition.row + 1}`;
+      if (constants && node.type === 'const_statement') {
+        const assignment = named(node)[0];
+        const [lhs, , rhs] = assignment ? named(assignment) : [];
+        if (lhs && lhs.type === 'identifier' && lhs.text.startsWith('SNN_')) {
+          const m = rhs.text.replace(/\s+/g, '').match(/^(?:Int32\((-?\d[\d_]*)\)|(-?\d[\d_]*))$/);
+          if (!m) problems.push(`${where}: ${lhs.text} = ${rhs.text} is not an integer literal`);
+          else defined.set(lhs.text, { value: parseInt((m[1] || m[2]).replace(/_/g, ''), 10), where });
+        }
+        continue;
+      }
       try {
         if (node.type === 'call_expression' && node.namedChild(0) && node.namedChild(0).text === 'ccall') call = readCcall(node);
         else if (node.type === 'macrocall_expression' && named(node)[0].text === '@ccall') call = readMacroCcall(node);
@@ -159,7 +197,21 @@ function readMacroCcall(node) {
   if (complete) {
     for (const name of protos.keys()) if (!seen.has(name)) problems.push(`${name} is never called (every header function must be wrapped)`);
   }
+  let summary = '';
+  if (constants) {
+    const consts = parseHeaderConstants(header);
+    for (const [name, value] of consts) {
+      const d = defined.get(name);
+      if (!d) {
+        if (!leftOut.has(name)) problems.push(`${name} (${value}) is not defined (nor listed as abi-omitted)`);
+      } else if (d.value !== value) {
+        problems.push(`${d.where}: ${name} is ${d.value}, the header says ${value}`);
+      }
+    }
+    for (const [name, d] of defined) if (!consts.has(name)) problems.push(`${d.where}: ${name} is not a constant of the header`);
+    summary = `, ${defined.size} of ${consts.size} header constants (${leftOut.size} omitted)`;
+  }
   problems.forEach((p) => console.log(p));
-  console.log(`julia ccalls: ${calls} calls, ${seen.size} of ${protos.size} header functions, ${problems.length} problems`);
+  console.log(`julia ccalls: ${calls} calls, ${seen.size} of ${protos.size} header functions${summary}, ${problems.length} problems`);
   process.exit(problems.length ? 1 : 0);
 })().catch((e) => { console.error(e); process.exit(2); });

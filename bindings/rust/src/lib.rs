@@ -1355,8 +1355,55 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_is_the_status_of_its_name() {
+        let pairs = [
+            (sys::SNN_ERR_NULL_ARGUMENT, ErrorKind::NullArgument),
+            (sys::SNN_ERR_INVALID_ARGUMENT, ErrorKind::InvalidArgument),
+            (sys::SNN_ERR_SPEC, ErrorKind::Spec),
+            (sys::SNN_ERR_SHAPE, ErrorKind::Shape),
+            (sys::SNN_ERR_COUNT, ErrorKind::Count),
+            (sys::SNN_ERR_BATCH, ErrorKind::Batch),
+            (sys::SNN_ERR_LABEL, ErrorKind::Label),
+            (sys::SNN_ERR_MODEL_MISMATCH, ErrorKind::ModelMismatch),
+            (sys::SNN_ERR_DEVICE_MISMATCH, ErrorKind::DeviceMismatch),
+            (sys::SNN_ERR_STATE, ErrorKind::State),
+            (sys::SNN_ERR_OUT_OF_MEMORY, ErrorKind::OutOfMemory),
+            (sys::SNN_ERR_NOT_FINITE, ErrorKind::NotFinite),
+            (sys::SNN_ERR_IO, ErrorKind::Io),
+            (sys::SNN_ERR_FILE_FORMAT, ErrorKind::FileFormat),
+            (sys::SNN_ERR_UNSUPPORTED, ErrorKind::Unsupported),
+            (sys::SNN_ERR_GPU_PLUGIN_NOT_FOUND, ErrorKind::GpuPluginNotFound),
+            (sys::SNN_ERR_GPU_DRIVER, ErrorKind::GpuDriver),
+            (sys::SNN_ERR_NO_GPU, ErrorKind::NoGpu),
+            (sys::SNN_ERR_GPU_INDEX, ErrorKind::GpuIndex),
+            (sys::SNN_ERR_CUDA, ErrorKind::Cuda),
+            (sys::SNN_ERR_INTERNAL, ErrorKind::Internal),
+        ];
+        assert_eq!(pairs.len(), KINDS.len());
+        for (status, kind) in pairs {
+            assert_eq!(ErrorKind::from_status(status), kind);
+            assert_eq!(kind.status(), status);
+        }
+    }
+
+    #[test]
+    fn a_spec_beyond_the_header_limits_is_a_spec_error() {
+        let longest = " ".repeat(sys::SNN_MAX_SPEC_LENGTH + 1);
+        let e = Model::new(&longest).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Spec);
+        assert!(e.message().contains(&sys::SNN_MAX_SPEC_LENGTH.to_string()), "{}", e.message());
+        let mut layers = String::from("input 1");
+        for _ in 0..=sys::SNN_MAX_LAYERS {
+            layers.push_str(";relu");
+        }
+        let e = Model::new(&layers).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Spec);
+        assert!(e.message().contains(&sys::SNN_MAX_LAYERS.to_string()), "{}", e.message());
+    }
+
+    #[test]
     fn every_status_has_a_kind_and_text() {
-        for status in 1..=21 {
+        for status in 1..=sys::SNN_ERR_INTERNAL {
             assert_eq!(ErrorKind::from_status(status).status(), status);
         }
         assert_eq!(ErrorKind::from_status(3), ErrorKind::Spec);

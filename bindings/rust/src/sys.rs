@@ -1,8 +1,10 @@
 //! Raw declarations of every function of `include/snn.h`, one to one.
 //!
 //! `tools/abi_check.py --rust` compares these with the header (names, argument
-//! counts and types, const included). A function deliberately left out would be
-//! listed here in a line `abi-omitted: <name> <reason>`; none is. Each item's
+//! counts and types, const included) and the constants with the header's enum
+//! members and numeric `#define`s (names and values). A function or constant
+//! deliberately left out would be listed here in a line
+//! `abi-omitted: <name> <reason>`; none is. Each item's
 //! line says what it is or does; `snn.h` documents the errors, ownership and
 //! lifetimes of every function.
 #![allow(non_camel_case_types)]
@@ -47,10 +49,66 @@ pub struct snn_dataset {
     _opaque: [u8; 0],
 }
 
+/// The major version of the header these declarations mirror.
+pub const SNN_VERSION_MAJOR: i32 = 0;
+/// The minor version of the header these declarations mirror.
+pub const SNN_VERSION_MINOR: i32 = 1;
+/// The patch version of the header these declarations mirror.
+pub const SNN_VERSION_PATCH: i32 = 0;
+/// MAJOR * 1000000 + MINOR * 1000 + PATCH of the header these declarations mirror.
+pub const SNN_VERSION_NUMBER: i32 = 1000;
+
 /// Success.
 pub const SNN_OK: snn_status = 0;
+/// A required pointer or handle was NULL.
+pub const SNN_ERR_NULL_ARGUMENT: snn_status = 1;
+/// A value out of its documented range.
+pub const SNN_ERR_INVALID_ARGUMENT: snn_status = 2;
+/// The model spec does not parse.
+pub const SNN_ERR_SPEC: snn_status = 3;
+/// A layer does not fit its input.
+pub const SNN_ERR_SHAPE: snn_status = 4;
+/// A buffer has the wrong number of elements.
+pub const SNN_ERR_COUNT: snn_status = 5;
+/// Batch is 0 or above the preallocated maximum.
+pub const SNN_ERR_BATCH: snn_status = 6;
+/// A class label out of range.
+pub const SNN_ERR_LABEL: snn_status = 7;
+/// A cache or optimiser used with another model.
+pub const SNN_ERR_MODEL_MISMATCH: snn_status = 8;
+/// Handles or buffers on different devices.
+pub const SNN_ERR_DEVICE_MISMATCH: snn_status = 9;
+/// A call out of order (e.g. backprop before forward).
+pub const SNN_ERR_STATE: snn_status = 10;
+/// A host or device allocation failed.
+pub const SNN_ERR_OUT_OF_MEMORY: snn_status = 11;
+/// NaN or Inf found (see `snn_set_check_finite`).
+pub const SNN_ERR_NOT_FINITE: snn_status = 12;
+/// A file could not be read or written.
+pub const SNN_ERR_IO: snn_status = 13;
+/// A file or buffer is malformed.
+pub const SNN_ERR_FILE_FORMAT: snn_status = 14;
+/// Not available on this device or build.
+pub const SNN_ERR_UNSUPPORTED: snn_status = 15;
+/// `libsnn_cuda.so` could not be loaded.
+pub const SNN_ERR_GPU_PLUGIN_NOT_FOUND: snn_status = 16;
+/// The CUDA driver or runtime is missing or too old.
+pub const SNN_ERR_GPU_DRIVER: snn_status = 17;
+/// CUDA works but sees no device.
+pub const SNN_ERR_NO_GPU: snn_status = 18;
+/// A device index out of range.
+pub const SNN_ERR_GPU_INDEX: snn_status = 19;
+/// A CUDA, cuBLAS or cuDNN call failed.
+pub const SNN_ERR_CUDA: snn_status = 20;
+/// A bug in snn: the message says what to report.
+pub const SNN_ERR_INTERNAL: snn_status = 21;
+
 /// The device id of the CPU.
 pub const SNN_DEVICE_CPU: i32 = -1;
+/// The most layers (after the input) a spec or model file may declare.
+pub const SNN_MAX_LAYERS: i64 = 100000;
+/// The most characters a spec may have.
+pub const SNN_MAX_SPEC_LENGTH: usize = 4194304;
 
 /// Mean squared error against targets.
 pub const SNN_LOSS_MSE: snn_loss = 1;

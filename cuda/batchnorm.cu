@@ -54,7 +54,7 @@ __global__ void batchnorm_forward_kernel(const float *x, float *y, const float *
         }
         const double var = block_sum(squares, buf) / (double)m;
         mean = (float)mean_d;
-        invstd = (float)(1.0 / sqrt(var + eps));
+        invstd = norm_invstd(var, eps);
         if (threadIdx.x == 0) {
             float *running_mean = state + c, *running_var = state + channels + c;
             const double unbiased = var * (double)m / (double)(m - 1);
@@ -64,7 +64,7 @@ __global__ void batchnorm_forward_kernel(const float *x, float *y, const float *
         }
     } else {
         mean = state[c];
-        invstd = (float)(1.0 / sqrt((double)state[channels + c] + eps));
+        invstd = norm_invstd((double)state[channels + c], eps);
     }
     if (threadIdx.x == 0) {
         aux[c] = mean;
@@ -73,11 +73,11 @@ __global__ void batchnorm_forward_kernel(const float *x, float *y, const float *
     const float wc = w[c], bc = b[c];
     for (int64_t e = threadIdx.x; e < m; e += kThreads) {
         const size_t k = at(e, c, channels, inner);
-        y[k] = (x[k] - mean) * invstd * wc + bc;
+        y[k] = norm_y(norm_xhat(x[k], mean, invstd), wc, bc);
     }
 }
 
-// With xhat = (x - mean) * invstd from aux:
+// With xhat = (x - mean) * invstd from aux (engine/math.h's norm_*):
 //   dweight = sum dy xhat, dbias = sum dy (written, not accumulated)
 //   dx = invstd w (dy - sum dy / m - xhat sum dy xhat / m)   training
 //   dx = dy (invstd w)                                       inference
@@ -94,7 +94,7 @@ __global__ void batchnorm_backward_kernel(const float *x, const float *dy, float
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int64_t e = threadIdx.x; e < m; e += kThreads) {
         const size_t k = at(e, c, channels, inner);
-        const float xhat = (x[k] - mean) * invstd;
+        const float xhat = norm_xhat(x[k], mean, invstd);
         sum_dy += dy[k];
         sum_dy_xhat += (double)dy[k] * (double)xhat;
     }
@@ -107,12 +107,10 @@ __global__ void batchnorm_backward_kernel(const float *x, const float *dy, float
     if (dx == nullptr) return;
     const float scale = invstd * w[c];
     if (training) {
-        const float mean_dy = (float)(sum_dy / (double)m);
-        const float mean_dy_xhat = (float)(sum_dy_xhat / (double)m);
+        const NormGradRow r = norm_grad_row(sum_dy, sum_dy_xhat, (double)m);
         for (int64_t e = threadIdx.x; e < m; e += kThreads) {
             const size_t k = at(e, c, channels, inner);
-            const float xhat = (x[k] - mean) * invstd;
-            dx[k] = scale * (dy[k] - mean_dy - xhat * mean_dy_xhat);
+            dx[k] = norm_dx(r, scale, dy[k], norm_xhat(x[k], mean, invstd));
         }
     } else {
         for (int64_t e = threadIdx.x; e < m; e += kThreads) {

@@ -1,5 +1,7 @@
 #include "elementwise.h"
 
+#include "block_reduce.h"
+
 namespace snn {
 namespace cu {
 
@@ -55,8 +57,8 @@ void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n) {
 // ---- bias gradient: per-channel sums ------------------------------------------
 
 // One block per channel. Thread t sums elements t, t + kThreads, ... of the
-// channel in order; the block then adds the kThreads partial sums as a fixed
-// binary tree. The order never depends on timing, so results are
+// channel in order; block_sum then adds the kThreads partial sums in its
+// fixed tree. The order never depends on timing, so results are
 // reproducible bit for bit.
 __global__ void channel_sums_kernel(float *db, const float *dz, int64_t outer, int64_t channels,
                                     int64_t inner) {
@@ -68,13 +70,8 @@ __global__ void channel_sums_kernel(float *db, const float *dz, int64_t outer, i
         int64_t i = e / inner, r = e - i * inner;
         acc += dz[(i * channels + c) * inner + r];
     }
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-        if ((int)threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) db[c] = partial[0];
+    const float total = block_sum(acc, partial);
+    if (threadIdx.x == 0) db[c] = total;
 }
 
 void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer, int64_t channels,

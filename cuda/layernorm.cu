@@ -31,13 +31,13 @@ __global__ void layernorm_forward_kernel(const float *x, float *y, const float *
     }
     const double var = block_sum(squares, buf) / (double)features;
     const float mean = (float)mean_d;
-    const float invstd = (float)(1.0 / sqrt(var + eps));
+    const float invstd = norm_invstd(var, eps);
     if (threadIdx.x == 0) {
         aux[2 * i] = mean;
         aux[2 * i + 1] = invstd;
     }
     for (int64_t f = threadIdx.x; f < features; f += kThreads)
-        ys[f] = (xs[f] - mean) * invstd * w[f] + b[f];
+        ys[f] = norm_y(norm_xhat(xs[f], mean, invstd), w[f], b[f]);
 }
 
 // dweight[f] = sum over samples of dy xhat, dbias[f] = sum of dy (written,
@@ -49,7 +49,7 @@ __global__ void layernorm_param_grads_kernel(const float *x, const float *dy, co
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
         for (int64_t i = 0; i < n; ++i) {
             const size_t k = static_cast<size_t>(i * features + f);
-            const float xhat = (x[k] - aux[2 * i]) * aux[2 * i + 1];
+            const float xhat = norm_xhat(x[k], aux[2 * i], aux[2 * i + 1]);
             sum_dy += dy[k];
             sum_dy_xhat += (double)dy[k] * (double)xhat;
         }
@@ -58,7 +58,7 @@ __global__ void layernorm_param_grads_kernel(const float *x, const float *dy, co
     }
 }
 
-// With g = dy * w over the block's sample:
+// With g = dy * w over the block's sample (engine/math.h's norm_dx):
 //   dx = invstd (g - sum g / F - xhat sum g xhat / F)
 // The sums are read before any dx is written, and each thread writes only
 // the elements it read, so dx may be dy's memory.
@@ -71,17 +71,15 @@ __global__ void layernorm_input_grad_kernel(const float *x, const float *dy, flo
     double sum_g = 0.0, sum_g_xhat = 0.0;
     for (int64_t f = threadIdx.x; f < features; f += kThreads) {
         const float g = dy[row + f] * w[f];
-        const float xhat = (x[row + f] - mean) * invstd;
+        const float xhat = norm_xhat(x[row + f], mean, invstd);
         sum_g += g;
         sum_g_xhat += (double)g * (double)xhat;
     }
-    const float mean_g = (float)(block_sum(sum_g, buf) / (double)features);
-    const float mean_g_xhat = (float)(block_sum(sum_g_xhat, buf) / (double)features);
-    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
-        const float g = dy[row + f] * w[f];
-        const float xhat = (x[row + f] - mean) * invstd;
-        dx[row + f] = invstd * (g - mean_g - xhat * mean_g_xhat);
-    }
+    sum_g = block_sum(sum_g, buf);
+    sum_g_xhat = block_sum(sum_g_xhat, buf);
+    const NormGradRow r = norm_grad_row(sum_g, sum_g_xhat, (double)features);
+    for (int64_t f = threadIdx.x; f < features; f += kThreads)
+        dx[row + f] = norm_dx(r, invstd, dy[row + f] * w[f], norm_xhat(x[row + f], mean, invstd));
 }
 
 void layernorm_forward(const OpArgs &a) {

@@ -4,25 +4,14 @@
 // A loss is a sum written to one device float. To be reproducible bit for
 // bit it is reduced in two fixed-order passes instead of with float atomics:
 // each of B blocks (B a function of the size only) sums a fixed subset into
-// CudaStream::partials[block], then one block adds the B partials.
+// CudaStream::partials[block], then one block adds the B partials. Both
+// passes add with block_sum (block_reduce.h).
+#include "block_reduce.h"
 #include "cuda_backend.h"
 
 namespace snn {
 namespace cu {
 namespace {
-
-// Sum of v over the block, as a fixed binary tree; the result is valid in
-// thread 0. Needs blockDim.x == kThreads.
-__device__ float block_sum(float v) {
-    __shared__ float partial[kThreads];
-    partial[threadIdx.x] = v;
-    __syncthreads();
-    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-        if ((int)threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-        __syncthreads();
-    }
-    return partial[0];
-}
 
 // Blocks of the first pass for `items` work items.
 unsigned int reduce_blocks(size_t items) {
@@ -34,7 +23,8 @@ unsigned int reduce_blocks(size_t items) {
 // *loss = scale * (sum of partials[0..blocks)), blocks <= kThreads.
 __global__ void finish_sum_kernel(const float *partials, unsigned int blocks, float scale,
                                   float *loss) {
-    float total = block_sum(threadIdx.x < blocks ? partials[threadIdx.x] : 0.0f);
+    __shared__ float buf[kThreads];
+    const float total = block_sum(threadIdx.x < blocks ? partials[threadIdx.x] : 0.0f, buf);
     if (threadIdx.x == 0) *loss = total * scale;
 }
 
@@ -42,13 +32,14 @@ __global__ void finish_sum_kernel(const float *partials, unsigned int blocks, fl
 //   loss = sum (y - t)^2 / count ;  dy = 2 (y - t) / count
 __global__ void mse_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
                            float *partials) {
+    __shared__ float buf[kThreads];
     float acc = 0.0f;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         acc += mse_term(y[i], t[i]);
         dy[i] = mse_grad(y[i], t[i], inv_count);
     }
-    float total = block_sum(acc);
+    const float total = block_sum(acc, buf);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
@@ -57,6 +48,7 @@ __global__ void mse_kernel(const float *y, const float *t, float *dy, size_t cou
 //   dy_ij = (softmax(y_i)_j - [j == label_i]) / n
 __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, int64_t n, int64_t k,
                             float inv_batch, float *partials) {
+    __shared__ float buf[kThreads];
     float acc = 0.0f;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -67,7 +59,7 @@ __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, in
         acc += xent_row_loss(r, row[label]);
         for (int64_t j = 0; j < k; ++j) grad[j] = xent_grad(r, row[j], j, label, inv_batch);
     }
-    float total = block_sum(acc);
+    const float total = block_sum(acc, buf);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 

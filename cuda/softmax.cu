@@ -6,7 +6,7 @@
 // Vectors take a block per sample, its sums added as a fixed tree
 // (block_sum); images a thread per pixel, its sums added in channel order.
 // Either way nothing depends on timing; sums are accumulated in double and
-// e^x is engine/math.h's exp_approx, as on the CPU.
+// the per-element formulas are engine/math.h's softmax_*, as on the CPU.
 #include "ops.h"
 
 namespace snn {
@@ -24,12 +24,12 @@ __global__ void softmax_rows_forward_kernel(const float *x, float *y, int64_t ch
     most = block_max(most, most_buf);
     double sum = 0.0;
     for (int64_t c = threadIdx.x; c < channels; c += kThreads) {
-        const float e = exp_approx(xr[c] - most);
+        const float e = softmax_exp(xr[c], most);
         yr[c] = e;
         sum += e;
     }
     const float total = (float)block_sum(sum, sum_buf);
-    for (int64_t c = threadIdx.x; c < channels; c += kThreads) yr[c] = yr[c] / total;
+    for (int64_t c = threadIdx.x; c < channels; c += kThreads) yr[c] = softmax_y(yr[c], total);
 }
 
 // dx = y (dy - sum(dy y)), over a block's row.
@@ -42,7 +42,7 @@ __global__ void softmax_rows_backward_kernel(const float *y, const float *dy, fl
         dot += (double)dy[row + c] * (double)y[row + c];
     const float total = (float)block_sum(dot, sum_buf);
     for (int64_t c = threadIdx.x; c < channels; c += kThreads)
-        dx[row + c] = y[row + c] * (dy[row + c] - total);
+        dx[row + c] = softmax_dx(y[row + c], dy[row + c], total);
 }
 
 // As the row kernels, one thread per pixel of groups samples x inner pixels.
@@ -56,12 +56,13 @@ __global__ void softmax_pixels_forward_kernel(const float *x, float *y, size_t g
         for (int64_t c = 0; c < channels; ++c) most = fmaxf(most, x[base + c * inner]);
         double sum = 0.0;
         for (int64_t c = 0; c < channels; ++c) {
-            const float e = exp_approx(x[base + c * inner] - most);
+            const float e = softmax_exp(x[base + c * inner], most);
             y[base + c * inner] = e;
             sum += e;
         }
         const float total = (float)sum;
-        for (int64_t c = 0; c < channels; ++c) y[base + c * inner] = y[base + c * inner] / total;
+        for (int64_t c = 0; c < channels; ++c)
+            y[base + c * inner] = softmax_y(y[base + c * inner], total);
     }
 }
 
@@ -76,7 +77,7 @@ __global__ void softmax_pixels_backward_kernel(const float *y, const float *dy, 
             dot += (double)dy[base + c * inner] * (double)y[base + c * inner];
         const float total = (float)dot;
         for (int64_t c = 0; c < channels; ++c)
-            dx[base + c * inner] = y[base + c * inner] * (dy[base + c * inner] - total);
+            dx[base + c * inner] = softmax_dx(y[base + c * inner], dy[base + c * inner], total);
     }
 }
 

@@ -11,6 +11,7 @@
 #include "cpu/multiversion.h"
 #include "cpu/reduce.h"
 #include "cpu/thread_pool.h"
+#include "engine/math.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -72,18 +73,18 @@ void forward_channels(const OpArgs &a, const Channels &ch, int64_t c0, int64_t c
             }
             const double var = squares / m;
             mean[c] = float(mu);
-            invstd[c] = float(1.0 / sqrt(var + l.eps));
+            invstd[c] = norm_invstd(var, l.eps);
             running_mean[c] = float((1.0 - l.momentum) * running_mean[c] + l.momentum * mu);
             running_var[c] = float((1.0 - l.momentum) * running_var[c] + l.momentum * (var * m / (m - 1.0)));
         } else {
             mean[c] = running_mean[c];
-            invstd[c] = float(1.0 / sqrt(double(running_var[c]) + l.eps));
+            invstd[c] = norm_invstd(double(running_var[c]), l.eps);
         }
         for (int64_t s = 0; s < ch.n; ++s) {
             const float *x = a.x[0] + ch.at(s, c);
             float *y = a.y + ch.at(s, c);
             const float mc = mean[c], ic = invstd[c], wc = weight[c], bc = bias[c];
-            for (int64_t p = 0; p < ch.p; ++p) y[p] = (x[p] - mc) * ic * wc + bc;
+            for (int64_t p = 0; p < ch.p; ++p) y[p] = norm_y(norm_xhat(x[p], mc, ic), wc, bc);
         }
     }
 }
@@ -119,7 +120,9 @@ void backward_channels(const OpArgs &a, const Channels &ch, int64_t c0, int64_t 
         for (int64_t s = 0; s < ch.n; ++s) {
             const float *x = a.x[0] + ch.at(s, c), *dy = a.dy + ch.at(s, c);
             const auto term1 = [dy](int64_t p) { return double(dy[p]); };
-            const auto term2 = [dy, x, mc, ic](int64_t p) { return double(dy[p]) * double((x[p] - mc) * ic); };
+            const auto term2 = [dy, x, mc, ic](int64_t p) {
+                return double(dy[p]) * double(norm_xhat(x[p], mc, ic));
+            };
             if (ch.p == 1) {
                 sum_dy += term1(0);
                 sum_dy_xhat += term2(0);
@@ -131,14 +134,14 @@ void backward_channels(const OpArgs &a, const Channels &ch, int64_t c0, int64_t 
         dbias[c] = float(sum_dy);
         if (!a.dx[0]) continue;
         const float scale = invstd[c] * weight[c];
-        const float mean_dy = a.training ? float(sum_dy / m) : 0.0f;
-        const float mean_dy_xhat = a.training ? float(sum_dy_xhat / m) : 0.0f;
+        const NormGradRow r =
+            a.training ? norm_grad_row(sum_dy, sum_dy_xhat, m) : NormGradRow{0.0f, 0.0f};
         for (int64_t s = 0; s < ch.n; ++s) {
             const float *x = a.x[0] + ch.at(s, c), *dy = a.dy + ch.at(s, c);
             float *dx = a.dx[0] + ch.at(s, c);
             for (int64_t p = 0; p < ch.p; ++p) {
-                const float xhat = (x[p] - mc) * ic;
-                dx[p] = a.training ? scale * (dy[p] - mean_dy - xhat * mean_dy_xhat) : dy[p] * scale;
+                const float xhat = norm_xhat(x[p], mc, ic);
+                dx[p] = a.training ? norm_dx(r, scale, dy[p], xhat) : dy[p] * scale;
             }
         }
     }

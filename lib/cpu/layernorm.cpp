@@ -5,6 +5,7 @@
 // thread count.
 #include <math.h>
 
+#include "engine/math.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -24,15 +25,16 @@ void forward(const OpArgs &a) {
         const double mu = sum / double(f_count);
         double squares = 0.0;
         for (int64_t f = 0; f < f_count; ++f) squares += (x[f] - mu) * (x[f] - mu);
-        const float mean = float(mu), invstd = float(1.0 / sqrt(squares / double(f_count) + l.eps));
+        const float mean = float(mu), invstd = norm_invstd(squares / double(f_count), l.eps);
         stats[2 * s] = mean;
         stats[2 * s + 1] = invstd;
-        for (int64_t f = 0; f < f_count; ++f) y[f] = (x[f] - mean) * invstd * weight[f] + bias[f];
+        for (int64_t f = 0; f < f_count; ++f)
+            y[f] = norm_y(norm_xhat(x[f], mean, invstd), weight[f], bias[f]);
     }
 }
 
 // dweight[f] = sum over samples of dy xhat ; dbias[f] = sum of dy
-// dx = invstd / F (F g - sum(g) - xhat sum(g xhat)), g = dy weight, per sample
+// dx = invstd (g - sum(g) / F - xhat sum(g xhat) / F), g = dy weight, per sample
 void backward(const OpArgs &a) {
     const Layer &l = *a.l;
     const int64_t f_count = l.in.size();
@@ -42,9 +44,11 @@ void backward(const OpArgs &a) {
     for (int64_t f = 0; f < f_count; ++f) {
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
         for (int64_t s = 0; s < a.n; ++s) {
-            const float dy = a.dy[s * f_count + f];
+            const int64_t k = s * f_count + f;
+            const float dy = a.dy[k];
+            const float xhat = norm_xhat(a.x[0][k], stats[2 * s], stats[2 * s + 1]);
             sum_dy += dy;
-            sum_dy_xhat += double(dy) * ((a.x[0][s * f_count + f] - stats[2 * s]) * stats[2 * s + 1]);
+            sum_dy_xhat += double(dy) * xhat;
         }
         dweight[f] = float(sum_dy_xhat);
         dbias[f] = float(sum_dy);
@@ -58,13 +62,11 @@ void backward(const OpArgs &a) {
         for (int64_t f = 0; f < f_count; ++f) {
             const float g = dy[f] * weight[f];
             sum_g += g;
-            sum_g_xhat += double(g) * ((x[f] - mean) * invstd);
+            sum_g_xhat += double(g) * norm_xhat(x[f], mean, invstd);
         }
-        const float mean_g = float(sum_g / double(f_count)), mean_g_xhat = float(sum_g_xhat / double(f_count));
-        for (int64_t f = 0; f < f_count; ++f) {
-            const float xhat = (x[f] - mean) * invstd;
-            dx[f] = invstd * (dy[f] * weight[f] - mean_g - xhat * mean_g_xhat);
-        }
+        const NormGradRow r = norm_grad_row(sum_g, sum_g_xhat, double(f_count));
+        for (int64_t f = 0; f < f_count; ++f)
+            dx[f] = norm_dx(r, invstd, dy[f] * weight[f], norm_xhat(x[f], mean, invstd));
     }
 }
 

@@ -2,6 +2,7 @@
 // over the channels of each pixel of an image. Sample s, pixel p, channel c is
 // at s*C*P + c*P + p (P = H*W; a vector is C = features, P = 1), so each
 // softmax is C values P apart. Sums in double, in channel order.
+#include "engine/math.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -32,11 +33,11 @@ void forward(const OpArgs &a) {
         for (int64_t c = 1; c < ax.c; ++c) max = x[c * ax.p] > max ? x[c * ax.p] : max;
         double sum = 0.0;
         for (int64_t c = 0; c < ax.c; ++c) {
-            y[c * ax.p] = exp_approx(x[c * ax.p] - max);
+            y[c * ax.p] = softmax_exp(x[c * ax.p], max);
             sum += y[c * ax.p];
         }
         const float total = float(sum);
-        for (int64_t c = 0; c < ax.c; ++c) y[c * ax.p] /= total;
+        for (int64_t c = 0; c < ax.c; ++c) y[c * ax.p] = softmax_y(y[c * ax.p], total);
     }
 }
 
@@ -51,7 +52,7 @@ void backward(const OpArgs &a) {
         double dot = 0.0;
         for (int64_t c = 0; c < ax.c; ++c) dot += double(dy[c * ax.p]) * double(y[c * ax.p]);
         const float d = float(dot);
-        for (int64_t c = 0; c < ax.c; ++c) dx[c * ax.p] = y[c * ax.p] * (dy[c * ax.p] - d);
+        for (int64_t c = 0; c < ax.c; ++c) dx[c * ax.p] = softmax_dx(y[c * ax.p], dy[c * ax.p], d);
     }
 }
 

@@ -1,7 +1,8 @@
 // Per-element math shared by every backend: activations and their
-// derivatives, loss terms and optimiser update rules. The CPU backend calls
-// these from plain loops; the CUDA backend from kernels (SNN_HD expands to
-// __host__ __device__ under nvcc), so the CPU tests check the GPU's math.
+// derivatives, the formulas of normalisation and softmax, loss terms and
+// optimiser update rules. The CPU backend calls these from plain loops; the
+// CUDA backend from kernels (SNN_HD expands to __host__ __device__ under
+// nvcc), so the CPU tests check the GPU's math.
 #pragma once
 
 #include <math.h>
@@ -170,6 +171,39 @@ SNN_HD float dropout_scale(uint64_t key, uint64_t i, float p, float keep_scale) 
     const uint32_t u = uint32_t(mix64(key ^ (0x9E3779B97F4A7C15ull * (i + 1))) >> 40);
     return float(u) * (1.0f / 16777216.0f) >= p ? keep_scale : 0.0f;
 }
+
+// Batch and layer normalisation: the values normalised together (a
+// channel over the batch, or one sample's features) have a mean and an
+// invstd = 1 / sqrt(var + eps), var the biased variance, both computed in
+// double from sums over the values:
+//   xhat = (x - mean) invstd ;  y = xhat weight + bias
+SNN_HD float norm_invstd(double var, double eps) { return (float)(1.0 / sqrt(var + eps)); }
+SNN_HD float norm_xhat(float x, float mean, float invstd) { return (x - mean) * invstd; }
+SNN_HD float norm_y(float xhat, float weight, float bias) { return xhat * weight + bias; }
+
+// The input gradient when the statistics come from the values themselves
+// (layernorm; batchnorm in training), from the sums over the `count` values
+// of g and of g xhat (in double): the two means, then per element
+//   dx = scale (g - mean(g) - xhat mean(g xhat))
+// with g = dy weight, scale = invstd for layernorm (weight per feature), and
+// g = dy, scale = invstd weight for batchnorm (weight per channel).
+struct NormGradRow {
+    float mean_g, mean_g_xhat;
+};
+SNN_HD NormGradRow norm_grad_row(double sum_g, double sum_g_xhat, double count) {
+    return {(float)(sum_g / count), (float)(sum_g_xhat / count)};
+}
+SNN_HD float norm_dx(const NormGradRow &r, float scale, float g, float xhat) {
+    return scale * (g - r.mean_g - xhat * r.mean_g_xhat);
+}
+
+// Softmax of one row, given its max and total = sum e^(x - max) (summed in
+// double, rounded once): e = e^(x - max), y = e / total. Its input gradient
+// from the row's dot = sum dy y (in double, rounded once):
+//   dx = y (dy - dot)
+SNN_HD float softmax_exp(float x, float max) { return exp_approx(x - max); }
+SNN_HD float softmax_y(float e, float total) { return e / total; }
+SNN_HD float softmax_dx(float y, float dy, float dot) { return y * (dy - dot); }
 
 // MSE term: loss += (y - t)^2 / count ; dL/dy = 2 (y - t) / count
 SNN_HD float mse_term(float y, float t) { return (y - t) * (y - t); }

@@ -18,15 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "../common/handles.h"
+#include "../unit/helpers.h"
 #include "snn.h"
 
 namespace {
 
-using snn_handles::Backward;
-using snn_handles::Forward;
-using snn_handles::Model;
-using snn_handles::Optimiser;
+using namespace snn_test;
+
 using Bytes = std::vector<unsigned char>;
 
 // Dense, conv, batchnorm on vectors and images, layernorm, dropout, add and
@@ -82,37 +80,6 @@ bool bit_equal(const std::vector<float> &a, const std::vector<float> &b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-Model create(const char *spec) {
-    snn_model *m = nullptr;
-    EXPECT_EQ(snn_model_create(spec, &m), SNN_OK) << spec << ": " << snn_last_error();
-    return Model(m);
-}
-
-std::vector<float> params_of(const snn_model *m) {
-    size_t n = 0;
-    EXPECT_EQ(snn_parameter_count(m, &n), SNN_OK);
-    std::vector<float> p(n);
-    EXPECT_EQ(snn_get_parameters(m, p.data(), n), SNN_OK);
-    return p;
-}
-
-std::vector<float> state_of(const snn_model *m) {
-    size_t n = 0;
-    EXPECT_EQ(snn_state_count(m, &n), SNN_OK);
-    std::vector<float> s(n);
-    EXPECT_EQ(snn_get_state(m, s.data(), n), SNN_OK);
-    return s;
-}
-
-std::string describe(const snn_model *m) {
-    size_t len = 0;
-    EXPECT_EQ(snn_model_describe(m, nullptr, 0, &len), SNN_OK);
-    std::string s(len + 1, '\0');
-    EXPECT_EQ(snn_model_describe(m, &s[0], s.size(), &len), SNN_OK);
-    s.resize(len);
-    return s;
-}
-
 // Indices of the state's counts: the last of each batchnorm's 2C + 1 values.
 std::vector<size_t> count_indices(const snn_model *m) {
     int64_t layers = 0;
@@ -141,22 +108,22 @@ Bytes save_to_buffer(const snn_model *m) {
 
 // The model as a file, a buffer and a checkpoint loads back bit for bit.
 void expect_round_trips(const snn_model *m, const std::string &dir) {
-    const std::vector<float> p = params_of(m), s = state_of(m);
+    const std::vector<float> p = get_params(m), s = get_state(m);
     const std::string file = dir + "/model.safetensors";
     ASSERT_EQ(snn_model_save(m, file.c_str()), SNN_OK) << snn_last_error();
     snn_model *loaded = nullptr;
     ASSERT_EQ(snn_model_load(file.c_str(), &loaded), SNN_OK) << snn_last_error();
     Model from_file(loaded);
-    EXPECT_TRUE(bit_equal(params_of(loaded), p));
-    EXPECT_TRUE(bit_equal(state_of(loaded), s));
+    EXPECT_TRUE(bit_equal(get_params(loaded), p));
+    EXPECT_TRUE(bit_equal(get_state(loaded), s));
     EXPECT_EQ(describe(loaded), describe(m));
 
     const Bytes b = save_to_buffer(m);
     EXPECT_EQ(b, read_bytes(file)) << "the buffer and the file hold the same bytes";
     ASSERT_EQ(snn_model_load_from_buffer(b.data(), b.size(), &loaded), SNN_OK) << snn_last_error();
     Model from_buffer(loaded);
-    EXPECT_TRUE(bit_equal(params_of(loaded), p));
-    EXPECT_TRUE(bit_equal(state_of(loaded), s));
+    EXPECT_TRUE(bit_equal(get_params(loaded), p));
+    EXPECT_TRUE(bit_equal(get_state(loaded), s));
 }
 
 // A scratch directory per test.
@@ -180,11 +147,11 @@ TEST_F(StateRoundTrip, EveryStateSetThroughTheApiSavesAndLoadsBitForBit) {
     Rng rng(2024);
     for (const char *spec : kSpecs) {
         SCOPED_TRACE(spec);
-        Model model = create(spec);
+        Model model = make_model(spec);
         const std::vector<size_t> counts = count_indices(model.get());
         for (int round = 0; round < 12; ++round) {
             SCOPED_TRACE("round " + std::to_string(round));
-            std::vector<float> p = params_of(model.get()), s = state_of(model.get());
+            std::vector<float> p = get_params(model.get()), s = get_state(model.get());
             for (float &v : p) v = rng.pick(kExtremes);
             for (float &v : s) v = rng.pick(kExtremes);
             for (size_t i : counts) s[i] = kCounts[rng.below(std::size(kCounts))];
@@ -192,8 +159,8 @@ TEST_F(StateRoundTrip, EveryStateSetThroughTheApiSavesAndLoadsBitForBit) {
             for (size_t k = 0; k < std::size(kExtremes) && k < p.size(); ++k) p[rng.below(p.size())] = kExtremes[k];
             ASSERT_EQ(snn_set_parameters(model.get(), p.data(), p.size()), SNN_OK) << snn_last_error();
             ASSERT_EQ(snn_set_state(model.get(), s.data(), s.size()), SNN_OK) << snn_last_error();
-            EXPECT_TRUE(bit_equal(params_of(model.get()), p));
-            EXPECT_TRUE(bit_equal(state_of(model.get()), s));
+            EXPECT_TRUE(bit_equal(get_params(model.get()), p));
+            EXPECT_TRUE(bit_equal(get_state(model.get()), s));
             expect_round_trips(model.get(), dir);
         }
     }
@@ -209,8 +176,8 @@ TEST_F(StateRoundTrip, CheckpointsAfterStepsFromExtremeStatesLoadBitForBit) {
     for (const char *spec : kSpecs) {
         for (snn_optimiser_kind kind : kinds) {
             SCOPED_TRACE(std::string(spec) + " / optimiser " + std::to_string(kind));
-            Model model = create(spec);
-            std::vector<float> p = params_of(model.get()), s = state_of(model.get());
+            Model model = make_model(spec);
+            std::vector<float> p = get_params(model.get()), s = get_state(model.get());
             for (float &v : p) v = rng.pick(kExtremes);
             for (float &v : s) v = rng.pick(kExtremes);
             for (size_t i : count_indices(model.get())) s[i] = kCounts[rng.below(std::size(kCounts))];
@@ -247,8 +214,8 @@ TEST_F(StateRoundTrip, CheckpointsAfterStepsFromExtremeStatesLoadBitForBit) {
             ASSERT_EQ(snn_checkpoint_load(ckpt.c_str(), &lm, &lo), SNN_OK) << snn_last_error();
             Model loaded(lm);
             Optimiser loaded_opt(lo);
-            EXPECT_TRUE(bit_equal(params_of(lm), params_of(model.get())));
-            EXPECT_TRUE(bit_equal(state_of(lm), state_of(model.get())));
+            EXPECT_TRUE(bit_equal(get_params(lm), get_params(model.get())));
+            EXPECT_TRUE(bit_equal(get_state(lm), get_state(model.get())));
             ASSERT_EQ(snn_checkpoint_save(lm, lo, again.c_str()), SNN_OK) << snn_last_error();
             EXPECT_EQ(read_bytes(again), read_bytes(ckpt));
             expect_round_trips(model.get(), dir);
@@ -259,8 +226,8 @@ TEST_F(StateRoundTrip, CheckpointsAfterStepsFromExtremeStatesLoadBitForBit) {
 TEST_F(StateRoundTrip, ACountAFileCannotHoldIsRefusedBySetState) {
     for (const char *spec : kSpecs) {
         SCOPED_TRACE(spec);
-        Model model = create(spec);
-        const std::vector<float> before = state_of(model.get());
+        Model model = make_model(spec);
+        const std::vector<float> before = get_state(model.get());
         for (size_t i : count_indices(model.get())) {
             for (float bad : kNotCounts) {
                 std::vector<float> s = before;
@@ -271,7 +238,7 @@ TEST_F(StateRoundTrip, ACountAFileCannotHoldIsRefusedBySetState) {
                 EXPECT_NE(msg.find("snn_set_state: src[" + std::to_string(i) + "]"), std::string::npos) << msg;
                 EXPECT_NE(msg.find("num_batches_tracked"), std::string::npos) << msg;
                 EXPECT_NE(msg.find("whole number in [0, 16777216]"), std::string::npos) << msg;
-                EXPECT_TRUE(bit_equal(state_of(model.get()), before)) << "a refused call changes nothing";
+                EXPECT_TRUE(bit_equal(get_state(model.get()), before)) << "a refused call changes nothing";
             }
         }
         expect_round_trips(model.get(), dir);
@@ -283,9 +250,9 @@ TEST_F(StateRoundTrip, ACountAFileCannotHoldIsRefusedBySetState) {
 TEST_F(StateRoundTrip, AGpuModelFollowsTheSameRules) {
     if (snn_gpu_status(0) != SNN_OK) GTEST_SKIP() << "no usable GPU: " << snn_last_error();
     Rng rng(99);
-    Model model = create(kSpecs[1]);
+    Model model = make_model(kSpecs[1]);
     ASSERT_EQ(snn_to_gpu(model.get(), 0), SNN_OK) << snn_last_error();
-    std::vector<float> p = params_of(model.get()), s = state_of(model.get());
+    std::vector<float> p = get_params(model.get()), s = get_state(model.get());
     for (float &v : p) v = rng.pick(kExtremes);
     for (float &v : s) v = rng.pick(kExtremes);
     const std::vector<size_t> counts = count_indices(model.get());
@@ -296,7 +263,7 @@ TEST_F(StateRoundTrip, AGpuModelFollowsTheSameRules) {
     std::vector<float> bad = s;
     bad[counts[0]] = -1.0f;
     EXPECT_EQ(snn_set_state(model.get(), bad.data(), bad.size()), SNN_ERR_INVALID_ARGUMENT);
-    EXPECT_TRUE(bit_equal(state_of(model.get()), s));
+    EXPECT_TRUE(bit_equal(get_state(model.get()), s));
 }
 
 // Overwrites the I64 value of tensor `name` in a model file's bytes.
@@ -316,7 +283,7 @@ void poke_i64(Bytes &file, const std::string &name, int64_t value) {
 // A file agrees with the setter: a negative count is refused naming it, and a
 // count above 2^24 (PyTorch counts in int64) is held as 2^24.
 TEST_F(StateRoundTrip, AFilesCountsFollowTheSameRule) {
-    Model model = create("input 3; dense 2; batchnorm");
+    Model model = make_model("input 3; dense 2; batchnorm");
     Bytes b = save_to_buffer(model.get());
     poke_i64(b, "layers.2.num_batches_tracked", -1);
     snn_model *loaded = nullptr;
@@ -329,7 +296,7 @@ TEST_F(StateRoundTrip, AFilesCountsFollowTheSameRule) {
     poke_i64(b, "layers.2.num_batches_tracked", int64_t(1) << 40);
     ASSERT_EQ(snn_model_load_from_buffer(b.data(), b.size(), &loaded), SNN_OK) << snn_last_error();
     Model big(loaded);
-    EXPECT_EQ(state_of(loaded).back(), 16777216.0f);
+    EXPECT_EQ(get_state(loaded).back(), 16777216.0f);
 }
 
 }  // namespace

@@ -152,6 +152,26 @@ inline std::vector<float> parameters(const snn_model *m) {
     return p;
 }
 
+inline std::vector<float> state_of(const snn_model *m) {
+    size_t n = 0;
+    CHECK_OK(snn_state_count(m, &n));
+    std::vector<float> s(n);
+    if (n) CHECK_OK(snn_get_state(m, s.data(), n));
+    return s;
+}
+
+inline std::vector<float> outputs_of(const snn_forward_cache *f, size_t count) {
+    std::vector<float> y(count);
+    CHECK_OK(snn_get_outputs(f, y.data(), count));
+    return y;
+}
+
+inline std::vector<float> gradients_of(const snn_backward_cache *b, size_t count) {
+    std::vector<float> g(count);
+    CHECK_OK(snn_get_gradients(b, g.data(), count));
+    return g;
+}
+
 // A small reproducible generator (splitmix64), independent of the platform.
 class Random {
 public:

@@ -44,20 +44,6 @@ const int64_t kProbe = 8;  // rows of the long batch compared with the CPU
         }                                                                               \
     } while (0)
 
-std::vector<float> state_of(const snn_model *m) {
-    size_t n = 0;
-    CHECK_OK(snn_state_count(m, &n));
-    std::vector<float> s(n);
-    CHECK_OK(snn_get_state(m, s.data(), n));
-    return s;
-}
-
-std::vector<float> outputs_of(const snn_forward_cache *f, size_t count) {
-    std::vector<float> y(count);
-    CHECK_OK(snn_get_outputs(f, y.data(), count));
-    return y;
-}
-
 // A CPU model holding `params` and `state`.
 Model cpu_copy(const char *spec, const std::vector<float> &params, const std::vector<float> &state) {
     Model m = make_model(spec, 1);

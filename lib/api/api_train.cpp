@@ -273,10 +273,9 @@ SNN_API snn_status snn_optimiser_create(const snn_model *model, snn_optimiser_ki
     return guarded(__func__, [&] {
         need(model, "model");
         need(out, "out");
-        if (kind < SNN_OPTIMISER_SGD || kind > SNN_OPTIMISER_RMSPROP)
-            fail(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind %d (expected SNN_OPTIMISER_SGD, _ADAM, _ADAMW or _RMSPROP)", kind);
+        const OptimiserDesc &d = optimiser_of(kind);
         auto opt = std::make_unique<snn_optimiser>();
-        optimiser_init(opt->o, model->m, static_cast<OptKind>(kind));
+        optimiser_init(opt->o, model->m, d.kind);
         *out = opt.release();
     });
 }

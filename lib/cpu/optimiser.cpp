@@ -11,26 +11,43 @@ namespace snn {
 
 namespace {
 
-// __restrict: parameters, gradient and moments never overlap, so the loops
-// vectorise; each is compiled for AVX2 and the baseline.
+// One loop per optimiser over its math.h update. __restrict: parameters,
+// gradient and state never overlap, so the loops vectorise; each is
+// compiled for AVX2 and the baseline.
+using OptLoop = void (*)(const OptStep s, size_t count, float *__restrict p,
+                         const float *__restrict g, float *__restrict m, float *__restrict v);
+
 SNN_MULTIVERSION
 void sgd_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-              float *__restrict m) {
-    for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i);
+              float *__restrict m, float *__restrict) {
+    for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i, nullptr);
 }
 
 SNN_MULTIVERSION
-void adam_loop(const OptStep s, int decoupled, size_t count, float *__restrict p,
-               const float *__restrict g, float *__restrict m, float *__restrict v) {
-    for (size_t i = 0; i < count; ++i) adam_update(s, decoupled, p + i, g[i], m + i, v + i);
+void adam_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
+               float *__restrict m, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) adam_update(s, p + i, g[i], m + i, v + i);
+}
+
+SNN_MULTIVERSION
+void adamw_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
+                float *__restrict m, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) adamw_update(s, p + i, g[i], m + i, v + i);
 }
 
 SNN_MULTIVERSION
 void rmsprop_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-                  float *__restrict v) {
-    for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], v + i);
+                  float *__restrict, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], nullptr, v + i);
 }
 
+const OptLoop kLoops[] = {
+#define SNN_CPU_OPTIMISER_ENTRY(name, id) &name##_loop,
+    SNN_OPTIMISER_LIST(SNN_CPU_OPTIMISER_ENTRY)
+#undef SNN_CPU_OPTIMISER_ENTRY
+};
+
+static_assert(sizeof(kLoops) / sizeof(kLoops[0]) == kOptimiserCount, "one loop per optimiser");
 
 // Moments of parameters whose gradient stays zero (dead units, constant
 // pixels) decay into subnormal floats, which cost the processor microcode
@@ -47,7 +64,7 @@ private:
 };
 
 struct OptJob {
-    OptKind kind;
+    OptLoop loop;
     const OptStep *step;
     size_t count;
     float *p;
@@ -64,12 +81,7 @@ void optimiser_worker(void *ctx, int32_t worker, int32_t workers) {
     const size_t n = size_t(e - b);
     float *m = j.m ? j.m + b : nullptr, *v = j.v ? j.v + b : nullptr;
     FlushSubnormals flush;
-    switch (j.kind) {
-        case OptKind::sgd: sgd_loop(*j.step, n, j.p + b, j.g + b, m); break;
-        case OptKind::adam: adam_loop(*j.step, 0, n, j.p + b, j.g + b, m, v); break;
-        case OptKind::adamw: adam_loop(*j.step, 1, n, j.p + b, j.g + b, m, v); break;
-        case OptKind::rmsprop: rmsprop_loop(*j.step, n, j.p + b, j.g + b, v); break;
-    }
+    j.loop(*j.step, n, j.p + b, j.g + b, m, v);
 }
 
 // Parameters per worker below which one thread does the update.
@@ -79,7 +91,7 @@ constexpr size_t kParallelUpdate = size_t(1) << 15;
 
 void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &step, size_t count,
                                 float *p, const float *g, float *m, float *v) {
-    OptJob job{kind, &step, count, p, g, m, v};
+    OptJob job{kLoops[size_t(kind)], &step, count, p, g, m, v};
     size_t workers = count / kParallelUpdate;
     if (workers > size_t(cpu_threads())) workers = size_t(cpu_threads());
     parallel_run(workers < 1 ? 1 : int32_t(workers), optimiser_worker, &job);

@@ -17,6 +17,7 @@
 
 #include "engine/math.h"
 #include "ops/op_list.h"
+#include "engine/optimisers.h"
 
 namespace snn {
 
@@ -39,8 +40,6 @@ struct ConvDims {
 struct PoolDims {
     int64_t c, hin, win, hout, wout, kh, kw, sh, sw;
 };
-
-enum class OptKind : int32_t { sgd = 1, adam = 2, adamw = 3, rmsprop = 4 };
 
 // A per-cache execution context: on CUDA a stream with its cuBLAS/cuDNN
 // handles, an event and a pinned staging buffer; on the CPU nothing.

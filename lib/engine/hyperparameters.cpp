@@ -5,18 +5,19 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/optimisers.h"
 
 namespace snn {
 
 const Hyperparameter kHyperparameters[8] = {
-    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate"},
-    {SNN_HP_MOMENTUM, "momentum", "momentum"},
-    {SNN_HP_NESTEROV, "nesterov", "nesterov"},
-    {SNN_HP_BETA1, "beta1", "beta1"},
-    {SNN_HP_BETA2, "beta2", "beta2"},
-    {SNN_HP_EPSILON, "epsilon", "epsilon"},
-    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay"},
-    {SNN_HP_ALPHA, "alpha", "alpha"},
+    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate", &Optimiser::lr},
+    {SNN_HP_MOMENTUM, "momentum", "momentum", &Optimiser::momentum},
+    {SNN_HP_NESTEROV, "nesterov", "nesterov", &Optimiser::nesterov},
+    {SNN_HP_BETA1, "beta1", "beta1", &Optimiser::beta1},
+    {SNN_HP_BETA2, "beta2", "beta2", &Optimiser::beta2},
+    {SNN_HP_EPSILON, "epsilon", "epsilon", &Optimiser::eps},
+    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay", &Optimiser::weight_decay},
+    {SNN_HP_ALPHA, "alpha", "alpha", &Optimiser::alpha},
 };
 
 namespace {
@@ -25,20 +26,6 @@ const Hyperparameter &find(snn_hyperparameter id) {
     for (const Hyperparameter &h : kHyperparameters)
         if (h.id == id) return h;
     fail(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter %d", id);
-}
-
-// Where a hyperparameter held as a double lives; nesterov is a flag.
-double Optimiser::*field(snn_hyperparameter id) {
-    switch (id) {
-        case SNN_HP_LEARNING_RATE: return &Optimiser::lr;
-        case SNN_HP_MOMENTUM: return &Optimiser::momentum;
-        case SNN_HP_BETA1: return &Optimiser::beta1;
-        case SNN_HP_BETA2: return &Optimiser::beta2;
-        case SNN_HP_EPSILON: return &Optimiser::eps;
-        case SNN_HP_WEIGHT_DECAY: return &Optimiser::weight_decay;
-        case SNN_HP_ALPHA: return &Optimiser::alpha;
-        default: return nullptr;
-    }
 }
 
 const Hyperparameter &applicable(snn_hyperparameter id, OptKind kind) {
@@ -59,33 +46,20 @@ void check_range(const Hyperparameter &h, double value, double lo, double hi, bo
 }  // namespace
 
 bool hyperparameter_applies(snn_hyperparameter id, OptKind kind) {
-    const bool sgd = kind == OptKind::sgd, adam = kind == OptKind::adam || kind == OptKind::adamw;
-    switch (id) {
-        case SNN_HP_LEARNING_RATE:
-        case SNN_HP_WEIGHT_DECAY: return true;
-        case SNN_HP_MOMENTUM:
-        case SNN_HP_NESTEROV: return sgd;
-        case SNN_HP_BETA1:
-        case SNN_HP_BETA2: return adam;
-        case SNN_HP_EPSILON: return !sgd;
-        case SNN_HP_ALPHA: return kind == OptKind::rmsprop;
-        default: return false;
-    }
+    for (const HyperparameterDefault &h : optimiser_desc(kind).hyperparameters)
+        if (h.id == id && id != 0) return true;
+    return false;
 }
 
-const char *optimiser_kind_name(OptKind kind) {
-    switch (kind) {
-        case OptKind::sgd: return "SGD";
-        case OptKind::adam: return "Adam";
-        case OptKind::adamw: return "AdamW";
-        default: return "RMSProp";
-    }
+const char *optimiser_kind_name(OptKind kind) { return optimiser_desc(kind).name; }
+
+void set_default_hyperparameters(Optimiser &o) {
+    for (const HyperparameterDefault &h : optimiser_desc(o.kind).hyperparameters)
+        if (h.id != 0) o.*find(h.id).field = h.value;
 }
 
 double get_hyperparameter(const Optimiser &o, snn_hyperparameter id) {
-    applicable(id, o.kind);
-    if (id == SNN_HP_NESTEROV) return o.nesterov ? 1.0 : 0.0;
-    return o.*field(id);
+    return o.*applicable(id, o.kind).field;
 }
 
 void set_hyperparameter(Optimiser &o, snn_hyperparameter id, double value) {
@@ -118,13 +92,12 @@ void set_hyperparameter(Optimiser &o, snn_hyperparameter id, double value) {
                 fail(SNN_ERR_INVALID_ARGUMENT, "nesterov must be 0 or 1, got %g", value);
             if (value == 1.0 && o.momentum == 0.0)
                 fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (set SNN_HP_MOMENTUM first)");
-            o.nesterov = value == 1.0;
-            return;
+            break;
         default:  // beta1, beta2, alpha
             check_range(h, value, 0.0, 1.0, true, "");
             break;
     }
-    o.*field(id) = value;
+    o.*h.field = value;
 }
 
 }  // namespace snn

@@ -21,6 +21,7 @@ struct Hyperparameter {
     snn_hyperparameter id;
     const char *key;    // in checkpoints: metadata "optimiser.<key>"
     const char *label;  // in messages
+    double Optimiser::*field;
 };
 
 // Every hyperparameter, in the order checkpoints apply them: the learning
@@ -28,8 +29,13 @@ struct Hyperparameter {
 // checks involve the one set earlier.
 extern const Hyperparameter kHyperparameters[8];
 
+// Whether the kind has the hyperparameter: its descriptor lists it
+// (engine/optimisers.h).
 bool hyperparameter_applies(snn_hyperparameter id, OptKind kind);
-const char *optimiser_kind_name(OptKind kind);  // "SGD", "Adam", "AdamW", "RMSProp"
+const char *optimiser_kind_name(OptKind kind);  // the descriptor's name: "SGD", "AdamW", ...
+
+// Sets every hyperparameter of o's kind to the kind's default.
+void set_default_hyperparameters(Optimiser &o);
 
 // The current value. Throws SNN_ERR_INVALID_ARGUMENT for an unknown id or
 // one the optimiser's kind lacks.

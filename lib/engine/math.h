@@ -259,9 +259,14 @@ struct OptStep {
     int32_t nesterov, first_step;
 };
 
+// Every update has the signature of its backends' loops:
+//   <name>_update(step, &parameter, gradient, &m, &v)
+// with m and v the element's state; an update touches only the state its
+// descriptor keeps (engine/optimisers.h), so the others may be null.
+
 // SGD with momentum (PyTorch's form): b = mu b + g ; p -= lr (g + mu b) if
 // Nesterov else lr b. On the first step b = g.
-SNN_HD void sgd_update(const OptStep &s, float *p, float g, float *b) {
+SNN_HD void sgd_update(const OptStep &s, float *p, float g, float *b, float *) {
     g += s.weight_decay * *p;
     if (s.momentum != 0.0f) {
         float buf = s.first_step ? g : s.momentum * *b + g;
@@ -276,7 +281,7 @@ SNN_HD void sgd_update(const OptStep &s, float *p, float g, float *b) {
 // exactly, whatever the rounding of beta.
 
 // Adam (L2 decay folded into g) and AdamW (decoupled decay p -= lr wd p).
-SNN_HD void adam_update(const OptStep &s, int decoupled, float *p, float g, float *m, float *v) {
+SNN_HD void adam_rule(const OptStep &s, bool decoupled, float *p, float g, float *m, float *v) {
     if (decoupled) {
         *p -= s.lr_weight_decay * *p;
     } else {
@@ -289,8 +294,16 @@ SNN_HD void adam_update(const OptStep &s, int decoupled, float *p, float g, floa
     *p -= s.lr * mhat / (sqrtf(vhat) + s.eps);
 }
 
+SNN_HD void adam_update(const OptStep &s, float *p, float g, float *m, float *v) {
+    adam_rule(s, false, p, g, m, v);
+}
+
+SNN_HD void adamw_update(const OptStep &s, float *p, float g, float *m, float *v) {
+    adam_rule(s, true, p, g, m, v);
+}
+
 // RMSProp (PyTorch's form): v = a v + (1 - a) g^2 ; p -= lr g / (sqrt(v) + eps)
-SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *v) {
+SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *, float *v) {
     g += s.weight_decay * *p;
     *v += s.one_minus_alpha * (g * g - *v);
     *p -= s.lr * g / (sqrtf(*v) + s.eps);

@@ -226,9 +226,10 @@ struct Optimiser {
     uint64_t model_id = 0, placement = 0;
     Backend *backend = nullptr;
     OptKind kind = OptKind::adam;
-    double lr = 1e-3, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
-           alpha = 0.99;
-    int32_t nesterov = 0;
+    // The hyperparameters (engine/hyperparameters.h); those the kind has
+    // start at its defaults (engine/optimisers.h). nesterov is 0 or 1.
+    double lr = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, alpha = 0,
+           nesterov = 0;
     int64_t steps = 0;
     size_t count = 0;
     // For reset, ordered after the steps queued so far; steps run on the

@@ -2,7 +2,9 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/hyperparameters.h"
 #include "engine/network.h"
+#include "engine/optimisers.h"
 
 namespace snn {
 
@@ -13,16 +15,12 @@ void optimiser_init(Optimiser &o, const Model &model, OptKind kind) {
     o.backend = &be;
     o.kind = kind;
     o.count = model.net.param_count;
-    switch (kind) {  // PyTorch's defaults
-        case OptKind::sgd: o.lr = 0.01; break;
-        case OptKind::adam: o.lr = 1e-3; break;
-        case OptKind::adamw: o.lr = 1e-3; o.weight_decay = 0.01; break;
-        case OptKind::rmsprop: o.lr = 0.01; break;
-    }
+    set_default_hyperparameters(o);
     o.stream = OwnedStream(be, 0, false);
+    const OptimiserDesc &d = optimiser_desc(kind);
     const size_t bytes = o.count * sizeof(float);
-    if (kind != OptKind::rmsprop) o.m = DeviceBuffer(be, bytes);
-    if (kind != OptKind::sgd) o.v = DeviceBuffer(be, bytes);
+    if (d.has_m) o.m = DeviceBuffer(be, bytes);
+    if (d.has_v) o.v = DeviceBuffer(be, bytes);
     optimiser_reset(o);
 }
 
@@ -66,7 +64,7 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     s.one_minus_alpha = float(1.0 - o.alpha);
     s.bias_correction1 = float(1.0 - std::pow(o.beta1, double(t)));
     s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
-    s.nesterov = o.nesterov;
+    s.nesterov = o.nesterov != 0.0;
     s.first_step = o.steps == 0;
     // The model's stream already waits for the passes queued on caches
     // (see Model); the step reads the gradient once backprop wrote it.

@@ -65,7 +65,10 @@ const std::map<std::string, std::string> kKernelCases = {
     {"mse_kernel", "Losses.Mse"},
     {"finish_sum_kernel", "Losses.Mse"},
     {"xent_kernel", "Losses.CrossEntropy"},
-    {"optimiser_kernel", "Optimisers.Step"},
+    {"sgd_kernel", "Optimisers.Step"},
+    {"adam_kernel", "Optimisers.Step"},
+    {"adamw_kernel", "Optimisers.Step"},
+    {"rmsprop_kernel", "Optimisers.Step"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {
@@ -720,7 +723,7 @@ OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weig
 
 // Per element the same math.h rule: the same bits.
 TEST(Optimisers, Step) {
-    Launched launched({"optimiser_kernel"});
+    Launched launched({"sgd_kernel", "adam_kernel", "adamw_kernel", "rmsprop_kernel"});
     const struct {
         OptKind kind;
         OptStep step;

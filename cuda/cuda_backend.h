@@ -87,10 +87,7 @@ public:
 
     const OpKernels *kernels(OpKind kind) const override;
 
-    void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t, float *dy,
-                  float *loss) override;
-    void xent_loss(Stream *s, int64_t n, int64_t k, const float *y, const int32_t *labels,
-                   float *dy, float *loss) override;
+    LossKernel loss_kernel(LossKind kind) const override;
 
     void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
                         const float *grads, float *m, float *v) override;

@@ -28,6 +28,15 @@ __global__ void finish_sum_kernel(const float *partials, unsigned int blocks, fl
     if (threadIdx.x == 0) *loss = total * scale;
 }
 
+// The second pass: *loss = scale * (sum of the first pass's partials).
+void finish_sum(CudaStream &cs, unsigned int blocks, float scale, float *loss) {
+    SNN_LAUNCH(finish_sum_kernel, 1, kThreads, cs.stream, cs.partials, blocks, scale, loss);
+    check_launch("loss sum kernel");
+}
+
+// The CUDA stream of a loss's call, checked to belong to its backend.
+CudaStream &stream_of(const LossArgs &a) { return static_cast<CudaBackend &>(*a.be).use(a.s); }
+
 // MSE over all count = n*k elements:
 //   loss = sum (y - t)^2 / count ;  dy = 2 (y - t) / count
 __global__ void mse_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
@@ -63,33 +72,36 @@ __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, in
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-}  // namespace
-
-void CudaBackend::mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t,
-                           float *dy, float *loss) {
-    CudaStream &cs = use(s);
-    const size_t count = static_cast<size_t>(n * k);
-    if (count == 0) raise(SNN_ERR_INTERNAL, "mse_loss of an empty batch");
+void loss_mse(const LossArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const size_t count = static_cast<size_t>(a.n * a.k);
     const unsigned int blocks = reduce_blocks(count);
-    SNN_LAUNCH(mse_kernel, blocks, kThreads, cs.stream, y, t, dy, count, 1.0f / (float)count,
+    const float inv = 1.0f / (float)count;
+    SNN_LAUNCH(mse_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, inv,
                cs.partials);
     check_launch("mse_loss kernel");
-    SNN_LAUNCH(finish_sum_kernel, 1, kThreads, cs.stream, cs.partials, blocks, 1.0f / (float)count,
-               loss);
-    check_launch("mse_loss sum kernel");
+    finish_sum(cs, blocks, inv, a.loss);
 }
 
-void CudaBackend::xent_loss(Stream *s, int64_t n, int64_t k, const float *y, const int32_t *labels,
-                            float *dy, float *loss) {
-    CudaStream &cs = use(s);
-    if (n <= 0 || k <= 0) raise(SNN_ERR_INTERNAL, "xent_loss of an empty batch");
-    const unsigned int blocks = reduce_blocks(static_cast<size_t>(n));
-    SNN_LAUNCH(xent_kernel, blocks, kThreads, cs.stream, y, labels, dy, n, k, 1.0f / (float)n,
+void loss_logit_crossentropy(const LossArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const unsigned int blocks = reduce_blocks(static_cast<size_t>(a.n));
+    const float inv = 1.0f / (float)a.n;
+    SNN_LAUNCH(xent_kernel, blocks, kThreads, cs.stream, a.y, a.labels, a.dy, a.n, a.k, inv,
                cs.partials);
     check_launch("xent_loss kernel");
-    SNN_LAUNCH(finish_sum_kernel, 1, kThreads, cs.stream, cs.partials, blocks, 1.0f / (float)n,
-               loss);
-    check_launch("xent_loss sum kernel");
+    finish_sum(cs, blocks, inv, a.loss);
+}
+
+}  // namespace
+
+LossKernel CudaBackend::loss_kernel(LossKind kind) const {
+    static const LossKernel table[] = {
+#define SNN_CUDA_LOSS_ENTRY(name, id) &loss_##name,
+        SNN_LOSS_LIST(SNN_CUDA_LOSS_ENTRY)
+#undef SNN_CUDA_LOSS_ENTRY
+    };
+    return table[static_cast<size_t>(kind)];
 }
 
 }  // namespace cu

@@ -147,21 +147,6 @@ SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
     return guarded(__func__, [&] {
         check_backprop(bwd, fwd, model);
         BackwardCache &b = bwd->c;
-        const int64_t n = fwd->c.forward_batch;
-        // What the backward cache holds for the loss, and the batch it was set for.
-        auto check_set = [n](int64_t set_batch, const char *what, const char *setter) {
-            if (set_batch < 0)
-                fail(SNN_ERR_STATE, "no %s are set on the backward cache (call %s first)", what, setter);
-            if (set_batch != n)
-                fail(SNN_ERR_STATE, "%s are set for a batch of %lld but the forward batch is %lld (call %s again)",
-                     what, (long long)set_batch, (long long)n, setter);
-        };
-        if (loss == SNN_LOSS_MSE)
-            check_set(b.targets_batch, "targets", "snn_set_targets");
-        else if (loss == SNN_LOSS_LOGIT_CROSSENTROPY)
-            check_set(b.labels_batch, "labels", "snn_set_labels");
-        else
-            fail(SNN_ERR_INVALID_ARGUMENT, "unknown loss %d (expected SNN_LOSS_MSE or SNN_LOSS_LOGIT_CROSSENTROPY)", loss);
         float value = 0.0f;
         backprop_loss(b, fwd->c, model->m, loss, loss_value ? &value : nullptr);
         if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the loss or a gradient is NaN or Inf");

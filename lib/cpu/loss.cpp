@@ -1,33 +1,47 @@
-// Losses on the CPU: loops over engine/math.h.
+// Losses on the CPU: loops over engine/math.h, one function per line of
+// SNN_LOSS_LIST (engine/losses.h).
 #include "cpu/cpu_backend.h"
 
 namespace snn {
 
+namespace {
+
 // L = sum (y - t)^2 / (n k) ; dy = 2 (y - t) / (n k)
-void CpuBackend::mse_loss(Stream *, int64_t n, int64_t k, const float *y, const float *t,
-                          float *dy, float *loss) {
-    const int64_t count = n * k;
+void loss_mse(const LossArgs &a) {
+    const int64_t count = a.n * a.k;
     const float inv = 1.0f / float(count);
     double sum = 0.0;
     for (int64_t i = 0; i < count; ++i) {
-        sum += mse_term(y[i], t[i]);
-        dy[i] = mse_grad(y[i], t[i], inv);
+        sum += mse_term(a.y[i], a.targets[i]);
+        a.dy[i] = mse_grad(a.y[i], a.targets[i], inv);
     }
-    *loss = float(sum / double(count));
+    *a.loss = float(sum / double(count));
 }
 
 // L = mean over rows of -log softmax(y)[label] ; dy = (softmax(y) - onehot) / n
-void CpuBackend::xent_loss(Stream *, int64_t n, int64_t k, const float *y, const int32_t *labels,
-                           float *dy, float *loss) {
+void loss_logit_crossentropy(const LossArgs &a) {
+    const int64_t n = a.n, k = a.k;
     const float inv = 1.0f / float(n);
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-        const float *row = y + i * k;
+        const float *row = a.y + i * k;
+        const int32_t label = a.labels[i];
         const XentRow r = xent_row(row, k);
-        sum += double(xent_row_loss(r, row[labels[i]]));
-        for (int64_t j = 0; j < k; ++j) dy[i * k + j] = xent_grad(r, row[j], j, labels[i], inv);
+        sum += double(xent_row_loss(r, row[label]));
+        for (int64_t j = 0; j < k; ++j) a.dy[i * k + j] = xent_grad(r, row[j], j, label, inv);
     }
-    *loss = float(sum / double(n));
+    *a.loss = float(sum / double(n));
+}
+
+}  // namespace
+
+LossKernel CpuBackend::loss_kernel(LossKind kind) const {
+    static const LossKernel table[] = {
+#define SNN_CPU_LOSS_ENTRY(name, id) &loss_##name,
+        SNN_LOSS_LIST(SNN_CPU_LOSS_ENTRY)
+#undef SNN_CPU_LOSS_ENTRY
+    };
+    return table[size_t(kind)];
 }
 
 }  // namespace snn

@@ -15,9 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/losses.h"
 #include "engine/math.h"
-#include "ops/op_list.h"
 #include "engine/optimisers.h"
+#include "ops/op_list.h"
 
 namespace snn {
 
@@ -110,12 +111,9 @@ public:
     // its ops). Ops with generic kernels (ops/op.h) are not asked for.
     virtual const OpKernels *kernels(OpKind kind) const = 0;
 
-    // ---- losses: write dy = dL/dy and *loss (one device float) -----------
-    virtual void mse_loss(Stream *s, int64_t n, int64_t k, const float *y, const float *t,
-                          float *dy, float *loss) = 0;
-    // labels validated on upload (0 <= label < k)
-    virtual void xent_loss(Stream *s, int64_t n, int64_t k, const float *y,
-                           const int32_t *labels, float *dy, float *loss) = 0;
+    // ---- losses (engine/losses.h) -----------------------------------------
+    // This backend's kernel of a loss; every backend has every loss.
+    virtual LossKernel loss_kernel(LossKind kind) const = 0;
 
     // ---- optimisers: one fused pass over `count` parameters ---------------
     // m and v are the optimiser state (v unused by SGD; m unused by RMSProp).

@@ -584,18 +584,37 @@ void finish_backward(BackwardCache &b, ForwardCache &f, const Model &m) {
 
 }  // namespace
 
+void check_loss_inputs(const BackwardCache &b, const LossDesc &d, int64_t n) {
+    const bool targets = d.input == LossInput::targets;
+    const int64_t set = targets ? b.targets_batch : b.labels_batch;
+    const char *what = targets ? "targets" : "labels";
+    const char *setter = targets ? "snn_set_targets" : "snn_set_labels";
+    if (set < 0)
+        fail(SNN_ERR_STATE, "no %s are set on the backward cache (call %s first)", what, setter);
+    if (set != n)
+        fail(SNN_ERR_STATE, "%s are set for a batch of %lld but the forward batch is %lld (call %s again)",
+             what, (long long)set, (long long)n, setter);
+}
+
 void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t loss, float *loss_host) {
+    const LossDesc &d = loss_of(loss);
+    check_loss_inputs(b, d, f.forward_batch);
     Backend &be = *b.backend;
     Stream *s = b.stream.get();
-    const int64_t n = f.forward_batch, k = m.net.output().size();
+    const int64_t n = f.forward_batch;
     be.wait(s, f.stream.get());
     be.wait_mark(s, m.stream.get());
-    const float *y = f.acts.back();
-    float *dy = b.deltas.back();
-    if (loss == SNN_LOSS_MSE)
-        be.mse_loss(s, n, k, y, b.targets.f(), dy, b.loss.f());
-    else
-        be.xent_loss(s, n, k, y, b.labels.i32(), dy, b.loss.f());
+    LossArgs a;
+    a.be = &be;
+    a.s = s;
+    a.n = n;
+    a.k = m.net.output().size();
+    a.y = f.acts.back();
+    a.targets = b.targets.f();
+    a.labels = b.labels.i32();
+    a.dy = b.deltas.back();
+    a.loss = b.loss.f();
+    be.loss_kernel(d.kind)(a);
     backward_layers(b, f, m, n);
     float value = 0.0f;
     if (loss_host || check_finite_enabled()) be.download(s, &value, b.loss.get(), sizeof(float));

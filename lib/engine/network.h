@@ -217,7 +217,11 @@ struct BackwardCache {
 void backward_cache_init(BackwardCache &c, const Model &m, int64_t max_batch);
 // As forward_cache_follow, keeping targets, labels and the last gradient.
 void backward_cache_follow(BackwardCache &c, const Model &m);
-// Loss and gradients; *loss_host written when non-null.
+// Throws SNN_ERR_STATE when the targets or labels the loss reads are not set
+// for a batch of n.
+void check_loss_inputs(const BackwardCache &b, const LossDesc &d, int64_t n);
+// Loss and gradients; *loss_host written when non-null. Throws
+// SNN_ERR_INVALID_ARGUMENT for an unknown loss id and as check_loss_inputs.
 void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t loss, float *loss_host);
 // Gradients from a host gradient of the outputs (count = batch * outputs).
 void backprop_output_grad(BackwardCache &b, ForwardCache &f, const Model &m, const float *grad_host);

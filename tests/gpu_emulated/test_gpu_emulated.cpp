@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <random>
@@ -645,9 +646,41 @@ TEST(Elementwise, AllFinite) {
 
 // ---- losses and optimisers ------------------------------------------------------------
 
+// A loss kernel (engine/losses.h) on one side: dy, then the loss.
+Floats run_loss(Side side, LossKind kind, int64_t n, int64_t k, const Floats &y, const Floats &t,
+                const std::vector<int32_t> &labels, float param = 0.0f) {
+    const size_t count = static_cast<size_t>(n * k);
+    Buffer<float> yb(side, y), tb(side, t.empty() ? Floats(1) : t), dy(side, nans(count)),
+        loss(side, nans(1));
+    Buffer<int32_t> lb(side, labels.empty() ? std::vector<int32_t>(1) : labels);
+    LossArgs a;
+    a.be = side.be;
+    a.s = side.s;
+    a.n = n;
+    a.k = k;
+    a.y = yb.get();
+    a.targets = tb.get();
+    a.labels = lb.get();
+    a.param = param;
+    a.dy = dy.get();
+    a.loss = loss.get();
+    side.be->loss_kernel(kind)(a);
+    Floats out = dy.read();
+    out.push_back(loss.read()[0]);
+    return out;
+}
+
 // The loss is summed in float per block and thread, then as trees: against
-// the CPU's double sum within 1e-6 (1 ulp apart at most on these inputs). dy
-// is per element: the same bits.
+// the CPU's double sum within `tolerance` (1 ulp apart at most on these
+// inputs). dy is per element: the same bits.
+void expect_loss_matches_cpu(const std::string &what, const std::function<Floats(Side)> &run,
+                             float tolerance = 1e-6f) {
+    const Floats gpu = under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
+    const Floats cpu = run(cpu_side());
+    expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1), Floats(cpu.begin(), cpu.end() - 1));
+    expect_close(what + " loss", {gpu.back()}, {cpu.back()}, tolerance);
+}
+
 TEST(Losses, Mse) {
     Launched launched({"mse_kernel", "finish_sum_kernel"});
     const struct {
@@ -656,20 +689,8 @@ TEST(Losses, Mse) {
     for (const auto &sh : shapes) {
         const size_t count = static_cast<size_t>(sh.n * sh.k);
         const Floats y = uniform(count, count), t = uniform(count, count + 1);
-        const auto run = [&](Side side) {
-            Buffer<float> yb(side, y), tb(side, t), dy(side, nans(count)), loss(side, nans(1));
-            side.be->mse_loss(side.s, sh.n, sh.k, yb.get(), tb.get(), dy.get(), loss.get());
-            Floats out = dy.read();
-            out.push_back(loss.read()[0]);
-            return out;
-        };
-        const std::string what = "mse " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
-        const Floats gpu =
-            under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
-        const Floats cpu = run(cpu_side());
-        expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1),
-                    Floats(cpu.begin(), cpu.end() - 1));
-        expect_close(what + " loss", {gpu.back()}, {cpu.back()}, 1e-6f);
+        expect_loss_matches_cpu("mse " + std::to_string(sh.n) + "x" + std::to_string(sh.k),
+                                [&](Side side) { return run_loss(side, LossKind::mse, sh.n, sh.k, y, t, {}); });
     }
     launched.check();
 }
@@ -685,21 +706,9 @@ TEST(Losses, CrossEntropy) {
         std::vector<int32_t> labels(sh.n);
         std::mt19937_64 random(count);
         for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
-        const auto run = [&](Side side) {
-            Buffer<float> yb(side, y), dy(side, nans(count)), loss(side, nans(1));
-            Buffer<int32_t> lb(side, labels);
-            side.be->xent_loss(side.s, sh.n, sh.k, yb.get(), lb.get(), dy.get(), loss.get());
-            Floats out = dy.read();
-            out.push_back(loss.read()[0]);
-            return out;
-        };
-        const std::string what = "xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
-        const Floats gpu =
-            under_every_schedule<Floats>(what, [&] { return run(gpu_side()); }, expect_same);
-        const Floats cpu = run(cpu_side());
-        expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1),
-                    Floats(cpu.begin(), cpu.end() - 1));
-        expect_close(what + " loss", {gpu.back()}, {cpu.back()}, 1e-6f);
+        expect_loss_matches_cpu("xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k), [&](Side side) {
+            return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
+        });
     }
     launched.check();
 }

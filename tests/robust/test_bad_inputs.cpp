@@ -259,7 +259,7 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_NULL_ARGUMENT, "fwd is NULL", snn_backprop(w.ba, nullptr, w.a, SNN_LOSS_MSE, &loss));
     ROW(SNN_ERR_NULL_ARGUMENT, "model is NULL", snn_backprop(w.ba, w.fa, nullptr, SNN_LOSS_MSE, &loss));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss 0", snn_backprop(w.ba, w.fa, w.a, 0, &loss));
-    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss 99", snn_backprop(w.ba, w.fa, w.a, 99, &loss));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss 99 (expected one of SNN_LOSS_MSE, SNN_LOSS_LOGIT_CROSSENTROPY", snn_backprop(w.ba, w.fa, w.a, 99, &loss));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss -1", snn_backprop(w.ba, w.fa, w.a, -1, &loss));
     ROW(SNN_ERR_MODEL_MISMATCH, "backward cache was made for another model", snn_backprop(w.bb, w.fa, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
     ROW(SNN_ERR_MODEL_MISMATCH, "forward cache was made for another model", snn_backprop(w.ba, w.fb, w.a, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
@@ -296,7 +296,7 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_NULL_ARGUMENT, "model is NULL", snn_optimiser_create(nullptr, SNN_OPTIMISER_ADAM, &op));
     ROW(SNN_ERR_NULL_ARGUMENT, "out is NULL", snn_optimiser_create(w.a, SNN_OPTIMISER_ADAM, nullptr));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind 0", snn_optimiser_create(w.a, 0, &op));
-    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind 5", snn_optimiser_create(w.a, 5, &op));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind 6", snn_optimiser_create(w.a, 6, &op));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown optimiser kind -1", snn_optimiser_create(w.a, -1, &op));
     ROW(SNN_ERR_NULL_ARGUMENT, "optimiser is NULL", snn_optimiser_set(nullptr, SNN_HP_LEARNING_RATE, 0.1));
     ROW(SNN_ERR_INVALID_ARGUMENT, "unknown hyperparameter 0", snn_optimiser_set(w.adam, 0, 0.1));

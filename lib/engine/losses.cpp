@@ -1,0 +1,47 @@
+// The descriptors of the losses (engine/losses.h), one per line of
+// SNN_LOSS_LIST.
+#include "engine/losses.h"
+
+#include <string>
+
+#include "common/error.h"
+
+namespace snn {
+
+namespace {
+
+constexpr LossParam kNoParam = {nullptr, 0.0, 0.0, 0.0, false};
+
+const LossDesc loss_mse = {LossKind::mse, SNN_LOSS_MSE, "SNN_LOSS_MSE", "mean squared error",
+                           LossInput::targets, kNoParam};
+
+const LossDesc loss_logit_crossentropy = {LossKind::logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY,
+                                          "SNN_LOSS_LOGIT_CROSSENTROPY", "cross-entropy",
+                                          LossInput::labels, kNoParam};
+
+const LossDesc *const kLosses[] = {
+#define SNN_LOSS_ENTRY(name, id) &loss_##name,
+    SNN_LOSS_LIST(SNN_LOSS_ENTRY)
+#undef SNN_LOSS_ENTRY
+};
+
+static_assert(sizeof(kLosses) / sizeof(kLosses[0]) == kLossCount, "one descriptor per loss");
+
+}  // namespace
+
+const LossDesc &loss_desc(LossKind kind) { return *kLosses[size_t(kind)]; }
+
+const LossDesc *find_loss(int32_t id) {
+    for (const LossDesc *d : kLosses)
+        if (d->id == id) return d;
+    return nullptr;
+}
+
+const LossDesc &loss_of(int32_t id) {
+    if (const LossDesc *d = find_loss(id)) return *d;
+    std::string known;
+    for (const LossDesc *d : kLosses) known += std::string(known.empty() ? "" : ", ") + d->constant;
+    fail(SNN_ERR_INVALID_ARGUMENT, "unknown loss %d (expected one of %s)", id, known.c_str());
+}
+
+}  // namespace snn

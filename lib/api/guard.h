@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "device/devices.h"
 #include "engine/network.h"
+#include "engine/transfers.h"
 #include "snn.h"
 
 struct snn_model {
@@ -77,14 +78,6 @@ void check_batch_n(size_t n, int64_t max_batch);
 void check_indices(const int64_t *indices, size_t n, size_t sample_count);
 // With the finite check on, every x[i] is finite ("<what>[i] is nan" otherwise).
 void check_finite_host(const float *x, size_t count, const char *what);
-
-// What a model's state can hold, the one rule of snn_set_state and of model
-// files: every count (num_batches_tracked) is a whole number in [0, 2^24]
-// with a clear sign bit, what a file's I64 count reads back as; running
-// statistics, like parameters, may be any float. Returns the first value of
-// `state` (a host copy of net's state vector, named `what` in the text) that
-// breaks it, described, or "" when none does.
-std::string state_problem(const Network &net, const float *state, const char *what);
 
 // The handle was made for this model (SNN_ERR_MODEL_MISMATCH otherwise).
 // When the model moved to another device since, the handle follows it there

@@ -527,6 +527,20 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
  * respect to the inputs (snn_input_gradients). Off by default. */
 SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled);
 
+/* Sets the parameter of a loss that has one, for the snn_backprop calls of
+ * this cache with that loss; each loss keeps its own value and a new cache
+ * starts from the defaults given with the loss's constant. The value is
+ * stored as given and rounded to float32 when a backprop uses it.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (an unknown loss,
+ * a loss without a parameter, NaN, Inf or a value outside the loss's range;
+ * the message names the range); the value is then left unchanged. */
+SNN_API snn_status snn_set_loss_parameter(snn_backward_cache *cache, snn_loss loss, double value);
+/* Writes the parameter of `loss` on this cache (its default until set) to
+ * *value. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (an
+ * unknown loss or a loss without a parameter). */
+SNN_API snn_status snn_get_loss_parameter(const snn_backward_cache *cache, snn_loss loss,
+                                          double *value);
+
 /* Computes the loss of the last forward pass of `fwd` against the targets or
  * labels set on `bwd`, and the gradient of that loss with respect to every
  * parameter (overwriting, not accumulating). The gradient is exactly the

@@ -142,6 +142,26 @@ SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t ena
     });
 }
 
+SNN_API snn_status snn_set_loss_parameter(snn_backward_cache *cache, snn_loss loss, double value) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        const LossDesc &d = loss_of(loss);
+        check_loss_param(d, value);
+        cache->c.loss_params[size_t(d.kind)] = value;
+    });
+}
+
+SNN_API snn_status snn_get_loss_parameter(const snn_backward_cache *cache, snn_loss loss,
+                                          double *value) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(value, "value");
+        const LossDesc &d = loss_of(loss);
+        loss_param(d);
+        *value = cache->c.loss_params[size_t(d.kind)];
+    });
+}
+
 SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
                                 const snn_model *model, snn_loss loss, float *loss_value) {
     return guarded(__func__, [&] {

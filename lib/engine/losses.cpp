@@ -2,6 +2,8 @@
 // SNN_LOSS_LIST.
 #include "engine/losses.h"
 
+#include <math.h>
+
 #include <string>
 
 #include "common/error.h"
@@ -42,6 +44,19 @@ const LossDesc &loss_of(int32_t id) {
     std::string known;
     for (const LossDesc *d : kLosses) known += std::string(known.empty() ? "" : ", ") + d->constant;
     fail(SNN_ERR_INVALID_ARGUMENT, "unknown loss %d (expected one of %s)", id, known.c_str());
+}
+
+const LossParam &loss_param(const LossDesc &d) {
+    if (!d.param.name) fail(SNN_ERR_INVALID_ARGUMENT, "the %s loss (%s) has no parameter", d.name, d.constant);
+    return d.param;
+}
+
+void check_loss_param(const LossDesc &d, double value) {
+    const LossParam &p = loss_param(d);
+    const bool above_min = p.min_inclusive ? value >= p.min : value > p.min;
+    if (!isfinite(value) || !above_min || value > p.max)
+        fail(SNN_ERR_INVALID_ARGUMENT, "%s of the %s loss must be in %c%g, %g], got %g", p.name, d.name,
+             p.min_inclusive ? '[' : '(', p.min, p.max, value);
 }
 
 }  // namespace snn

@@ -80,5 +80,11 @@ const LossDesc *find_loss(int32_t id);
 // The descriptor of a public id; throws SNN_ERR_INVALID_ARGUMENT naming the
 // known ones when no loss has it.
 const LossDesc &loss_of(int32_t id);
+// The loss's parameter; throws SNN_ERR_INVALID_ARGUMENT when it has none.
+const LossParam &loss_param(const LossDesc &d);
+// Throws SNN_ERR_INVALID_ARGUMENT when the loss has no parameter or `value`
+// is not one it accepts (NaN, infinite, out of range); the message names the
+// loss, the parameter and the range.
+void check_loss_param(const LossDesc &d, double value);
 
 }  // namespace snn

@@ -463,6 +463,7 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.placement = m.placement;
     b.backend = &be;
     b.max_batch = max_batch;
+    for (size_t i = 0; i < kLossCount; ++i) b.loss_params[i] = loss_desc(LossKind(i)).param.default_value;
     const size_t out = size_t(net.output().size());
     const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float),
                                     size_t(max_batch) * sizeof(int32_t));
@@ -507,6 +508,7 @@ void backward_cache_follow(BackwardCache &b, const Model &m) {
     carry(b.input_grad, to.input_grad, b.input_grad_batch, inputs, sizeof(float));
     to.targets_batch = b.targets_batch;
     to.labels_batch = b.labels_batch;
+    std::copy(b.loss_params, b.loss_params + kLossCount, to.loss_params);
     to.want_input_grad = b.want_input_grad;
     to.input_grad_batch = b.input_grad_batch;
     to.grads_batch = b.grads_batch;
@@ -612,6 +614,7 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     a.y = f.acts.back();
     a.targets = b.targets.f();
     a.labels = b.labels.i32();
+    a.param = float(b.loss_params[size_t(d.kind)]);
     a.dy = b.deltas.back();
     a.loss = b.loss.f();
     be.loss_kernel(d.kind)(a);

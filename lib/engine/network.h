@@ -206,6 +206,7 @@ struct BackwardCache {
     std::vector<size_t> owner;        // per node, the node whose memory its output is
     std::vector<char> written;        // per owner, during a pass: its gradient has a value
     int64_t targets_batch = -1, labels_batch = -1;
+    double loss_params[kLossCount] = {};  // per loss, its parameter (from its default)
     bool want_input_grad = false;
     int64_t input_grad_batch = -1;
     int64_t grads_batch = -1;    // batch of the last backprop, -1 when none

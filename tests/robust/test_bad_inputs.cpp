@@ -102,6 +102,7 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     float *fp = nullptr;
     const float *cfp = nullptr;
     float loss = 0;
+    double loss_param = 0;
     char text[256];
     const int32_t gpu = snn_gpu_count() == 0 ? 0 : 1000;  // a GPU that cannot be used
     const float nan_inputs[16] = {0, std::nanf("")};
@@ -253,6 +254,14 @@ TEST(BadInputs, EveryFunctionRejectsBadArgumentsWithItsDocumentedStatusAndMessag
     ROW(SNN_ERR_INVALID_ARGUMENT, "indices[0] = 10", snn_set_labels_gather(w.fresh_b, w.labels.data(), 10, w.idx_past, 1));
     ROW(SNN_ERR_LABEL, "label 5 of sample 0", snn_set_labels_gather(w.fresh_b, w.bad_labels.data(), 10, w.idx_bad_label, 1));
     ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_set_input_gradient(nullptr, 1));
+    ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_set_loss_parameter(nullptr, SNN_LOSS_MSE, 1.0));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss 99", snn_set_loss_parameter(w.fresh_b, 99, 1.0));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "the mean squared error loss (SNN_LOSS_MSE) has no parameter", snn_set_loss_parameter(w.fresh_b, SNN_LOSS_MSE, 1.0));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "the cross-entropy loss (SNN_LOSS_LOGIT_CROSSENTROPY) has no parameter", snn_set_loss_parameter(w.fresh_b, SNN_LOSS_LOGIT_CROSSENTROPY, 1.0));
+    ROW(SNN_ERR_NULL_ARGUMENT, "cache is NULL", snn_get_loss_parameter(nullptr, SNN_LOSS_MSE, &loss_param));
+    ROW(SNN_ERR_NULL_ARGUMENT, "value is NULL", snn_get_loss_parameter(w.fresh_b, SNN_LOSS_MSE, nullptr));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "unknown loss -1", snn_get_loss_parameter(w.fresh_b, -1, &loss_param));
+    ROW(SNN_ERR_INVALID_ARGUMENT, "the mean squared error loss (SNN_LOSS_MSE) has no parameter", snn_get_loss_parameter(w.fresh_b, SNN_LOSS_MSE, &loss_param));
 
     // ---- backprop
     ROW(SNN_ERR_NULL_ARGUMENT, "bwd is NULL", snn_backprop(nullptr, w.fa, w.a, SNN_LOSS_MSE, &loss));

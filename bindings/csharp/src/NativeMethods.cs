@@ -198,6 +198,10 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_input_gradient(BackwardCacheHandle cache, int enabled);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_loss_parameter(BackwardCacheHandle cache, int loss, double value);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_get_loss_parameter(BackwardCacheHandle cache, int loss, out double value);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_backprop(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, int loss, out float lossValue);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_backprop_with_output_gradient(BackwardCacheHandle bwd, ForwardCacheHandle fwd, ModelHandle model, float* outputGradient, UIntPtr count);

@@ -899,6 +899,22 @@ namespace Snn
             Library.Check(NativeMethods.snn_set_input_gradient(Live, enabled ? 1 : 0));
         }
 
+        /// <summary>Sets the parameter of a loss that has one for this cache's backprops
+        /// with it; a loss without one, or a value outside its range (NaN and infinities
+        /// included), throws SnnException with Status.InvalidArgument.</summary>
+        public void SetLossParameter(Loss loss, double value)
+        {
+            Library.Check(NativeMethods.snn_set_loss_parameter(Live, (int)loss, value));
+        }
+
+        /// <summary>The parameter of a loss on this cache: its default until set.</summary>
+        public double LossParameter(Loss loss)
+        {
+            double v;
+            Library.Check(NativeMethods.snn_get_loss_parameter(Live, (int)loss, out v));
+            return v;
+        }
+
         /// <summary>The loss of fwd's last forward pass and its gradient with
         /// respect to every parameter; returns the loss.</summary>
         public float Backprop(ForwardCache fwd, Loss loss)

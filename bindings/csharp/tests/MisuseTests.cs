@@ -79,6 +79,8 @@ namespace Snn.Tests
                 Expect(Status.Batch, () => fwd.Batch = 0);
                 Expect(Status.Batch, () => model.Preallocate(0));
                 Expect(Status.Label, () => bwd.SetLabels(new[] { 0, 2 }));
+                Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.Mse, 1.0));
+                Expect(Status.InvalidArgument, () => bwd.LossParameter(Loss.LogitCrossEntropy));
                 fwd.SetInputs(new float[6]);
                 fwd.Forward();
                 Expect(Status.Count, () => fwd.GetOutputs(new float[3]));

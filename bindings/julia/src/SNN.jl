@@ -47,6 +47,7 @@ const PUBLIC = (
     # forward and backward caches
     :batch_size, :truncate_batch!, :trainmode!, :testmode!, :istraining, :seed!, :rngstate, :rngstate!,
     :by_pointer, :get_gradients, :set_gradients!, :input_gradients!, :input_gradients,
+    :set_loss_parameter!, :loss_parameter,
     # optimisers and checkpoints
     :Optimiser, :update!, :reset!, :step_count, :set_hyperparameter!, :hyperparameter,
     :save_checkpoint, :load_checkpoint,

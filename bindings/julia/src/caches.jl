@@ -251,6 +251,22 @@ end
 "    input_gradients!(cache, true)  — makes `backprop!` also compute the gradient of the inputs."
 input_gradients!(c::BackwardCache, enabled::Bool) = (check(snn_set_input_gradient(c, Int32(enabled))); c)
 
+"""
+    set_loss_parameter!(backward_cache, loss_kind, value)
+    loss_parameter(backward_cache, loss_kind)
+
+The parameter of a loss that has one (`SNN.SNN_LOSS_*`) on this cache, used
+by its `backprop!` calls with that loss (its default until set). A loss
+without one, or a value outside its range, throws an `SNNError`.
+"""
+set_loss_parameter!(c::BackwardCache, loss::Integer, value::Real) =
+    (check(snn_set_loss_parameter(c, Int32(loss), Float64(value))); c)
+function loss_parameter(c::BackwardCache, loss::Integer)
+    v = Ref{Cdouble}(0)
+    check(snn_get_loss_parameter(c, Int32(loss), v))
+    v[]
+end
+
 "The gradient of the loss with respect to the inputs of `fwd`'s last pass, shaped as those inputs (a batch)."
 function input_gradients(c::BackwardCache, fwd::ForwardCache)
     dst = Array{Float32}(undef, (c.input_shape..., batch_size(fwd).batch))

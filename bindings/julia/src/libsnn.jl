@@ -156,6 +156,10 @@ snn_set_labels_gather(cache, labels, sample_count, indices, n) =
           cache, labels, sample_count, indices, n)
 snn_set_input_gradient(cache, enabled) =
     ccall((:snn_set_input_gradient, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, enabled)
+snn_set_loss_parameter(cache, loss, value) =
+    ccall((:snn_set_loss_parameter, libsnn), Cint, (Ptr{Cvoid}, Int32, Cdouble), cache, loss, value)
+snn_get_loss_parameter(cache, loss, value) =
+    ccall((:snn_get_loss_parameter, libsnn), Cint, (Ptr{Cvoid}, Int32, Ptr{Cdouble}), cache, loss, value)
 snn_backprop(bwd, fwd, model, loss, loss_value) =
     ccall((:snn_backprop, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Int32, Ptr{Cfloat}),
           bwd, fwd, model, loss, loss_value)

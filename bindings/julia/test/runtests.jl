@@ -351,6 +351,9 @@ end
         @test reshape(g[1:6], 3, 2)' == dy * x'                          # dL/dW, [out][in]
         @test g[7:8] == vec(sum(dy; dims=2))                              # dL/db
         @test g == Float32[0.5, 1, 1.5, 2.5, 5, 8, 0.5, 3]
+        # neither MSE nor cross-entropy has a parameter
+        @test_throws SNNError SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_MSE, 1.0)
+        @test_throws SNNError SNN.loss_parameter(bwd, SNN.SNN_LOSS_LOGIT_CROSSENTROPY)
         # SimpleNNs' gradient (y - t) is snn's times outputs * batch / 2
         @test reshape(g[1:6], 3, 2)' .* (2 * 2 / 2) == y * x'
         # cross-entropy: the mean over the batch of -log softmax(y)[label]

@@ -1091,6 +1091,22 @@ impl BackwardCache {
         check(unsafe { sys::snn_set_input_gradient(self.ptr(), i32::from(enabled)) })
     }
 
+    /// Sets the parameter of `loss` for this cache's backprops with it. A
+    /// loss without a parameter, or a value outside its range (NaN and
+    /// infinities included), is [`ErrorKind::InvalidArgument`].
+    pub fn set_loss_parameter(&mut self, loss: Loss, value: f64) -> Result<(), Error> {
+        // SAFETY: live handle.
+        check(unsafe { sys::snn_set_loss_parameter(self.ptr(), loss as i32, value) })
+    }
+
+    /// The parameter of `loss` on this cache: its default until set.
+    pub fn loss_parameter(&self, loss: Loss) -> Result<f64, Error> {
+        let mut value = 0f64;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::snn_get_loss_parameter(self.ptr(), loss as i32, &mut value) })?;
+        Ok(value)
+    }
+
     /// Computes the loss of `fwd`'s last pass of `model` and its gradient
     /// with respect to every parameter; returns the loss.
     pub fn backprop(&mut self, fwd: &mut ForwardCache, model: &Model, loss: Loss) -> Result<f32, Error> {

@@ -318,6 +318,10 @@ extern "C" {
     ) -> snn_status;
     /// With enabled = 1, backprop also computes the gradient with respect to the inputs.
     pub fn snn_set_input_gradient(cache: *mut snn_backward_cache, enabled: i32) -> snn_status;
+    /// Sets the parameter of a loss that has one (Huber's delta, ...) on this cache.
+    pub fn snn_set_loss_parameter(cache: *mut snn_backward_cache, loss: snn_loss, value: f64) -> snn_status;
+    /// The parameter of a loss on this cache (its default until set).
+    pub fn snn_get_loss_parameter(cache: *const snn_backward_cache, loss: snn_loss, value: *mut f64) -> snn_status;
     /// The loss of the last forward pass and its gradient with respect to every parameter.
     pub fn snn_backprop(
         bwd: *mut snn_backward_cache,

@@ -151,6 +151,16 @@ fn hyperparameters_out_of_range_are_refused() {
 }
 
 #[test]
+fn a_loss_without_a_parameter_refuses_one() {
+    let model = Model::new("input 1; dense 1").unwrap();
+    let mut bwd = model.preallocate_grads(1).unwrap();
+    assert_eq!(bwd.set_loss_parameter(Loss::Mse, 1.0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let e = bwd.loss_parameter(Loss::LogitCrossEntropy).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("has no parameter"), "{e}");
+}
+
+#[test]
 fn without_a_gpu_requests_fail_cleanly() {
     let mut model = Model::new("input 2; dense 1").unwrap();
     let mut bwd = model.preallocate_grads(1).unwrap();

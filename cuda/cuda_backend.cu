@@ -14,9 +14,9 @@
 
 namespace snn {
 
-// Each op's kernels, defined in its own file (cuda/<op>.cu). Weak: an op
-// without a CUDA file leaves its address null, so kernels() answers that
-// the GPU lacks it. Hidden, so no reference reaches the dynamic symbol
+// Each op's kernels, defined in its own file (cuda/<op>.cu). Weak, by
+// design (unlike the CPU's, which are strong): an op without a CUDA file
+// leaves its address null, so kernels() answers that the GPU lacks it. Hidden, so no reference reaches the dynamic symbol
 // table.
 #define SNN_CUDA_OP_DECLARE(name) \
     extern const OpKernels cuda_op_##name __attribute__((weak, visibility("hidden")));

@@ -82,16 +82,23 @@ void CpuBackend::copy2d(Stream *, void *dst, size_t dst_pitch, const void *src, 
                     row_bytes);
 }
 
-// Each op's CPU kernels, defined in its file (lib/cpu/<op>.cpp); an op without
-// one resolves to null (the CPU, the reference backend, has every op: a
-// model with an op it lacks is refused when made).
-#define SNN_CPU_OP_DECLARE(name) extern const OpKernels cpu_op_##name __attribute__((weak));
+// Each op's CPU kernels, defined in its file (lib/cpu/<op>.cpp). The CPU is
+// the reference backend and has every op, so the references are strong: an
+// op without its cpu_op_<name>, or without the build line of its file, fails
+// the link. Generic ops (SNN_GENERIC_OP_LIST) run their descriptor's kernels
+// on every backend and have no entry; op_kernels() answers for them.
+#define SNN_CPU_OP_DECLARE(name) extern const OpKernels cpu_op_##name;
 SNN_OP_LIST(SNN_CPU_OP_DECLARE)
 #undef SNN_CPU_OP_DECLARE
 
 const OpKernels *CpuBackend::kernels(OpKind kind) const {
+    // A discarded `if constexpr` branch does not reference its symbol.
     static const OpKernels *const table[] = {
-#define SNN_CPU_OP_ENTRY(name) &cpu_op_##name,
+#define SNN_CPU_OP_ENTRY(name)                                  \
+    []() -> const OpKernels * {                                 \
+        if constexpr (op_is_generic(OpKind::name)) return nullptr; \
+        else return &cpu_op_##name;                             \
+    }(),
         SNN_OP_LIST(SNN_CPU_OP_ENTRY)
 #undef SNN_CPU_OP_ENTRY
     };

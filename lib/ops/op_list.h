@@ -1,7 +1,7 @@
 // The registry of ops: one line per op. Each name is an op kind
 // (OpKind::name), its descriptor op_<name> (lib/ops/<file>.cpp) and its
-// kernels on each backend (cpu_op_<name>, cuda_op_<name>). See
-// docs/adding-an-op.md.
+// kernels on each backend (cpu_op_<name>, cuda_op_<name>), unless it is in
+// SNN_GENERIC_OP_LIST. See docs/adding-an-op.md.
 #pragma once
 
 #define SNN_OP_LIST(X) \
@@ -20,6 +20,15 @@
     X(dropout)         \
     X(globalavgpool)
 
+// The ops whose kernels are written on Backend primitives alone
+// (OpDesc::generic), which every backend runs: they have no cpu_op_<name>
+// or cuda_op_<name>. Every other op must define cpu_op_<name>.
+#define SNN_GENERIC_OP_LIST(X) \
+    X(input)                   \
+    X(flatten)                 \
+    X(add)                     \
+    X(concat)
+
 namespace snn {
 
 enum class OpKind : int32_t {
@@ -27,5 +36,13 @@ enum class OpKind : int32_t {
     SNN_OP_LIST(SNN_OP_ENUM)
 #undef SNN_OP_ENUM
 };
+
+constexpr bool op_is_generic(OpKind kind) {
+#define SNN_OP_GENERIC_CASE(name) \
+    if (kind == OpKind::name) return true;
+    SNN_GENERIC_OP_LIST(SNN_OP_GENERIC_CASE)
+#undef SNN_OP_GENERIC_CASE
+    return false;
+}
 
 }  // namespace snn

@@ -57,6 +57,17 @@ __global__ void rmsprop_kernel(OptStep step, size_t count, float *params, const 
     }
 }
 
+__global__ void lion_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
+                            float *) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float p = params[i], mi = m[i];
+        lion_update(step, &p, grads[i], &mi, nullptr);
+        m[i] = mi;
+        params[i] = p;
+    }
+}
+
 using Launcher = void (*)(cudaStream_t st, const OptStep &step, size_t count, float *params,
                           const float *grads, float *m, float *v);
 

@@ -605,7 +605,9 @@ enum {
     SNN_OPTIMISER_SGD = 1,     /* lr 0.01, momentum 0, nesterov 0 */
     SNN_OPTIMISER_ADAM = 2,    /* lr 0.001, beta1 0.9, beta2 0.999, eps 1e-8 */
     SNN_OPTIMISER_ADAMW = 3,   /* as Adam, weight_decay 0.01 (decoupled) */
-    SNN_OPTIMISER_RMSPROP = 4  /* lr 0.01, alpha 0.99, eps 1e-8 */
+    SNN_OPTIMISER_RMSPROP = 4, /* lr 0.01, alpha 0.99, eps 1e-8 */
+    SNN_OPTIMISER_LION = 5     /* lr 1e-4, beta1 0.9, beta2 0.99, weight_decay 0 (decoupled);
+                                  Chen et al. 2023, as the lion-pytorch package */
 };
 
 /* Hyperparameters and their ranges. The updates run in float32, so every
@@ -620,10 +622,10 @@ enum {
     SNN_HP_LEARNING_RATE = 1, /* [0, FLT_MAX] */
     SNN_HP_MOMENTUM = 2,      /* SGD: [0, 1) */
     SNN_HP_NESTEROV = 3,      /* SGD: 0 or 1 (needs momentum > 0) */
-    SNN_HP_BETA1 = 4,         /* Adam(W): [0, 1) */
-    SNN_HP_BETA2 = 5,         /* Adam(W): [0, 1) */
-    SNN_HP_EPSILON = 6,       /* [FLT_MIN, FLT_MAX] */
-    SNN_HP_WEIGHT_DECAY = 7,  /* [0, FLT_MAX]; L2 for SGD/Adam/RMSProp, decoupled for AdamW */
+    SNN_HP_BETA1 = 4,         /* Adam(W), Lion: [0, 1) */
+    SNN_HP_BETA2 = 5,         /* Adam(W), Lion: [0, 1) */
+    SNN_HP_EPSILON = 6,       /* Adam(W), RMSProp: [FLT_MIN, FLT_MAX] */
+    SNN_HP_WEIGHT_DECAY = 7,  /* [0, FLT_MAX]; L2 for SGD/Adam/RMSProp, decoupled for AdamW, Lion */
     SNN_HP_ALPHA = 8          /* RMSProp smoothing: [0, 1) */
 };
 

@@ -41,6 +41,12 @@ void rmsprop_loop(const OptStep s, size_t count, float *__restrict p, const floa
     for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], nullptr, v + i);
 }
 
+SNN_MULTIVERSION
+void lion_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
+               float *__restrict m, float *__restrict) {
+    for (size_t i = 0; i < count; ++i) lion_update(s, p + i, g[i], m + i, nullptr);
+}
+
 const OptLoop kLoops[] = {
 #define SNN_CPU_OPTIMISER_ENTRY(name, id) &name##_loop,
     SNN_OPTIMISER_LIST(SNN_CPU_OPTIMISER_ENTRY)

@@ -252,8 +252,8 @@ SNN_HD float xent_grad(const XentRow &r, float y, int64_t j, int64_t label, floa
 // off by 7e-4).
 struct OptStep {
     float lr, momentum, eps, weight_decay;
-    float lr_weight_decay;                     // lr * weight_decay (AdamW)
-    float one_minus_beta1, one_minus_beta2;    // Adam
+    float lr_weight_decay;                     // lr * weight_decay (AdamW, Lion)
+    float one_minus_beta1, one_minus_beta2;    // Adam, Lion
     float one_minus_alpha;                     // RMSProp
     float bias_correction1, bias_correction2;  // 1 - beta^t (Adam)
     int32_t nesterov, first_step;
@@ -310,3 +310,13 @@ SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *, float *
 }
 
 }  // namespace snn
+// Lion (Chen et al. 2023; the lion-pytorch package's form), decoupled decay:
+// c = b1 m + (1 - b1) g ; p = p (1 - lr wd) - lr sign(c) ; m = b2 m + (1 - b2) g
+// with sign(0) = 0 (and NaN kept).
+SNN_HD void lion_update(const OptStep &s, float *p, float g, float *m, float *) {
+    *p -= s.lr_weight_decay * *p;
+    const float c = *m + s.one_minus_beta1 * (g - *m);
+    *p -= s.lr * (c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : c);
+    *m += s.one_minus_beta2 * (g - *m);
+}
+

@@ -35,6 +35,12 @@ const OptimiserDesc optimiser_rmsprop = {
      {SNN_HP_WEIGHT_DECAY, 0.0}},
     false, true};
 
+const OptimiserDesc optimiser_lion = {
+    OptKind::lion, SNN_OPTIMISER_LION, "SNN_OPTIMISER_LION", "Lion", "lion",
+    {{SNN_HP_LEARNING_RATE, 1e-4}, {SNN_HP_BETA1, 0.9}, {SNN_HP_BETA2, 0.99},
+     {SNN_HP_WEIGHT_DECAY, 0.0}},
+    true, false};
+
 const OptimiserDesc *const kOptimisers[] = {
 #define SNN_OPTIMISER_ENTRY(name, id) &optimiser_##name,
     SNN_OPTIMISER_LIST(SNN_OPTIMISER_ENTRY)

@@ -18,7 +18,8 @@
     X(sgd, SNN_OPTIMISER_SGD)          \
     X(adam, SNN_OPTIMISER_ADAM)        \
     X(adamw, SNN_OPTIMISER_ADAMW)      \
-    X(rmsprop, SNN_OPTIMISER_RMSPROP)
+    X(rmsprop, SNN_OPTIMISER_RMSPROP)  \
+    X(lion, SNN_OPTIMISER_LION)
 
 namespace snn {
 

@@ -102,6 +102,7 @@ int main(void) {
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
         run_case(mlp, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_SGD, 1, 16);
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_RMSPROP, 0, 16);
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_LION, 0, 16);
         run_case(cnn, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1, 16);
         run_case(cnn, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
         run_case("input 784; dense 128 relu; dense 64 relu; dense 10", SNN_LOSS_LOGIT_CROSSENTROPY,

@@ -69,7 +69,8 @@ inline snn_optimiser_kind optimiser_named(const std::string &name) {
         {"sgd", SNN_OPTIMISER_SGD},
         {"adam", SNN_OPTIMISER_ADAM},
         {"adamw", SNN_OPTIMISER_ADAMW},
-        {"rmsprop", SNN_OPTIMISER_RMSPROP}};
+        {"rmsprop", SNN_OPTIMISER_RMSPROP},
+        {"lion", SNN_OPTIMISER_LION}};
     return names.at(name);
 }
 

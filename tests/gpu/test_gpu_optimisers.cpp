@@ -80,6 +80,11 @@ int main() {
         {"rmsprop with weight decay",
          SNN_OPTIMISER_RMSPROP,
          {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_WEIGHT_DECAY, 1e-3}}},
+        {"lion", SNN_OPTIMISER_LION, {{SNN_HP_LEARNING_RATE, 1e-3}}},
+        {"lion with weight decay and betas near 1",
+         SNN_OPTIMISER_LION,
+         {{SNN_HP_LEARNING_RATE, 1e-3}, {SNN_HP_WEIGHT_DECAY, 0.5}, {SNN_HP_BETA1, 0.99999},
+          {SNN_HP_BETA2, 0.999999}}},
     };
     for (const Case &c : cases) compare(c, device);
     return finish("gpu optimisers");

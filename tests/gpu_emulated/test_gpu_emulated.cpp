@@ -70,6 +70,7 @@ const std::map<std::string, std::string> kKernelCases = {
     {"adam_kernel", "Optimisers.Step"},
     {"adamw_kernel", "Optimisers.Step"},
     {"rmsprop_kernel", "Optimisers.Step"},
+    {"lion_kernel", "Optimisers.Step"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {
@@ -732,7 +733,7 @@ OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weig
 
 // Per element the same math.h rule: the same bits.
 TEST(Optimisers, Step) {
-    Launched launched({"sgd_kernel", "adam_kernel", "adamw_kernel", "rmsprop_kernel"});
+    Launched launched({"sgd_kernel", "adam_kernel", "adamw_kernel", "rmsprop_kernel", "lion_kernel"});
     const struct {
         OptKind kind;
         OptStep step;
@@ -770,6 +771,7 @@ TEST(Optimisers, Step) {
 }
 
 // ---- the emulation itself ------------------------------------------------------------
+        {OptKind::lion, step_of(0.0f, 0, 0, 0.01f), true, false, "lion"},
 
 // Kernels of this file only: a barrier reached by some threads of a block.
 __global__ void divergent_barrier_kernel(float *out) {

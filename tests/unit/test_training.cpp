@@ -243,7 +243,7 @@ TEST(Optimiser, OutOfRangeOrForeignHyperparametersAreRefused) {
 
     snn_optimiser *o = nullptr;
     EXPECT_EQ(snn_optimiser_create(m.get(), 0, &o), SNN_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(snn_optimiser_create(m.get(), 5, &o), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(snn_optimiser_create(m.get(), 6, &o), SNN_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(o, nullptr);
 }
 

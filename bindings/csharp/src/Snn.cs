@@ -37,7 +37,7 @@ namespace Snn
 
     public enum Loss { Mse = 1, LogitCrossEntropy = 2 }
 
-    public enum OptimiserKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4 }
+    public enum OptimiserKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Lion = 5 }
 
     public enum Hyperparameter
     {

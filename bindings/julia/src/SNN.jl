@@ -28,7 +28,8 @@ using Libdl
 
 export chain, Static, Model, ForwardCache, BackwardCache, Dataset, SNNError,
        preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters, gradients,
-       MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser
+       MSELoss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser,
+       LionOptimiser
 
 # The rest of the API: used as SNN.name (Flux, NNlib or FileIO export the same
 # names), declared public on Julia 1.11 and later.

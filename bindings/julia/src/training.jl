@@ -176,6 +176,9 @@ step_count(o::Optimiser) = count_query(snn_optimiser_step_count, o, Int64)
     save_checkpoint(path, model, opt)
 
 The model file plus the optimiser's kind, settings, step count and moments,
+"    LionOptimiser(model; lr=1e-4, beta1=0.9, beta2=0.99, weight_decay=0)  — decoupled decay"
+LionOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, weight_decay=nothing) =
+    optimiser(m, SNN_OPTIMISER_LION; lr, beta1, beta2, weight_decay)
 saved atomically: training resumed from it continues bit-identically.
 """
 save_checkpoint(path::AbstractString, m::Model, o::Optimiser) = (check(snn_checkpoint_save(m, o, path)); nothing)

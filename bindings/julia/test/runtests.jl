@@ -673,6 +673,13 @@ end
         set_inputs!(fwd, Float32[1, 2])
         forward!(fwd, model)
         backprop!(bwd, fwd, model, MSELoss(Float32[3]))
+        lion = LionOptimiser(model; weight_decay=0.1)
+        @test SNN.hyperparameter(lion, :lr) == 1e-4
+        @test SNN.hyperparameter(lion, :beta2) == 0.99
+        @test SNN.hyperparameter(lion, :weight_decay) == 0.1
+        e = errorof(() -> SNN.set_hyperparameter!(lion, :eps, 1e-8))     # Lion has no epsilon
+        @test e isa SNNError && e.status == SNN.SNN_ERR_INVALID_ARGUMENT
+        close(lion)
         SNN.update!(model, bwd, adam)
         @test SNN.step_count(adam) == 1
         SNN.reset!(adam)

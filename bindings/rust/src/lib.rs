@@ -1218,6 +1218,9 @@ pub enum OptimiserKind {
 /// A setting of an [`Optimiser`]; each kind accepts the ones PyTorch's
 /// class of the same name has, and refuses the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    /// Lion (Chen et al. 2023, as the `lion-pytorch` package: learning rate
+    /// 1e-4, betas 0.9 and 0.99, decoupled weight decay 0).
+    Lion = 5,
 pub enum Hyperparameter {
     /// The step size, at least 0 (all kinds).
     LearningRate = 1,
@@ -1225,14 +1228,16 @@ pub enum Hyperparameter {
     Momentum = 2,
     /// 1 for Nesterov momentum (needs momentum > 0), 0 for classical (SGD).
     Nesterov = 3,
-    /// Decay of the first moment in [0, 1) (Adam, AdamW).
+    /// Decay of the first moment in [0, 1) (Adam, AdamW); Lion's
+    /// interpolation of the update direction.
     Beta1 = 4,
-    /// Decay of the second moment in [0, 1) (Adam, AdamW).
+    /// Decay of the second moment in [0, 1) (Adam, AdamW); Lion's momentum.
     Beta2 = 5,
     /// Added to the denominator for stability, at least `f32::MIN_POSITIVE`
     /// (Adam, AdamW, RMSprop).
     Epsilon = 6,
-    /// L2 penalty (SGD, Adam, RMSprop) or decoupled decay (AdamW), at least 0.
+    /// L2 penalty (SGD, Adam, RMSprop) or decoupled decay (AdamW, Lion), at
+    /// least 0.
     WeightDecay = 7,
     /// Decay of the squared-gradient average in [0, 1) (RMSprop).
     Alpha = 8,

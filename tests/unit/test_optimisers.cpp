@@ -1,0 +1,148 @@
+// Optimisers added through the registry: Lion, SGD's dampening and clipping
+// by the global gradient norm. Defaults, ranges and refusals, update values
+// computed by hand, and checkpoints that keep every setting and the state.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace snn_test;
+
+namespace {
+
+using Settings = std::vector<std::pair<snn_hyperparameter, double>>;
+
+double hp(const snn_optimiser *o, snn_hyperparameter which) {
+    double v = NAN;
+    EXPECT_EQ(snn_optimiser_get(o, which, &v), SNN_OK) << snn_last_error();
+    return v;
+}
+
+void set_all(snn_optimiser *o, const Settings &settings) {
+    for (const auto &[which, value] : settings)
+        ASSERT_EQ(snn_optimiser_set(o, which, value), SNN_OK) << which << ": " << snn_last_error();
+}
+
+bool refused_with(snn_status status, const char *text) {
+    return status == SNN_ERR_INVALID_ARGUMENT && std::string(snn_last_error()).find(text) != std::string::npos;
+}
+
+// "input 2; dense 1" (weights w0, w1 and the bias) with known parameters,
+// stepped from caller-given gradients.
+struct Tiny {
+    Model m = make_model("input 2; dense 1");
+    Backward b = make_backward(m.get(), 1);
+    Optimiser o;
+    explicit Tiny(snn_optimiser_kind kind, const std::vector<float> &params = {0.5f, -2.0f, 0.25f}) {
+        o = make_optimiser(m.get(), kind);
+        EXPECT_EQ(snn_set_parameters(m.get(), params.data(), params.size()), SNN_OK);
+    }
+    std::vector<float> step(const std::vector<float> &g) {
+        EXPECT_EQ(snn_set_gradients(b.get(), g.data(), g.size()), SNN_OK) << snn_last_error();
+        EXPECT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_OK) << snn_last_error();
+        return get_params(m.get());
+    }
+};
+
+// A path in the test's temporary directory, removed with the object.
+struct TempPath {
+    std::string path;
+    explicit TempPath(const char *name) : path(testing::TempDir() + name + std::to_string(getpid())) {}
+    ~TempPath() { std::remove(path.c_str()); }
+};
+
+// The optimiser's state after a save and a load: every hyperparameter of
+// `which`, the step count, and the next step's parameters (which depend on
+// the moments) equal the original's.
+void expect_checkpoint_round_trip(snn_optimiser_kind kind, const Settings &settings,
+                                  const std::vector<snn_hyperparameter> &which) {
+    Tiny t(kind);
+    set_all(t.o.get(), settings);
+    t.step({0.75f, -1.5f, 2.0f});
+    t.step({-0.25f, 3.0f, 0.5f});
+    TempPath file("ckpt");
+    ASSERT_EQ(snn_checkpoint_save(t.m.get(), t.o.get(), file.path.c_str()), SNN_OK) << snn_last_error();
+    snn_model *raw_m = nullptr;
+    snn_optimiser *raw_o = nullptr;
+    ASSERT_EQ(snn_checkpoint_load(file.path.c_str(), &raw_m, &raw_o), SNN_OK) << snn_last_error();
+    Model m(raw_m);
+    Optimiser o(raw_o);
+    for (snn_hyperparameter h : which) EXPECT_EQ(hp(o.get(), h), hp(t.o.get(), h)) << h;
+    int64_t a = -1, b = -2;
+    EXPECT_EQ(snn_optimiser_step_count(o.get(), &a), SNN_OK);
+    EXPECT_EQ(snn_optimiser_step_count(t.o.get(), &b), SNN_OK);
+    EXPECT_EQ(a, b);
+    Backward grads = make_backward(m.get(), 1);
+    const std::vector<float> g = {0.125f, 0.5f, -1.0f};
+    ASSERT_EQ(snn_set_gradients(grads.get(), g.data(), g.size()), SNN_OK);
+    ASSERT_EQ(snn_optimiser_step(o.get(), m.get(), grads.get()), SNN_OK) << snn_last_error();
+    const std::vector<float> resumed = get_params(m.get()), original = t.step(g);
+    for (size_t i = 0; i < original.size(); ++i) EXPECT_EQ(resumed[i], original[i]) << i;
+}
+
+// ---- Lion ---------------------------------------------------------------------------
+
+TEST(Lion, HasTheDefaultsOfLionPytorchAndOnlyItsHyperparameters) {
+    Model m = make_model("input 2; dense 1");
+    Optimiser lion = make_optimiser(m.get(), SNN_OPTIMISER_LION);
+    EXPECT_EQ(hp(lion.get(), SNN_HP_LEARNING_RATE), 1e-4);
+    EXPECT_EQ(hp(lion.get(), SNN_HP_BETA1), 0.9);
+    EXPECT_EQ(hp(lion.get(), SNN_HP_BETA2), 0.99);
+    EXPECT_EQ(hp(lion.get(), SNN_HP_WEIGHT_DECAY), 0.0);
+    for (snn_hyperparameter h : {SNN_HP_MOMENTUM, SNN_HP_NESTEROV, SNN_HP_EPSILON, SNN_HP_ALPHA}) {
+        EXPECT_TRUE(refused_with(snn_optimiser_set(lion.get(), h, 0.5), "does not apply to Lion")) << h;
+        double v = 0;
+        EXPECT_EQ(snn_optimiser_get(lion.get(), h, &v), SNN_ERR_INVALID_ARGUMENT) << h;
+    }
+}
+
+TEST(Lion, RangesAreThoseOfTheOtherOptimisers) {
+    Model m = make_model("input 2; dense 1");
+    Optimiser lion = make_optimiser(m.get(), SNN_OPTIMISER_LION);
+    for (snn_hyperparameter beta : {SNN_HP_BETA1, SNN_HP_BETA2}) {
+        for (double bad : {1.0, -0.1, 1.5, double(NAN), double(INFINITY)})
+            EXPECT_EQ(snn_optimiser_set(lion.get(), beta, bad), SNN_ERR_INVALID_ARGUMENT) << bad;
+        EXPECT_EQ(snn_optimiser_set(lion.get(), beta, 0.0), SNN_OK);
+        EXPECT_EQ(snn_optimiser_set(lion.get(), beta, 0.99999999), SNN_OK);  // rounds to 1.0f
+    }
+    EXPECT_TRUE(refused_with(snn_optimiser_set(lion.get(), SNN_HP_LEARNING_RATE, -1e-3), "learning rate must be in"));
+    EXPECT_TRUE(refused_with(snn_optimiser_set(lion.get(), SNN_HP_WEIGHT_DECAY, 1e39), "weight decay must be in"));
+    EXPECT_EQ(snn_optimiser_set(lion.get(), SNN_HP_WEIGHT_DECAY, 1e36), SNN_OK);  // x 1e-4
+    EXPECT_TRUE(refused_with(snn_optimiser_set(lion.get(), SNN_HP_LEARNING_RATE, 1000.0),
+                             "is above the largest float32"));
+    EXPECT_EQ(hp(lion.get(), SNN_HP_LEARNING_RATE), 1e-4);
+}
+
+// Two steps by hand: p = p (1 - lr wd) - lr sign(b1 m + (1 - b1) g), then
+// m = b2 m + (1 - b2) g; a zero gradient with zero momentum moves a
+// parameter by its decay alone (sign(0) = 0).
+TEST(Lion, StepsAreTheSignOfTheInterpolatedMomentum) {
+    Tiny t(SNN_OPTIMISER_LION);
+    set_all(t.o.get(), {{SNN_HP_LEARNING_RATE, 0.1}, {SNN_HP_WEIGHT_DECAY, 0.5}});
+    const std::vector<float> p1 = t.step({2.0f, -3.0f, 0.0f});
+    EXPECT_FLOAT_EQ(p1[0], 0.5f * 0.95f - 0.1f);
+    EXPECT_FLOAT_EQ(p1[1], -2.0f * 0.95f + 0.1f);
+    EXPECT_FLOAT_EQ(p1[2], 0.25f * 0.95f);
+    // m = 0.01 g1 = (0.02, -0.03, 0), so c = m + 0.1 (g2 - m) is
+    // (-0.082, -0.012, 0.1): the second weight moves against its gradient.
+    const std::vector<float> p2 = t.step({-1.0f, 0.15f, 1.0f});
+    EXPECT_FLOAT_EQ(p2[0], p1[0] * 0.95f + 0.1f);
+    EXPECT_FLOAT_EQ(p2[1], p1[1] * 0.95f + 0.1f);
+    EXPECT_FLOAT_EQ(p2[2], p1[2] * 0.95f - 0.1f);
+}
+
+TEST(Lion, ACheckpointKeepsEverySettingAndTheMomentum) {
+    expect_checkpoint_round_trip(SNN_OPTIMISER_LION,
+                                 {{SNN_HP_LEARNING_RATE, 0.0123456789}, {SNN_HP_BETA1, 0.87654321},
+                                  {SNN_HP_BETA2, 0.99999999}, {SNN_HP_WEIGHT_DECAY, 0.3}},
+                                 {SNN_HP_LEARNING_RATE, SNN_HP_BETA1, SNN_HP_BETA2, SNN_HP_WEIGHT_DECAY});
+}
+
+}  // namespace

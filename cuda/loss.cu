@@ -72,6 +72,21 @@ __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, in
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+// Huber over all count = n*k elements (math.h's huber_term, huber_grad):
+//   loss = sum huber(y - t; delta) / count ;  dy = clamp(y - t, -delta, delta) / count
+__global__ void huber_kernel(const float *y, const float *t, float *dy, size_t count, float delta,
+                             float inv_count, float *partials) {
+    __shared__ float buf[kThreads];
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        acc += huber_term(y[i], t[i], delta);
+        dy[i] = huber_grad(y[i], t[i], delta, inv_count);
+    }
+    const float total = block_sum(acc, buf);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
 void loss_mse(const LossArgs &a) {
     CudaStream &cs = stream_of(a);
     const size_t count = static_cast<size_t>(a.n * a.k);
@@ -90,6 +105,17 @@ void loss_logit_crossentropy(const LossArgs &a) {
     SNN_LAUNCH(xent_kernel, blocks, kThreads, cs.stream, a.y, a.labels, a.dy, a.n, a.k, inv,
                cs.partials);
     check_launch("xent_loss kernel");
+    finish_sum(cs, blocks, inv, a.loss);
+}
+
+void loss_huber(const LossArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const size_t count = static_cast<size_t>(a.n * a.k);
+    const unsigned int blocks = reduce_blocks(count);
+    const float inv = 1.0f / (float)count;
+    SNN_LAUNCH(huber_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param, inv,
+               cs.partials);
+    check_launch("huber_loss kernel");
     finish_sum(cs, blocks, inv, a.loss);
 }
 

@@ -497,7 +497,13 @@ enum {
      * (max - y[label]) + log(sum of exp(y - max)), with no log-sum-exp
      * rounded before the subtraction, so logits of 1e4 and losses of 1e-7
      * keep float precision */
-    SNN_LOSS_LOGIT_CROSSENTROPY = 2
+    SNN_LOSS_LOGIT_CROSSENTROPY = 2,
+    /* mean over all batch*outputs elements of PyTorch's HuberLoss(delta):
+     * with r = y - t, 0.5 r^2 where |r| < delta, else delta (|r| - 0.5 delta);
+     * the gradient is r clamped to [-delta, delta] over batch*outputs.
+     * Float targets (snn_set_targets). Parameter delta: default 1, range
+     * (0, FLT_MAX] (snn_set_loss_parameter) */
+    SNN_LOSS_HUBER = 3
 };
 
 /* Allocates the gradient buffers for `model` and batches up to max_batch.

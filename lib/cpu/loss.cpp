@@ -33,6 +33,18 @@ void loss_logit_crossentropy(const LossArgs &a) {
     *a.loss = float(sum / double(n));
 }
 
+// L = sum huber(y - t; delta) / (n k) ; dy = clamp(y - t, -delta, delta) / (n k)
+void loss_huber(const LossArgs &a) {
+    const int64_t count = a.n * a.k;
+    const float inv = 1.0f / float(count);
+    double sum = 0.0;
+    for (int64_t i = 0; i < count; ++i) {
+        sum += huber_term(a.y[i], a.targets[i], a.param);
+        a.dy[i] = huber_grad(a.y[i], a.targets[i], a.param, inv);
+    }
+    *a.loss = float(sum / double(count));
+}
+
 }  // namespace
 
 LossKernel CpuBackend::loss_kernel(LossKind kind) const {

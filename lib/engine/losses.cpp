@@ -2,6 +2,7 @@
 // SNN_LOSS_LIST.
 #include "engine/losses.h"
 
+#include <float.h>
 #include <math.h>
 
 #include <string>
@@ -20,6 +21,9 @@ const LossDesc loss_mse = {LossKind::mse, SNN_LOSS_MSE, "SNN_LOSS_MSE", "mean sq
 const LossDesc loss_logit_crossentropy = {LossKind::logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY,
                                           "SNN_LOSS_LOGIT_CROSSENTROPY", "cross-entropy",
                                           LossInput::labels, kNoParam};
+
+const LossDesc loss_huber = {LossKind::huber, SNN_LOSS_HUBER, "SNN_LOSS_HUBER", "Huber",
+                             LossInput::targets, {"delta", 1.0, 0.0, FLT_MAX, false}};
 
 const LossDesc *const kLosses[] = {
 #define SNN_LOSS_ENTRY(name, id) &loss_##name,
@@ -53,7 +57,8 @@ const LossParam &loss_param(const LossDesc &d) {
 
 void check_loss_param(const LossDesc &d, double value) {
     const LossParam &p = loss_param(d);
-    const bool above_min = p.min_inclusive ? value >= p.min : value > p.min;
+    // Above an exclusive minimum as a double and as the float a kernel gets.
+    const bool above_min = p.min_inclusive ? value >= p.min : value > p.min && double(float(value)) > p.min;
     if (!isfinite(value) || !above_min || value > p.max)
         fail(SNN_ERR_INVALID_ARGUMENT, "%s of the %s loss must be in %c%g, %g], got %g", p.name, d.name,
              p.min_inclusive ? '[' : '(', p.min, p.max, value);

@@ -13,7 +13,8 @@
 // and the kernels loss_<name> of each backend.
 #define SNN_LOSS_LIST(X)                             \
     X(mse, SNN_LOSS_MSE)                             \
-    X(logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY)
+    X(logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY) \
+    X(huber, SNN_LOSS_HUBER)
 
 namespace snn {
 

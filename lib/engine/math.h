@@ -209,6 +209,17 @@ SNN_HD float softmax_dx(float y, float dy, float dot) { return y * (dy - dot); }
 SNN_HD float mse_term(float y, float t) { return (y - t) * (y - t); }
 SNN_HD float mse_grad(float y, float t, float inv_count) { return 2.0f * (y - t) * inv_count; }
 
+// Huber term (delta > 0), r = y - t: loss += 0.5 r^2 if |r| < delta, else
+// delta (|r| - 0.5 delta), over count ; dL/dy = clamp(r, -delta, delta) / count
+SNN_HD float huber_term(float y, float t, float delta) {
+    const float r = y - t, a = fabsf(r);
+    return a < delta ? 0.5f * r * r : delta * (a - 0.5f * delta);
+}
+SNN_HD float huber_grad(float y, float t, float delta, float inv_count) {
+    const float r = y - t;
+    return (r < -delta ? -delta : r > delta ? delta : r) * inv_count;
+}
+
 // Cross-entropy of one row of k logits, from its max m (at index top, the
 // first one) and rest = sum over j != top of e^{y_j - m}: the sum of
 // e^{y_j - m} is 1 + rest, so nothing is rounded before it is subtracted.

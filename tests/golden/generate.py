@@ -24,7 +24,7 @@ digits):
 
 File format (text, one case per file):
     spec <the snn spec>
-    loss mse | xent
+    loss mse | xent | huber delta=<d>
     optimiser <sgd|adam|adamw|rmsprop|lion> <name>=<value> ...
     batch <n>
     mode train | eval                 (optional, train by default: the mode of
@@ -255,9 +255,25 @@ def flat(tensors):
     return torch.cat([t.detach().reshape(-1) for t in tensors])
 
 
-def compute_loss(kind, y, target):
+def loss_parameter(loss):
+    """The parameter of a loss line ("huber delta=0.5"), rounded to float32
+    as snn rounds it, or None."""
+    words = loss.split()
+    if len(words) < 2:
+        return None
+    return torch.tensor(float(words[1].split("=")[1]), dtype=torch.float32).item()
+
+
+def uses_targets(loss):
+    return loss.split()[0] != "xent"
+
+
+def compute_loss(loss, y, target):
+    kind, param = loss.split()[0], loss_parameter(loss)
     if kind == "mse":
         return nn.functional.mse_loss(y, target)
+    if kind == "huber":
+        return nn.functional.huber_loss(y, target, delta=param)
     return nn.functional.cross_entropy(y, target)
 
 
@@ -396,20 +412,22 @@ def reference(spec, loss, optimiser, hp, batch, seed, prepare, mode, steps):
         if prepare is not None:
             x, labels = prepare(model, x)
     per_sample = math.prod(model.out_shape)
-    if loss == "mse":
+    if uses_targets(loss) and labels is not None:
+        target = torch.tensor(labels, dtype=torch.float32)
+    elif uses_targets(loss):
         target = torch.randn(batch, per_sample)
     elif labels is not None:
         target = torch.tensor(labels)
     else:
         target = torch.randint(0, per_sample, (batch,))
     arrays = {"params": flat(model.parameters()), "state": flat_state(model), "inputs": x}
-    arrays["targets" if loss == "mse" else "labels"] = target
+    arrays["targets" if uses_targets(loss) else "labels"] = target
 
     model = model.double()
     model.train(mode == "train")
     params = list(model.parameters())
     x = x.double()
-    if loss == "mse":
+    if uses_targets(loss):
         target = target.double()
     xg = x.clone().requires_grad_(True)
     y = model(xg)
@@ -680,13 +698,35 @@ OPTIMISER_CASES = [
 ]
 
 
+# Loss cases, computed in float64 as the graph cases are (seeds from 6000).
+# fixed_logits makes the outputs exactly the given values (each row the same)
+# and the targets those given, so the residuals sit where a case needs them.
+HUBER_ROW = [-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 2.5, 1e-3]
+HUBER_TARGETS = [[0.0] * 8, [1.0, -1.0, 0.5, 0.5, -0.25, 0.0, 2.5, 0.0]]
+LOSS_CASES = [
+    # Residuals on both sides of delta = 1 and exactly at it (+-1), zero.
+    ("huber_extremes", "input 3; dense 8", "huber delta=1", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits(HUBER_ROW, HUBER_TARGETS), "steps": 3, "exact": ("outputs",)}),
+    ("huber_tiny_delta", "input 3; dense 8", "huber delta=1e-06", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([-2e-6, -1e-6, 5e-7, 0.0, 1e-7, 1e-6, 3.0, -1e4], HUBER_TARGETS),
+      "steps": 3, "exact": ("outputs",)}),
+    ("huber_huge_delta", "input 3; dense 8", "huber delta=1000000", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits(HUBER_ROW, HUBER_TARGETS), "steps": 3, "exact": ("outputs",)}),
+    # A dense and a convolutional model with a few optimiser steps.
+    ("huber_dense_adam", "input 6; dense 8 tanh; dense 3", "huber delta=0.5", "adam", {"lr": 0.01}, 4,
+     {"steps": 4}),
+    ("huber_conv_sgd", "input 5x5x2; conv 3x3 4 relu; maxpool 2; flatten; dense 3", "huber delta=0.75",
+     "sgd", {"lr": 0.05, "momentum": 0.9}, 3, {"steps": 4}),
+]
+
+
 def main(names):
     os.makedirs(OUT_DIR, exist_ok=True)
-    unknown = set(names) - {case[0] for case in CASES + GRAPH_CASES + OPTIMISER_CASES}
+    unknown = set(names) - {case[0] for case in LOSS_CASES + CASES + GRAPH_CASES + OPTIMISER_CASES}
     if unknown:
         raise SystemExit("no such case: " + ", ".join(sorted(unknown)))
     written = 0
-    for cases, first_seed, write in ((CASES, 1000, generate), (GRAPH_CASES, 2000, generate_graph),
+    for cases, first_seed, write in ((CASES, 1000, generate), (GRAPH_CASES, 2000, generate_graph), (LOSS_CASES, 6000, generate_graph),
                                      (OPTIMISER_CASES, 5000, generate_graph)):
         for seed, (name, spec, loss, optimiser, hp, batch, *options) in enumerate(cases):
             assert re.fullmatch(r"[a-z0-9_]+", name)

@@ -28,6 +28,9 @@ constexpr int kSteps = 5;
 struct GoldenCase {
     std::string spec;
     snn_loss loss = 0;
+    // "loss huber delta=0.5": the loss's parameter, set before backprop.
+    bool has_loss_parameter = false;
+    double loss_parameter = 0.0;
     snn_optimiser_kind optimiser = 0;
     std::vector<std::pair<snn_hyperparameter, double>> hyperparameters;
     int64_t batch = 0;
@@ -85,9 +88,17 @@ inline GoldenCase read_case(const std::string &path) {
         if (key == "spec") {
             std::getline(in >> std::ws, c.spec);
         } else if (key == "loss") {
-            std::string name;
-            in >> name;
-            c.loss = name == "mse" ? SNN_LOSS_MSE : SNN_LOSS_LOGIT_CROSSENTROPY;
+            std::string line, name, option;
+            std::getline(in, line);
+            std::istringstream words(line);
+            words >> name;
+            static const std::map<std::string, snn_loss> losses = {
+                {"mse", SNN_LOSS_MSE}, {"xent", SNN_LOSS_LOGIT_CROSSENTROPY}, {"huber", SNN_LOSS_HUBER}};
+            c.loss = losses.at(name);
+            if (words >> option) {
+                c.has_loss_parameter = true;
+                c.loss_parameter = std::stod(option.substr(option.find('=') + 1));
+            }
         } else if (key == "optimiser") {
             std::string line, name, option;
             std::getline(in, line);
@@ -180,7 +191,9 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
 
     const std::vector<float> inputs = g.floats("inputs");
     GOLDEN_CALL(snn_set_inputs(fwd.get(), inputs.data(), inputs.size()));
-    if (g.loss == SNN_LOSS_MSE) {
+    if (g.has_loss_parameter)
+        GOLDEN_CALL(snn_set_loss_parameter(bwd.get(), g.loss, g.loss_parameter));
+    if (g.loss != SNN_LOSS_LOGIT_CROSSENTROPY) {
         const std::vector<float> targets = g.floats("targets");
         GOLDEN_CALL(snn_set_targets(bwd.get(), targets.data(), targets.size()));
     } else {

@@ -66,6 +66,7 @@ const std::map<std::string, std::string> kKernelCases = {
     {"mse_kernel", "Losses.Mse"},
     {"finish_sum_kernel", "Losses.Mse"},
     {"xent_kernel", "Losses.CrossEntropy"},
+    {"huber_kernel", "Losses.Huber"},
     {"sgd_kernel", "Optimisers.Step"},
     {"adam_kernel", "Optimisers.Step"},
     {"adamw_kernel", "Optimisers.Step"},
@@ -714,6 +715,31 @@ TEST(Losses, CrossEntropy) {
     launched.check();
 }
 
+// Huber at residuals on both sides of delta and at it, with delta tiny,
+// ordinary and huge.
+TEST(Losses, Huber) {
+    Launched launched({"huber_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t n, k;
+    } shapes[] = {{1, 1}, {3, 33}, {257, 65}, {1, 300001}};
+    for (const auto &sh : shapes) {
+        const size_t count = static_cast<size_t>(sh.n * sh.k);
+        Floats y = uniform(count, count), t = uniform(count, count + 1);
+        if (count > 2) {
+            y[0] = 1.0f, t[0] = 0.0f;   // |r| = delta = 1
+            y[1] = -1.0f, t[1] = 0.0f;
+        }
+        for (float delta : {1e-6f, 1.0f, 1e6f}) {
+            const std::string what = "huber delta " + std::to_string(delta) + " " + std::to_string(sh.n) +
+                                     "x" + std::to_string(sh.k);
+            expect_loss_matches_cpu(what, [&](Side side) {
+                return run_loss(side, LossKind::huber, sh.n, sh.k, y, t, {}, delta);
+            });
+        }
+    }
+    launched.check();
+}
+
 OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weight_decay) {
     OptStep s{};
     s.lr = 0.01f;
@@ -746,6 +772,7 @@ TEST(Optimisers, Step) {
         {OptKind::adam, step_of(0.0f, 0, 0, 0.01f), true, true, "adam"},
         {OptKind::adamw, step_of(0.0f, 0, 0, 0.01f), true, true, "adamw"},
         {OptKind::rmsprop, step_of(0.0f, 0, 0, 0.0f), false, true, "rmsprop"},
+        {OptKind::lion, step_of(0.0f, 0, 0, 0.01f), true, false, "lion"},
     };
     for (const auto &rule : rules) {
         for (size_t count : {size_t(1), size_t(257), size_t(300001)}) {
@@ -771,7 +798,6 @@ TEST(Optimisers, Step) {
 }
 
 // ---- the emulation itself ------------------------------------------------------------
-        {OptKind::lion, step_of(0.0f, 0, 0, 0.01f), true, false, "lion"},
 
 // Kernels of this file only: a barrier reached by some threads of a block.
 __global__ void divergent_barrier_kernel(float *out) {

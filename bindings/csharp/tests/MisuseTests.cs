@@ -81,6 +81,11 @@ namespace Snn.Tests
                 Expect(Status.Label, () => bwd.SetLabels(new[] { 0, 2 }));
                 Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.Mse, 1.0));
                 Expect(Status.InvalidArgument, () => bwd.LossParameter(Loss.LogitCrossEntropy));
+                Assert.AreEqual(1.0, bwd.LossParameter(Loss.Huber));
+                Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.Huber, 0.0));
+                Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.Huber, double.NaN));
+                bwd.SetLossParameter(Loss.Huber, 0.25);
+                Assert.AreEqual(0.25, bwd.LossParameter(Loss.Huber));
                 fwd.SetInputs(new float[6]);
                 fwd.Forward();
                 Expect(Status.Count, () => fwd.GetOutputs(new float[3]));

@@ -23,6 +23,27 @@ struct MSELoss
 end
 
 """
+    HuberLoss(targets; delta=1)
+
+PyTorch's `nn.HuberLoss(delta=delta)` against targets shaped as the outputs:
+with `r = y - t`, the mean over outputs * batch of `0.5 r^2` where
+`|r| < delta`, else `delta (|r| - 0.5 delta)`; its gradient is `r` clamped to
+`[-delta, delta]` over outputs * batch. delta must be in (0, floatmax(Float32)].
+"""
+struct HuberLoss
+    targets::Array{Float32}
+    delta::Float64
+    HuberLoss(targets::AbstractArray{<:Real}; delta::Real=1.0) = new(Array{Float32}(targets), Float64(delta))
+end
+
+function set_loss_data!(b::BackwardCache, l::HuberLoss)
+    targets = l.targets
+    GC.@preserve targets check(snn_set_targets(b, pointer(targets), length(targets)))
+    check(snn_set_loss_parameter(b, SNN_LOSS_HUBER, l.delta))
+    SNN_LOSS_HUBER
+end
+
+"""
     LogitCrossEntropyLoss(labels, num_classes)
 
 Softmax cross-entropy of the outputs (logits) against 1-based class labels,

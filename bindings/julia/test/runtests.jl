@@ -354,6 +354,12 @@ end
         # neither MSE nor cross-entropy has a parameter
         @test_throws SNNError SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_MSE, 1.0)
         @test_throws SNNError SNN.loss_parameter(bwd, SNN.SNN_LOSS_LOGIT_CROSSENTROPY)
+        # Huber, delta 2, residuals 1, 0, 5, 1: (0.5 + 0 + 2 (5 - 1) + 0.5) / 4
+        @test SNN.loss_parameter(bwd, SNN.SNN_LOSS_HUBER) == 1.0
+        @test backprop!(bwd, fwd, model, HuberLoss(zeros(Float32, 2, 2); delta=2)) == 9 / 4
+        @test SNN.loss_parameter(bwd, SNN.SNN_LOSS_HUBER) == 2.0
+        @test_throws SNNError SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_HUBER, 0.0)
+        @test SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_HUBER, 0.5) === bwd
         # SimpleNNs' gradient (y - t) is snn's times outputs * batch / 2
         @test reshape(g[1:6], 3, 2)' .* (2 * 2 / 2) == y * x'
         # cross-entropy: the mean over the batch of -log softmax(y)[label]

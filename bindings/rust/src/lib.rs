@@ -1036,6 +1036,11 @@ pub enum Loss {
     Mse = 1,
     /// Softmax cross-entropy against 0-based labels ([`BackwardCache::set_labels`]).
     LogitCrossEntropy = 2,
+    /// PyTorch's `HuberLoss(delta)` against targets, the mean over every
+    /// output: `0.5 r^2` where `|r| < delta`, else `delta (|r| - 0.5 delta)`,
+    /// `r = y - t`; delta (default 1) is set with
+    /// [`BackwardCache::set_loss_parameter`].
+    Huber = 3,
 }
 
 /// Gradient buffers for one model. `Send`, not `Sync`, as [`ForwardCache`].

@@ -114,6 +114,8 @@ pub const SNN_MAX_SPEC_LENGTH: usize = 4194304;
 pub const SNN_LOSS_MSE: snn_loss = 1;
 /// Softmax cross-entropy against 0-based labels.
 pub const SNN_LOSS_LOGIT_CROSSENTROPY: snn_loss = 2;
+/// PyTorch's HuberLoss(delta) against targets; delta is the loss parameter.
+pub const SNN_LOSS_HUBER: snn_loss = 3;
 
 /// SGD: lr 0.01, momentum 0, nesterov 0.
 pub const SNN_OPTIMISER_SGD: snn_optimiser_kind = 1;

@@ -161,6 +161,25 @@ fn a_loss_without_a_parameter_refuses_one() {
 }
 
 #[test]
+fn huber_delta_is_checked_and_used() {
+    let mut model = Model::new("input 1; dense 1").unwrap();
+    model.set_parameters(&[1.0, 0.0]).unwrap();
+    let mut fwd = model.preallocate(2).unwrap();
+    let mut bwd = model.preallocate_grads(2).unwrap();
+    assert_eq!(bwd.loss_parameter(Loss::Huber).unwrap(), 1.0);
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e39] {
+        assert_eq!(bwd.set_loss_parameter(Loss::Huber, bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+    bwd.set_loss_parameter(Loss::Huber, 2.0).unwrap();
+    assert_eq!(bwd.loss_parameter(Loss::Huber).unwrap(), 2.0);
+    fwd.set_inputs(&[1.0, 5.0]).unwrap();
+    fwd.forward(&model).unwrap();
+    bwd.set_targets(&[0.0, 0.0]).unwrap();
+    // residuals 1 and 5: (0.5 + 2 (5 - 1)) / 2
+    assert_eq!(bwd.backprop(&mut fwd, &model, Loss::Huber).unwrap(), 4.25);
+}
+
+#[test]
 fn without_a_gpu_requests_fail_cleanly() {
     let mut model = Model::new("input 2; dense 1").unwrap();
     let mut bwd = model.preallocate_grads(1).unwrap();

@@ -1,0 +1,578 @@
+// The op harness: every case of op_cases.h (each op of SNN_OP_LIST with one
+// option set) in every mode, as tests named <op>/Op.<Mode>/<label>:
+//
+//   GradientTraining, GradientInference  the gradients of every parameter and
+//       input against central differences of the loss (recomputed in double
+//       from snn's outputs), with the forward cache in that mode; the state
+//       and dropout's seed are set again before every pass, so the loss is a
+//       function of the parameters and inputs alone;
+//   Golden    the case's PyTorch float64 golden files replayed through the C
+//       API (tests/golden/golden_check.h), each of whose specs holds the op;
+//   Gpu       every node of the case run through its kernel tables on the CPU
+//       and on the GPU backend from the same inputs, parameters and state,
+//       forward then backward, in both modes; skipped, saying why, without a
+//       GPU. Built with -DSNN_CUDA_EMULATED (suite gpu-emulated), the GPU is
+//       the CUDA plugin's kernels compiled for the host (cuda/emulation);
+//   SpecRoundTrip  the canonical text parses back to itself, with the same
+//       shapes, parameter and state layout, and the spec holds the op;
+//   FileRoundTrip  save and load: bit-identical parameters, state and
+//       outputs in both modes.
+//
+// `test_ops --time [--repeats=N] [--batch=N]` instead prints, per case, the
+// median microseconds of a forward and a backward pass (no test runs, no
+// speed is asserted).
+#include <gtest/gtest.h>
+#include <snn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../golden/golden_check.h"
+#include "../unit/helpers.h"
+#include "common/error.h"
+#include "device/devices.h"
+#include "engine/math.h"
+#include "model/spec.h"
+#include "op_cases.h"
+#include "ops/op.h"
+#ifdef SNN_CUDA_EMULATED
+#include "cuda_backend.h"
+#endif
+
+namespace op_harness {
+namespace {
+
+using namespace snn_test;
+using Floats = std::vector<float>;
+
+std::string g_golden_dir;
+
+std::vector<OpCase> cases_of(OpKind op) {
+    std::vector<OpCase> v;
+    for (const OpCase &c : kCases)
+        if (c.op == op) v.push_back(c);
+    return v;
+}
+
+const char *op_name(OpKind op) { return snn::op_desc(op).name; }
+
+bool same_bits(const Floats &a, const Floats &b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// Parameters, gradients and state of a model that may have none (the C API
+// refuses a null pointer for parameters even with a count of 0).
+Floats params_of(const snn_model *m) { return param_count(m) ? get_params(m) : Floats(); }
+Floats grads_of(const snn_backward_cache *b, const snn_model *m) {
+    return param_count(m) ? gradients(b, m) : Floats();
+}
+snn_status set_params(snn_model *m, const Floats &p) {
+    return p.empty() ? SNN_OK : snn_set_parameters(m, p.data(), p.size());
+}
+
+// A model of the case with parameters and state away from their initial
+// values (norm weights 1, biases 0, running statistics 0 and 1), so that
+// each one's role is checked; num_batches_tracked, the last value of a
+// layer's state, is a count.
+struct Prepared {
+    Model model;
+    Floats params, state;
+};
+
+Prepared make_setup(const OpCase &c, Random &rng) {
+    Prepared s{make_model(c.spec), {}, {}};
+    s.params = params_of(s.model.get());
+    for (float &v : s.params) v += rng.uniform(-0.2f, 0.2f);
+    EXPECT_EQ(set_params(s.model.get(), s.params), SNN_OK);
+    size_t state_count = 0;
+    EXPECT_EQ(snn_state_count(s.model.get(), &state_count), SNN_OK);
+    s.state = rng.uniform_vector(state_count, 0.5f, 1.5f);
+    int64_t layers = 0;
+    EXPECT_EQ(snn_model_layer_count(s.model.get(), &layers), SNN_OK);
+    for (int64_t l = 1; l < layers; ++l) {
+        size_t offset = 0, count = 0;
+        EXPECT_EQ(snn_model_layer_state(s.model.get(), l, &offset, &count), SNN_OK);
+        if (count) s.state[offset + count - 1] = 3.0f;
+    }
+    EXPECT_EQ(snn_set_state(s.model.get(), s.state.data(), s.state.size()), SNN_OK);
+    return s;
+}
+
+// The loss of the case recomputed in double from the outputs.
+double loss_of(const OpCase &c, const Floats &y, size_t k, const Floats &targets,
+               const std::vector<int32_t> &labels) {
+    double sum = 0.0;
+    if (c.loss == SNN_LOSS_MSE) {
+        for (size_t i = 0; i < y.size(); ++i) sum += (double(y[i]) - targets[i]) * (double(y[i]) - targets[i]);
+        return sum / double(y.size());
+    }
+    for (int64_t i = 0; i < c.batch; ++i) {
+        const float *row = y.data() + i * k;
+        const double m = *std::max_element(row, row + k);
+        double s = 0.0;
+        for (size_t j = 0; j < k; ++j) s += std::exp(row[j] - m);
+        sum += m + std::log(s) - row[labels[size_t(i)]];
+    }
+    return sum / double(c.batch);
+}
+
+class Op : public ::testing::TestWithParam<OpCase> {
+protected:
+    void gradient_check(bool training);
+};
+
+void Op::gradient_check(bool training) {
+    const OpCase &c = GetParam();
+    Random rng(42);
+    Prepared s = make_setup(c, rng);
+    snn_model *model = s.model.get();
+    const size_t k = output_size(model), features = input_size(model);
+    Floats x = rng.uniform_vector(size_t(c.batch) * features, -1.0f, 1.0f);
+    const Floats targets = rng.uniform_vector(size_t(c.batch) * k, -1.0f, 1.0f);
+    std::vector<int32_t> labels(size_t(c.batch));
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t((i * 7 + 1) % k);
+
+    Forward fwd = make_forward(model, c.batch);
+    Backward bwd = make_backward(model, c.batch);
+    ASSERT_EQ(snn_cache_set_training(fwd.get(), training ? 1 : 0), SNN_OK);
+    ASSERT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
+    if (c.loss == SNN_LOSS_MSE)
+        ASSERT_EQ(snn_set_targets(bwd.get(), targets.data(), targets.size()), SNN_OK);
+    else
+        ASSERT_EQ(snn_set_labels(bwd.get(), labels.data(), labels.size()), SNN_OK);
+
+    auto outputs = [&]() {
+        EXPECT_EQ(set_params(model, s.params), SNN_OK);
+        EXPECT_EQ(snn_set_state(model, s.state.data(), s.state.size()), SNN_OK);
+        EXPECT_EQ(snn_cache_set_seed(fwd.get(), 5), SNN_OK);
+        return run(fwd.get(), model, x);
+    };
+    const Floats y = outputs();
+    float loss = 0.0f;
+    ASSERT_EQ(snn_backprop(bwd.get(), fwd.get(), model, c.loss, &loss), SNN_OK) << snn_last_error();
+    EXPECT_NEAR(loss, loss_of(c, y, k, targets, labels), 1e-6 * (1.0 + std::fabs(loss)));
+    const Floats grads = grads_of(bwd.get(), model);
+    Floats input_grads(x.size());
+    ASSERT_EQ(snn_get_input_gradients(bwd.get(), input_grads.data(), input_grads.size()), SNN_OK);
+
+    double worst = 0.0;
+    auto loss_at = [&]() { return loss_of(c, outputs(), k, targets, labels); };
+    // The step actually taken in float, so that rounding of p +- eps is not
+    // an error of the quotient.
+    auto central = [&](float &v) {
+        const float saved = v, up_at = saved + c.eps, down_at = saved - c.eps;
+        v = up_at;
+        const double up = loss_at();
+        v = down_at;
+        const double down = loss_at();
+        v = saved;
+        return (up - down) / (double(up_at) - double(down_at));
+    };
+    for (size_t i = 0; i < s.params.size(); ++i)
+        worst = std::max(worst, expect_gradient_close("parameter", i, central(s.params[i]), grads[i]));
+    for (size_t i = 0; i < x.size(); ++i)
+        worst = std::max(worst, expect_gradient_close("input", i, central(x[i]), input_grads[i]));
+    std::printf("  %zu parameters, %zu inputs: worst error %.2f of the tolerance\n", s.params.size(), x.size(),
+                worst);
+}
+
+TEST_P(Op, GradientTraining) { gradient_check(true); }
+TEST_P(Op, GradientInference) { gradient_check(false); }
+
+TEST_P(Op, Golden) {
+    const OpCase &c = GetParam();
+    for (const char *name : c.goldens) {
+        if (name == nullptr) break;
+        SCOPED_TRACE(name);
+        const golden::GoldenCase g = golden::read_case(g_golden_dir + "/" + name + ".golden");
+        std::printf("  %s: %s\n", name, g.spec.c_str());
+        const snn::Network net = snn::parse_spec(g.spec);
+        EXPECT_TRUE(std::any_of(net.layers.begin(), net.layers.end(),
+                                [&](const snn::Layer &l) { return l.kind == c.op; }))
+            << name << " does not hold a " << op_name(c.op) << " layer";
+        golden::expect_matches_pytorch(g, golden::replay(g, SNN_DEVICE_CPU));
+    }
+}
+
+TEST_P(Op, SpecRoundTrip) {
+    const OpCase &c = GetParam();
+    const snn::Network net = snn::parse_spec(c.spec);
+    EXPECT_TRUE(std::any_of(net.layers.begin(), net.layers.end(),
+                            [&](const snn::Layer &l) { return l.kind == c.op; }))
+        << "the spec has no " << op_name(c.op) << " layer";
+    Model first = make_model(c.spec);
+    const std::string text = describe(first.get());
+    Model again = make_model(text);
+    EXPECT_EQ(describe(again.get()), text);
+    EXPECT_EQ(param_count(again.get()), param_count(first.get()));
+    EXPECT_EQ(get_state(again.get()).size(), get_state(first.get()).size());
+    EXPECT_EQ(input_size(again.get()), input_size(first.get()));
+    EXPECT_EQ(output_size(again.get()), output_size(first.get()));
+    int64_t layers = 0, layers_again = 0;
+    ASSERT_EQ(snn_model_layer_count(first.get(), &layers), SNN_OK);
+    ASSERT_EQ(snn_model_layer_count(again.get(), &layers_again), SNN_OK);
+    ASSERT_EQ(layers_again, layers);
+    EXPECT_EQ(size_t(layers), net.layers.size());
+    for (int64_t l = 0; l < layers; ++l) {
+        int64_t shape[2][3];
+        size_t where[2][6];
+        const snn_model *models[2] = {first.get(), again.get()};
+        for (int m = 0; m < 2; ++m) {
+            ASSERT_EQ(snn_model_layer_shape(models[m], l, &shape[m][0], &shape[m][1], &shape[m][2]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_params(models[m], l, &where[m][0], &where[m][1], &where[m][2], &where[m][3]),
+                      SNN_OK);
+            ASSERT_EQ(snn_model_layer_state(models[m], l, &where[m][4], &where[m][5]), SNN_OK);
+        }
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(shape[1][i], shape[0][i]) << "layer " << l;
+        for (int i = 0; i < 6; ++i) EXPECT_EQ(where[1][i], where[0][i]) << "layer " << l;
+    }
+}
+
+TEST_P(Op, FileRoundTrip) {
+    const OpCase &c = GetParam();
+    Random rng(42);
+    Prepared s = make_setup(c, rng);
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("snn_op_" + std::string(op_name(c.op)) + "_" + c.label + ".safetensors"))
+                                 .string();
+    ASSERT_EQ(snn_model_save(s.model.get(), path.c_str()), SNN_OK) << snn_last_error();
+    snn_model *raw = nullptr;
+    ASSERT_EQ(snn_model_load(path.c_str(), &raw), SNN_OK) << snn_last_error();
+    std::filesystem::remove(path);
+    Model loaded(raw);
+    EXPECT_EQ(describe(loaded.get()), describe(s.model.get()));
+    EXPECT_TRUE(same_bits(params_of(loaded.get()), s.params));
+    EXPECT_TRUE(same_bits(get_state(loaded.get()), s.state));
+
+    const Floats x = rng.uniform_vector(size_t(c.batch) * input_size(s.model.get()), -1.0f, 1.0f);
+    for (int training = 0; training <= 1; ++training) {
+        Floats y[2], state_after[2];
+        snn_model *models[2] = {s.model.get(), loaded.get()};
+        for (int m = 0; m < 2; ++m) {
+            ASSERT_EQ(snn_set_state(models[m], s.state.data(), s.state.size()), SNN_OK);
+            Forward fwd = make_forward(models[m], c.batch);
+            ASSERT_EQ(snn_cache_set_training(fwd.get(), training), SNN_OK);
+            ASSERT_EQ(snn_cache_set_seed(fwd.get(), 9), SNN_OK);
+            y[m] = run(fwd.get(), models[m], x);
+            state_after[m] = get_state(models[m]);
+        }
+        EXPECT_TRUE(same_bits(y[1], y[0])) << (training ? "training" : "inference") << " outputs";
+        EXPECT_TRUE(same_bits(state_after[1], state_after[0])) << (training ? "training" : "inference")
+                                                               << " state after a pass";
+    }
+}
+
+// ---- CPU against GPU, node by node through the kernel tables --------------------------
+
+[[noreturn]] void throw_error(snn_status status, const char *message) { throw snn::Error(status, message); }
+void ignore_log(int32_t, const char *) {}
+
+// The GPU backend, or null with *why saying why there is none.
+snn::Backend *gpu_backend(std::string *why) {
+#ifdef SNN_CUDA_EMULATED
+    (void)why;
+    static snn::Backend *be = [] {
+        snn::cu::set_host(throw_error, ignore_log);
+        return new snn::cu::CudaBackend(0);
+    }();
+    return be;
+#else
+    (void)throw_error;
+    (void)ignore_log;
+    try {
+        return &snn::backend_for(0);
+    } catch (const snn::Error &e) {
+        *why = std::string(snn_status_string(e.status())) + ": " + e.what();
+        return nullptr;
+    }
+#endif
+}
+
+// Memory of one backend, from and to host vectors.
+class Buffer {
+public:
+    Buffer(snn::Backend &be, snn::Stream *s, const Floats &host) : be_(be), s_(s), count_(host.size()) {
+        p_ = static_cast<float *>(be.alloc(count_ * sizeof(float)));
+        if (count_) be.upload(s, p_, host.data(), count_ * sizeof(float));
+    }
+    ~Buffer() { be_.release(p_); }
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+    float *get() const { return p_; }
+    Floats read() const {
+        Floats host(count_);
+        if (count_) be_.download(s_, host.data(), p_, count_ * sizeof(float));
+        return host;
+    }
+
+private:
+    snn::Backend &be_;
+    snn::Stream *s_;
+    size_t count_;
+    float *p_ = nullptr;
+};
+
+struct NodeInputs {
+    Floats x[snn::kMaxOpInputs], params, state, dy;
+};
+
+struct NodeResult {
+    Floats y, state, dx[snn::kMaxOpInputs], grads;
+};
+
+// Forward then backward of node i of net on `be`, every output starting NaN.
+NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Network &net, size_t i, int64_t n,
+                    bool training, const NodeInputs &in) {
+    const snn::Layer &l = net.layers[i];
+    snn::Stream *s = be.create_stream(0, false);
+    const size_t out = size_t(n * l.out.size());
+    const size_t aux = l.aux_fixed + size_t(n) * l.aux_per_sample;
+    const Floats nan_out(out, std::nanf("")), nan_aux(aux, std::nanf(""));
+    NodeResult r;
+    {
+        Buffer params(be, s, in.params), state(be, s, in.state), dy(be, s, in.dy), y(be, s, nan_out),
+            aux_buf(be, s, nan_aux), grads(be, s, Floats(in.params.size(), std::nanf("")));
+        std::vector<std::unique_ptr<Buffer>> x, dx;
+        for (size_t j = 0; j < l.inputs.size(); ++j) {
+            x.push_back(std::make_unique<Buffer>(be, s, in.x[j]));
+            dx.push_back(std::make_unique<Buffer>(be, s, Floats(in.x[j].size(), std::nanf(""))));
+        }
+        size_t workspace_bytes = 0;
+        void *plan = k.plan ? k.plan(be, s, l, n, true, &workspace_bytes) : nullptr;
+        void *workspace = be.alloc(workspace_bytes);
+        snn::OpArgs a;
+        a.be = &be;
+        a.s = s;
+        a.l = &l;
+        a.plan = plan;
+        a.workspace = workspace;
+        a.n = n;
+        a.training = training;
+        a.key = snn::dropout_key(42, 1, i);
+        for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = x[j]->get();
+        a.y = y.get();
+        a.params = params.get();
+        a.state = state.get();
+        a.aux = aux_buf.get();
+        k.forward(a);
+        r.y = y.read();
+        r.state = state.read();
+        a.dy = dy.get();
+        for (size_t j = 0; j < l.inputs.size(); ++j) a.dx[j] = dx[j]->get();
+        a.grads = grads.get();
+        k.backward(a);
+        for (size_t j = 0; j < l.inputs.size(); ++j) r.dx[j] = dx[j]->read();
+        r.grads = grads.read();
+        be.release(workspace);
+        if (k.release) k.release(be, plan);
+    }
+    be.destroy_stream(s);
+    return r;
+}
+
+// |gpu - cpu| <= atol + rtol |cpu| per element (the tolerances of the GPU
+// suite's comparisons: fp32, sums in other orders); NaN only against NaN.
+void expect_near(const std::string &what, const Floats &gpu, const Floats &cpu, double rtol, double atol) {
+    ASSERT_EQ(gpu.size(), cpu.size()) << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const bool ok = std::isnan(cpu[i]) ? std::isnan(gpu[i])
+                                           : std::fabs(double(gpu[i]) - cpu[i]) <= atol + rtol * std::fabs(cpu[i]);
+        if (ok) continue;
+        if (bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: gpu " << gpu[i] << ", cpu " << cpu[i];
+    }
+    if (bad > 5) ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " values differ";
+}
+
+TEST_P(Op, Gpu) {
+    const OpCase &c = GetParam();
+    std::string why;
+    snn::Backend *gpu = gpu_backend(&why);
+    if (gpu == nullptr) GTEST_SKIP() << "no GPU backend: " << why;
+    snn::Backend &cpu = snn::cpu_backend();
+    const snn::Network net = snn::parse_spec(c.spec);
+    std::vector<std::string> lacking;
+    size_t compared = 0;
+    for (size_t i = 1; i < net.layers.size(); ++i) {
+        const snn::Layer &l = net.layers[i];
+        const snn::OpKernels *ck = snn::op_kernels(cpu, l.kind), *gk = snn::op_kernels(*gpu, l.kind);
+        ASSERT_NE(ck, nullptr) << op_name(l.kind) << " has no CPU kernels";
+        if (l.alias) continue;  // flatten: the input's memory, no kernel runs
+        if (gk == nullptr) {
+            lacking.push_back(op_name(l.kind));
+            continue;
+        }
+        NodeInputs in;
+        const uint64_t seed = std::hash<std::string>()(c.spec) + i;
+        Random rng(seed);
+        for (size_t j = 0; j < l.inputs.size(); ++j)
+            in.x[j] = rng.uniform_vector(size_t(c.batch * net.layers[size_t(l.inputs[j])].out.size()), -3.0f, 3.0f);
+        in.params = rng.uniform_vector(net.param_count, 0.5f, 1.5f);
+        in.state = rng.uniform_vector(net.state_count, 0.25f, 2.0f);
+        in.dy = rng.uniform_vector(size_t(c.batch * l.out.size()), -3.0f, 3.0f);
+        for (bool training : {true, false}) {
+            const std::string what = snn::layer_label(net, i) + (training ? " training" : " inference");
+            SCOPED_TRACE(what);
+            const NodeResult a = run_node(cpu, *ck, net, i, c.batch, training, in);
+            const NodeResult b = run_node(*gpu, *gk, net, i, c.batch, training, in);
+            expect_near(what + ": y", b.y, a.y, 1e-4, 1e-5);
+            expect_near(what + ": state", b.state, a.state, 1e-5, 1e-6);
+            for (size_t j = 0; j < l.inputs.size(); ++j)
+                expect_near(what + ": dx" + std::to_string(j), b.dx[j], a.dx[j], 1e-3, 1e-5);
+            expect_near(what + ": parameter gradients", b.grads, a.grads, 1e-3, 1e-5);
+        }
+        ++compared;
+    }
+    std::printf("  %zu nodes compared on %s\n", compared, gpu->name());
+    if (std::find(lacking.begin(), lacking.end(), op_name(c.op)) != lacking.end())
+        GTEST_SKIP() << "the GPU backend (" << gpu->name() << ") has no " << op_name(c.op) << " kernels"
+#ifdef SNN_CUDA_EMULATED
+                     << " in the emulation (cuBLAS and cuDNN calls are not emulated)"
+#endif
+            ;
+}
+
+std::string case_name(const ::testing::TestParamInfo<OpCase> &info) { return info.param.label; }
+
+#define SNN_OP_INSTANTIATE(name) \
+    INSTANTIATE_TEST_SUITE_P(name, Op, ::testing::ValuesIn(cases_of(OpKind::name)), case_name);
+SNN_OP_LIST(SNN_OP_INSTANTIATE)
+#undef SNN_OP_INSTANTIATE
+
+// ---- the registry ----------------------------------------------------------------------
+
+// The generic ops are those whose descriptor carries generic kernels; every
+// other op has CPU kernels of its own (a strong reference: see
+// lib/cpu/cpu_backend.cpp), with a forward and a backward pass.
+#define SNN_OP_COUNT(name) +1
+constexpr size_t kOpCount = 0 SNN_OP_LIST(SNN_OP_COUNT);
+#undef SNN_OP_COUNT
+
+TEST(OpRegistry, EveryOpRunsOnTheCpu) {
+    ASSERT_EQ(snn::op_count(), kOpCount);
+    for (size_t k = 0; k < snn::op_count(); ++k) {
+        const OpKind kind = OpKind(k);
+        const snn::OpDesc &d = snn::op_desc(kind);
+        SCOPED_TRACE(d.name);
+        EXPECT_EQ(d.generic != nullptr, snn::op_is_generic(kind));
+        EXPECT_EQ(snn::cpu_backend().kernels(kind) == nullptr, snn::op_is_generic(kind));
+        const snn::OpKernels *kernels = snn::op_kernels(snn::cpu_backend(), kind);
+        ASSERT_NE(kernels, nullptr);
+        if (kind != OpKind::input && kind != OpKind::flatten) {  // no kernel runs for these
+            EXPECT_NE(kernels->forward, nullptr);
+            EXPECT_NE(kernels->backward, nullptr);
+        }
+    }
+}
+
+// Labels name test cases: unique within an op, letters, digits and _.
+TEST(OpRegistry, CaseLabelsAreTestNames) {
+    for (size_t i = 0; i < kCaseCount; ++i) {
+        const std::string label = kCases[i].label;
+        EXPECT_FALSE(label.empty());
+        for (char ch : label) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') << label;
+        for (size_t j = 0; j < i; ++j)
+            EXPECT_FALSE(kCases[j].op == kCases[i].op && label == kCases[j].label) << label << " twice";
+    }
+}
+
+// ---- timing ----------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int time_cases(int repeats, int64_t batch) {
+    std::printf("%-16s %-26s %6s %14s %14s\n", "op", "case", "batch", "forward us", "backward us");
+    for (const OpCase &c : kCases) {
+        snn_model *raw = nullptr;
+        if (snn_model_create(c.spec, &raw) != SNN_OK) {
+            std::fprintf(stderr, "%s/%s: %s\n", op_name(c.op), c.label, snn_last_error());
+            return 1;
+        }
+        Model model(raw);
+        snn_forward_cache *f = nullptr;
+        snn_backward_cache *b = nullptr;
+        size_t k = 0, features = 0;
+        snn_model_output_size(model.get(), &k);
+        snn_model_input_size(model.get(), &features);
+        if (snn_preallocate(model.get(), batch, &f) != SNN_OK ||
+            snn_preallocate_grads(model.get(), batch, &b) != SNN_OK) {
+            std::fprintf(stderr, "%s/%s: %s\n", op_name(c.op), c.label, snn_last_error());
+            snn_forward_cache_destroy(f);
+            return 1;
+        }
+        Forward fwd(f);
+        Backward bwd(b);
+        Random rng(3);
+        const Floats x = rng.uniform_vector(size_t(batch) * features, -1.0f, 1.0f);
+        const Floats targets = rng.uniform_vector(size_t(batch) * k, -1.0f, 1.0f);
+        std::vector<int32_t> labels(static_cast<size_t>(batch));
+        for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % k);
+        snn_set_inputs(fwd.get(), x.data(), x.size());
+        if (c.loss == SNN_LOSS_MSE)
+            snn_set_targets(bwd.get(), targets.data(), targets.size());
+        else
+            snn_set_labels(bwd.get(), labels.data(), labels.size());
+        std::vector<double> forward_us, backward_us;
+        using clock = std::chrono::steady_clock;
+        for (int r = 0; r <= repeats; ++r) {  // the first pass warms up
+            const auto t0 = clock::now();
+            const snn_status fs = snn_forward(fwd.get(), model.get());
+            const auto t1 = clock::now();
+            const snn_status bs = snn_backprop(bwd.get(), fwd.get(), model.get(), c.loss, nullptr);
+            const auto t2 = clock::now();
+            if (fs != SNN_OK || bs != SNN_OK) {
+                std::fprintf(stderr, "%s/%s: %s\n", op_name(c.op), c.label, snn_last_error());
+                return 1;
+            }
+            if (r == 0) continue;
+            forward_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+            backward_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+        }
+        std::printf("%-16s %-26s %6lld %14.1f %14.1f\n", op_name(c.op), c.label, (long long)batch,
+                    median(forward_us), median(backward_us));
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace op_harness
+
+int main(int argc, char **argv) {
+    // The golden directory is the one argument that is neither a gtest flag
+    // nor one of the timing mode's.
+    bool time = false;
+    int repeats = 20;
+    long long batch = 32;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--time")
+            time = true;
+        else if (a.rfind("--repeats=", 0) == 0)
+            repeats = std::max(1, std::atoi(a.c_str() + 10));
+        else if (a.rfind("--batch=", 0) == 0)
+            batch = std::max(1LL, std::atoll(a.c_str() + 8));
+        else if (a.rfind("--gtest", 0) != 0)
+            op_harness::g_golden_dir = a;
+    }
+    if (time) return op_harness::time_cases(repeats, batch);
+    if (op_harness::g_golden_dir.empty()) {
+        std::fprintf(stderr, "usage: %s <golden data directory> [gtest flags] | --time [--repeats=N] [--batch=N]\n",
+                     argv[0]);
+        return 2;
+    }
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

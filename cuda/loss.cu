@@ -87,6 +87,21 @@ __global__ void huber_kernel(const float *y, const float *t, float *dy, size_t c
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+// Smooth L1 over all count = n*k elements (math.h's smooth_l1_term, _grad):
+//   loss = sum smooth_l1(y - t; beta) / count ;  dy = clamp((y - t) / beta, -1, 1) / count
+__global__ void smooth_l1_kernel(const float *y, const float *t, float *dy, size_t count,
+                                 float beta, float inv_count, float *partials) {
+    __shared__ float buf[kThreads];
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        acc += smooth_l1_term(y[i], t[i], beta);
+        dy[i] = smooth_l1_grad(y[i], t[i], beta, inv_count);
+    }
+    const float total = block_sum(acc, buf);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
 void loss_mse(const LossArgs &a) {
     CudaStream &cs = stream_of(a);
     const size_t count = static_cast<size_t>(a.n * a.k);
@@ -116,6 +131,17 @@ void loss_huber(const LossArgs &a) {
     SNN_LAUNCH(huber_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param, inv,
                cs.partials);
     check_launch("huber_loss kernel");
+    finish_sum(cs, blocks, inv, a.loss);
+}
+
+void loss_smooth_l1(const LossArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const size_t count = static_cast<size_t>(a.n * a.k);
+    const unsigned int blocks = reduce_blocks(count);
+    const float inv = 1.0f / (float)count;
+    SNN_LAUNCH(smooth_l1_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param,
+               inv, cs.partials);
+    check_launch("smooth_l1_loss kernel");
     finish_sum(cs, blocks, inv, a.loss);
 }
 

@@ -503,7 +503,13 @@ enum {
      * the gradient is r clamped to [-delta, delta] over batch*outputs.
      * Float targets (snn_set_targets). Parameter delta: default 1, range
      * (0, FLT_MAX] (snn_set_loss_parameter) */
-    SNN_LOSS_HUBER = 3
+    SNN_LOSS_HUBER = 3,
+    /* mean over all batch*outputs elements of PyTorch's SmoothL1Loss(beta):
+     * with r = y - t, 0.5 r^2 / beta where |r| < beta, else |r| - 0.5 beta;
+     * beta = 0 is the L1 loss |r|. The gradient is r / beta clamped to
+     * [-1, 1] (sign(r), 0 at r = 0, for beta = 0) over batch*outputs.
+     * Float targets. Parameter beta: default 1, range [0, FLT_MAX] */
+    SNN_LOSS_SMOOTH_L1 = 4
 };
 
 /* Allocates the gradient buffers for `model` and batches up to max_batch.

@@ -45,6 +45,18 @@ void loss_huber(const LossArgs &a) {
     *a.loss = float(sum / double(count));
 }
 
+// L = sum smooth_l1(y - t; beta) / (n k) ; dy = clamp((y - t) / beta, -1, 1) / (n k)
+void loss_smooth_l1(const LossArgs &a) {
+    const int64_t count = a.n * a.k;
+    const float inv = 1.0f / float(count);
+    double sum = 0.0;
+    for (int64_t i = 0; i < count; ++i) {
+        sum += smooth_l1_term(a.y[i], a.targets[i], a.param);
+        a.dy[i] = smooth_l1_grad(a.y[i], a.targets[i], a.param, inv);
+    }
+    *a.loss = float(sum / double(count));
+}
+
 }  // namespace
 
 LossKernel CpuBackend::loss_kernel(LossKind kind) const {

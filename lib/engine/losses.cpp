@@ -25,6 +25,9 @@ const LossDesc loss_logit_crossentropy = {LossKind::logit_crossentropy, SNN_LOSS
 const LossDesc loss_huber = {LossKind::huber, SNN_LOSS_HUBER, "SNN_LOSS_HUBER", "Huber",
                              LossInput::targets, {"delta", 1.0, 0.0, FLT_MAX, false}};
 
+const LossDesc loss_smooth_l1 = {LossKind::smooth_l1, SNN_LOSS_SMOOTH_L1, "SNN_LOSS_SMOOTH_L1", "smooth L1",
+                                 LossInput::targets, {"beta", 1.0, 0.0, FLT_MAX, true}};
+
 const LossDesc *const kLosses[] = {
 #define SNN_LOSS_ENTRY(name, id) &loss_##name,
     SNN_LOSS_LIST(SNN_LOSS_ENTRY)

@@ -14,7 +14,8 @@
 #define SNN_LOSS_LIST(X)                             \
     X(mse, SNN_LOSS_MSE)                             \
     X(logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY) \
-    X(huber, SNN_LOSS_HUBER)
+    X(huber, SNN_LOSS_HUBER)                         \
+    X(smooth_l1, SNN_LOSS_SMOOTH_L1)
 
 namespace snn {
 

@@ -220,6 +220,19 @@ SNN_HD float huber_grad(float y, float t, float delta, float inv_count) {
     return (r < -delta ? -delta : r > delta ? delta : r) * inv_count;
 }
 
+// Smooth L1 term (beta >= 0), r = y - t: loss += 0.5 r^2 / beta if |r| < beta,
+// else |r| - 0.5 beta, over count (beta = 0: |r|) ; dL/dy = r / beta inside,
+// else sign(r), over count, with sign(0) = 0 (PyTorch's)
+SNN_HD float smooth_l1_term(float y, float t, float beta) {
+    const float r = y - t, a = fabsf(r);
+    return a < beta ? 0.5f * r * r / beta : a - 0.5f * beta;
+}
+SNN_HD float smooth_l1_grad(float y, float t, float beta, float inv_count) {
+    const float r = y - t;
+    const float g = r < -beta ? -1.0f : r > beta ? 1.0f : beta > 0.0f ? r / beta : 0.0f;
+    return g * inv_count;
+}
+
 // Cross-entropy of one row of k logits, from its max m (at index top, the
 // first one) and rest = sum over j != top of e^{y_j - m}: the sum of
 // e^{y_j - m} is 1 + rest, so nothing is rounded before it is subtracted.

@@ -24,7 +24,7 @@ digits):
 
 File format (text, one case per file):
     spec <the snn spec>
-    loss mse | xent | huber delta=<d>
+    loss mse | xent | huber delta=<d> | smooth_l1 beta=<b>
     optimiser <sgd|adam|adamw|rmsprop|lion> <name>=<value> ...
     batch <n>
     mode train | eval                 (optional, train by default: the mode of
@@ -274,6 +274,8 @@ def compute_loss(loss, y, target):
         return nn.functional.mse_loss(y, target)
     if kind == "huber":
         return nn.functional.huber_loss(y, target, delta=param)
+    if kind == "smooth_l1":
+        return nn.functional.smooth_l1_loss(y, target, beta=param)
     return nn.functional.cross_entropy(y, target)
 
 
@@ -717,6 +719,17 @@ LOSS_CASES = [
      {"steps": 4}),
     ("huber_conv_sgd", "input 5x5x2; conv 3x3 4 relu; maxpool 2; flatten; dense 3", "huber delta=0.75",
      "sgd", {"lr": 0.05, "momentum": 0.9}, 3, {"steps": 4}),
+    # Smooth L1: residuals on both sides of beta and at it; beta = 0 (L1,
+    # with a zero residual: gradient 0); a dense model.
+    ("smooth_l1_extremes", "input 3; dense 8", "smooth_l1 beta=1", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits(HUBER_ROW, HUBER_TARGETS), "steps": 3, "exact": ("outputs",)}),
+    ("smooth_l1_beta_0", "input 3; dense 8", "smooth_l1 beta=0", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits(HUBER_ROW, HUBER_TARGETS), "steps": 3, "exact": ("outputs",)}),
+    ("smooth_l1_tiny_beta", "input 3; dense 8", "smooth_l1 beta=1e-06", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([-2e-6, -1e-6, 5e-7, 0.0, 1e-7, 1e-6, 3.0, -1e4], HUBER_TARGETS),
+      "steps": 3, "exact": ("outputs",)}),
+    ("smooth_l1_dense_adam", "input 6; dense 8 tanh; dense 3", "smooth_l1 beta=0.5", "adam", {"lr": 0.01}, 4,
+     {"steps": 4}),
 ]
 
 

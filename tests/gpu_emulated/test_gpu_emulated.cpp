@@ -67,6 +67,7 @@ const std::map<std::string, std::string> kKernelCases = {
     {"finish_sum_kernel", "Losses.Mse"},
     {"xent_kernel", "Losses.CrossEntropy"},
     {"huber_kernel", "Losses.Huber"},
+    {"smooth_l1_kernel", "Losses.SmoothL1"},
     {"sgd_kernel", "Optimisers.Step"},
     {"adam_kernel", "Optimisers.Step"},
     {"adamw_kernel", "Optimisers.Step"},
@@ -740,6 +741,32 @@ TEST(Losses, Huber) {
     launched.check();
 }
 
+// Smooth L1 at residuals on both sides of beta and at it; beta = 0 is L1
+// (zero residuals included: gradient 0).
+TEST(Losses, SmoothL1) {
+    Launched launched({"smooth_l1_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t n, k;
+    } shapes[] = {{1, 1}, {3, 33}, {257, 65}, {1, 300001}};
+    for (const auto &sh : shapes) {
+        const size_t count = static_cast<size_t>(sh.n * sh.k);
+        Floats y = uniform(count, count), t = uniform(count, count + 1);
+        if (count > 3) {
+            y[0] = 1.0f, t[0] = 0.0f;  // |r| = beta = 1
+            y[1] = -1.0f, t[1] = 0.0f;
+            y[2] = 0.5f, t[2] = 0.5f;  // r = 0
+        }
+        for (float beta : {0.0f, 1e-6f, 1.0f, 1e6f}) {
+            const std::string what = "smooth L1 beta " + std::to_string(beta) + " " +
+                                     std::to_string(sh.n) + "x" + std::to_string(sh.k);
+            expect_loss_matches_cpu(what, [&](Side side) {
+                return run_loss(side, LossKind::smooth_l1, sh.n, sh.k, y, t, {}, beta);
+            });
+        }
+    }
+    launched.check();
+}
+
 OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weight_decay) {
     OptStep s{};
     s.lr = 0.01f;
@@ -752,8 +779,14 @@ OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weig
     s.one_minus_alpha = 0.01f;
     s.bias_correction1 = 0.271f;
     s.bias_correction2 = 0.00299f;
+    s.one_minus_dampening = 1.0f;
     s.nesterov = nesterov;
     s.first_step = first_step;
+    return s;
+}
+
+OptStep with_dampening(OptStep s, float dampening) {
+    s.one_minus_dampening = 1.0f - dampening;
     return s;
 }
 
@@ -769,6 +802,7 @@ TEST(Optimisers, Step) {
         {OptKind::sgd, step_of(0.0f, 0, 0, 0.0f), false, false, "sgd"},
         {OptKind::sgd, step_of(0.9f, 0, 1, 0.01f), true, false, "sgd momentum first step"},
         {OptKind::sgd, step_of(0.9f, 1, 0, 0.0f), true, false, "sgd nesterov"},
+        {OptKind::sgd, with_dampening(step_of(0.9f, 0, 0, 0.01f), 0.5f), true, false, "sgd dampening"},
         {OptKind::adam, step_of(0.0f, 0, 0, 0.01f), true, true, "adam"},
         {OptKind::adamw, step_of(0.0f, 0, 0, 0.01f), true, true, "adamw"},
         {OptKind::rmsprop, step_of(0.0f, 0, 0, 0.0f), false, true, "rmsprop"},

@@ -26,6 +26,17 @@ double huber_grad(double y, double t, double delta) { return std::max(-delta, st
 
 const Reference kHuber{SNN_LOSS_HUBER, huber, huber_grad};
 
+double smooth_l1(double y, double t, double beta) {
+    const double r = y - t, a = std::fabs(r);
+    return a < beta ? 0.5 * r * r / beta : a - 0.5 * beta;
+}
+double smooth_l1_grad(double y, double t, double beta) {
+    const double r = y - t;
+    return r < -beta ? -1.0 : r > beta ? 1.0 : beta > 0 ? r / beta : 0.0;
+}
+
+const Reference kSmoothL1{SNN_LOSS_SMOOTH_L1, smooth_l1, smooth_l1_grad};
+
 // A model whose outputs are its inputs: dense k -> k with W = I, b = 0.
 Model identity_model(size_t k) {
     Model m = make_model("input " + std::to_string(k) + "; dense " + std::to_string(k));
@@ -94,6 +105,48 @@ TEST(Huber, TinyAndHugeDelta) {
 TEST(Huber, DeltaOneIsHalfTheMseForSmallResiduals) {
     const std::vector<float> y = {0.5f, -0.25f, 0.75f, 0.0f}, t(4, 0.0f);
     EXPECT_FLOAT_EQ(loss_at(kHuber, 1.0, y, t, 2).loss, 0.5f * (0.25f + 0.0625f + 0.5625f) / 4.0f);
+}
+
+TEST(SmoothL1, ValuesAndGradientsOnBothSidesOfBetaAndAtIt) {
+    const std::vector<float> y = {-3.0f, -1.0f, -0.5f, 0.0f, 0.25f, 1.0f, 2.5f, 1e-3f};
+    const std::vector<float> t(y.size(), 0.0f);
+    for (double beta : {1.0, 0.5, 1e-6, 1e6}) expect_matches_reference(kSmoothL1, beta, y, t, 4);
+    // At |r| = beta: 0.5 beta and a gradient of +-1.
+    const Result r = loss_at(kSmoothL1, 1.0, {1.0f, -1.0f}, {0.0f, 0.0f}, 2);
+    EXPECT_EQ(r.loss, 0.5f);
+    EXPECT_EQ(r.dy, (std::vector<float>{0.5f, -0.5f}));
+}
+
+TEST(SmoothL1, BetaZeroIsL1WithAZeroGradientAtZero) {
+    const std::vector<float> y = {-3.0f, 0.0f, 2.0f, 1e-30f}, t(4, 0.0f);
+    const Result r = loss_at(kSmoothL1, 0.0, y, t, 2);
+    EXPECT_FLOAT_EQ(r.loss, (3.0f + 0.0f + 2.0f + 1e-30f) / 4.0f);
+    EXPECT_EQ(r.dy, (std::vector<float>{-0.25f, 0.0f, 0.25f, 0.25f}));
+}
+
+TEST(SmoothL1, IsHuberOverBeta) {
+    // SmoothL1(beta) = Huber(delta = beta) / beta, term by term.
+    const std::vector<float> y = {-3.0f, -0.75f, 0.1f, 2.0f}, t = {0.5f, 0.0f, 0.0f, 1.0f};
+    EXPECT_NEAR(loss_at(kSmoothL1, 0.5, y, t, 2).loss, loss_at(kHuber, 0.5, y, t, 2).loss / 0.5f, 1e-6);
+}
+
+TEST(LossParameter, SmoothL1BetaRangeIsZeroToFloatMax) {
+    Model m = make_model("input 2; dense 2");
+    Backward bwd = make_backward(m.get(), 2);
+    double v = -1;
+    ASSERT_EQ(snn_get_loss_parameter(bwd.get(), SNN_LOSS_SMOOTH_L1, &v), SNN_OK);
+    EXPECT_EQ(v, 1.0);
+    for (double bad : {-1e-30, double(NAN), double(INFINITY), 3.5e38}) {
+        EXPECT_EQ(snn_set_loss_parameter(bwd.get(), SNN_LOSS_SMOOTH_L1, bad), SNN_ERR_INVALID_ARGUMENT) << bad;
+        EXPECT_NE(std::string(snn_last_error()).find("beta of the smooth L1 loss must be in [0, "), std::string::npos)
+            << snn_last_error();
+    }
+    ASSERT_EQ(snn_set_loss_parameter(bwd.get(), SNN_LOSS_SMOOTH_L1, 0.0), SNN_OK);
+    ASSERT_EQ(snn_get_loss_parameter(bwd.get(), SNN_LOSS_SMOOTH_L1, &v), SNN_OK);
+    EXPECT_EQ(v, 0.0);
+    // Each loss keeps its own parameter.
+    ASSERT_EQ(snn_get_loss_parameter(bwd.get(), SNN_LOSS_HUBER, &v), SNN_OK);
+    EXPECT_EQ(v, 1.0);
 }
 
 TEST(LossParameter, HuberDeltaRangeIsRefusedOutsideZeroToFloatMax) {
@@ -185,6 +238,11 @@ TEST(Huber, MatchesFiniteDifferences) {
     // delta 0.3 with residuals of about +-1: both branches.
     expect_finite_differences(kHuber, 0.3, -1.0f, 1.0f);
     expect_finite_differences(kHuber, 1.0, -2.0f, 2.0f);
+}
+
+TEST(SmoothL1, MatchesFiniteDifferences) {
+    expect_finite_differences(kSmoothL1, 0.3, -1.0f, 1.0f);
+    expect_finite_differences(kSmoothL1, 2.0, -1.0f, 1.0f);
 }
 
 }  // namespace

@@ -86,6 +86,9 @@ namespace Snn.Tests
                 Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.Huber, double.NaN));
                 bwd.SetLossParameter(Loss.Huber, 0.25);
                 Assert.AreEqual(0.25, bwd.LossParameter(Loss.Huber));
+                Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.SmoothL1, -1.0));
+                bwd.SetLossParameter(Loss.SmoothL1, 0.0);
+                Assert.AreEqual(0.0, bwd.LossParameter(Loss.SmoothL1));
                 fwd.SetInputs(new float[6]);
                 fwd.Forward();
                 Expect(Status.Count, () => fwd.GetOutputs(new float[3]));

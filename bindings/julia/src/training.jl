@@ -44,6 +44,27 @@ function set_loss_data!(b::BackwardCache, l::HuberLoss)
 end
 
 """
+    SmoothL1Loss(targets; beta=1)
+
+PyTorch's `nn.SmoothL1Loss(beta=beta)` against targets shaped as the outputs:
+with `r = y - t`, the mean over outputs * batch of `0.5 r^2 / beta` where
+`|r| < beta`, else `|r| - 0.5 beta`; `beta = 0` is the L1 loss `|r|`.
+beta must be in [0, floatmax(Float32)].
+"""
+struct SmoothL1Loss
+    targets::Array{Float32}
+    beta::Float64
+    SmoothL1Loss(targets::AbstractArray{<:Real}; beta::Real=1.0) = new(Array{Float32}(targets), Float64(beta))
+end
+
+function set_loss_data!(b::BackwardCache, l::SmoothL1Loss)
+    targets = l.targets
+    GC.@preserve targets check(snn_set_targets(b, pointer(targets), length(targets)))
+    check(snn_set_loss_parameter(b, SNN_LOSS_SMOOTH_L1, l.beta))
+    SNN_LOSS_SMOOTH_L1
+end
+
+"""
     LogitCrossEntropyLoss(labels, num_classes)
 
 Softmax cross-entropy of the outputs (logits) against 1-based class labels,

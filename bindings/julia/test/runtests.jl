@@ -360,6 +360,9 @@ end
         @test SNN.loss_parameter(bwd, SNN.SNN_LOSS_HUBER) == 2.0
         @test_throws SNNError SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_HUBER, 0.0)
         @test SNN.set_loss_parameter!(bwd, SNN.SNN_LOSS_HUBER, 0.5) === bwd
+        # smooth L1, beta 0 (L1): (1 + 0 + 5 + 1) / 4
+        @test backprop!(bwd, fwd, model, SmoothL1Loss(zeros(Float32, 2, 2); beta=0)) == 7 / 4
+        @test SNN.loss_parameter(bwd, SNN.SNN_LOSS_SMOOTH_L1) == 0.0
         # SimpleNNs' gradient (y - t) is snn's times outputs * batch / 2
         @test reshape(g[1:6], 3, 2)' .* (2 * 2 / 2) == y * x'
         # cross-entropy: the mean over the batch of -log softmax(y)[label]

@@ -1041,6 +1041,10 @@ pub enum Loss {
     /// `r = y - t`; delta (default 1) is set with
     /// [`BackwardCache::set_loss_parameter`].
     Huber = 3,
+    /// PyTorch's `SmoothL1Loss(beta)` against targets, the mean over every
+    /// output: `0.5 r^2 / beta` where `|r| < beta`, else `|r| - 0.5 beta`;
+    /// beta (default 1, 0 for the L1 loss) is the loss parameter.
+    SmoothL1 = 4,
 }
 
 /// Gradient buffers for one model. `Send`, not `Sync`, as [`ForwardCache`].

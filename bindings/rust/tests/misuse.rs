@@ -177,6 +177,10 @@ fn huber_delta_is_checked_and_used() {
     bwd.set_targets(&[0.0, 0.0]).unwrap();
     // residuals 1 and 5: (0.5 + 2 (5 - 1)) / 2
     assert_eq!(bwd.backprop(&mut fwd, &model, Loss::Huber).unwrap(), 4.25);
+    // smooth L1 with beta 0 is L1: (1 + 5) / 2
+    bwd.set_loss_parameter(Loss::SmoothL1, 0.0).unwrap();
+    assert_eq!(bwd.backprop(&mut fwd, &model, Loss::SmoothL1).unwrap(), 3.0);
+    assert_eq!(bwd.set_loss_parameter(Loss::SmoothL1, -1.0).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]

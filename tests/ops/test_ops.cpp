@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "../golden/golden_check.h"
 #include "../unit/helpers.h"
 #include "common/error.h"
@@ -243,7 +245,8 @@ TEST_P(Op, FileRoundTrip) {
     Random rng(42);
     Prepared s = make_setup(c, rng);
     const std::string path = (std::filesystem::temp_directory_path() /
-                              ("snn_op_" + std::string(op_name(c.op)) + "_" + c.label + ".safetensors"))
+                              ("snn_op_" + std::to_string(getpid()) + "_" + op_name(c.op) + "_" + c.label +
+                               ".safetensors"))
                                  .string();
     ASSERT_EQ(snn_model_save(s.model.get(), path.c_str()), SNN_OK) << snn_last_error();
     snn_model *raw = nullptr;

@@ -633,12 +633,15 @@ typedef int32_t snn_hyperparameter;
 enum {
     SNN_HP_LEARNING_RATE = 1, /* [0, FLT_MAX] */
     SNN_HP_MOMENTUM = 2,      /* SGD: [0, 1) */
-    SNN_HP_NESTEROV = 3,      /* SGD: 0 or 1 (needs momentum > 0) */
+    SNN_HP_NESTEROV = 3,      /* SGD: 0 or 1 (needs momentum > 0 and dampening 0) */
     SNN_HP_BETA1 = 4,         /* Adam(W), Lion: [0, 1) */
     SNN_HP_BETA2 = 5,         /* Adam(W), Lion: [0, 1) */
     SNN_HP_EPSILON = 6,       /* Adam(W), RMSProp: [FLT_MIN, FLT_MAX] */
     SNN_HP_WEIGHT_DECAY = 7,  /* [0, FLT_MAX]; L2 for SGD/Adam/RMSProp, decoupled for AdamW, Lion */
-    SNN_HP_ALPHA = 8          /* RMSProp smoothing: [0, 1) */
+    SNN_HP_ALPHA = 8,         /* RMSProp smoothing: [0, 1) */
+    SNN_HP_DAMPENING = 9      /* SGD: [0, 1], default 0; PyTorch's dampening: from the second step
+                                 the momentum buffer is momentum * buf + (1 - dampening) * g.
+                                 Nesterov needs dampening 0 (either order of setting is refused) */
 };
 
 /* Creates an optimiser for `model` with PyTorch's defaults (above), its state

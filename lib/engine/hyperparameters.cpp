@@ -9,15 +9,16 @@
 
 namespace snn {
 
-const Hyperparameter kHyperparameters[8] = {
-    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate", &Optimiser::lr},
-    {SNN_HP_MOMENTUM, "momentum", "momentum", &Optimiser::momentum},
-    {SNN_HP_NESTEROV, "nesterov", "nesterov", &Optimiser::nesterov},
-    {SNN_HP_BETA1, "beta1", "beta1", &Optimiser::beta1},
-    {SNN_HP_BETA2, "beta2", "beta2", &Optimiser::beta2},
-    {SNN_HP_EPSILON, "epsilon", "epsilon", &Optimiser::eps},
-    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay", &Optimiser::weight_decay},
-    {SNN_HP_ALPHA, "alpha", "alpha", &Optimiser::alpha},
+const Hyperparameter kHyperparameters[9] = {
+    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate", &Optimiser::lr, false},
+    {SNN_HP_MOMENTUM, "momentum", "momentum", &Optimiser::momentum, false},
+    {SNN_HP_DAMPENING, "dampening", "dampening", &Optimiser::dampening, true},
+    {SNN_HP_NESTEROV, "nesterov", "nesterov", &Optimiser::nesterov, false},
+    {SNN_HP_BETA1, "beta1", "beta1", &Optimiser::beta1, false},
+    {SNN_HP_BETA2, "beta2", "beta2", &Optimiser::beta2, false},
+    {SNN_HP_EPSILON, "epsilon", "epsilon", &Optimiser::eps, false},
+    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay", &Optimiser::weight_decay, false},
+    {SNN_HP_ALPHA, "alpha", "alpha", &Optimiser::alpha, false},
 };
 
 namespace {
@@ -87,11 +88,21 @@ void set_hyperparameter(Optimiser &o, snn_hyperparameter id, double value) {
             if (value == 0.0 && o.nesterov)
                 fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (turn Nesterov off first)");
             break;
+        case SNN_HP_DAMPENING:
+            check_range(h, value, 0.0, 1.0, false, "");
+            if (value != 0.0 && o.nesterov != 0.0)
+                fail(SNN_ERR_INVALID_ARGUMENT,
+                     "Nesterov momentum needs dampening 0, got %g (turn Nesterov off first)", value);
+            break;
         case SNN_HP_NESTEROV:
             if (value != 0.0 && value != 1.0)
                 fail(SNN_ERR_INVALID_ARGUMENT, "nesterov must be 0 or 1, got %g", value);
             if (value == 1.0 && o.momentum == 0.0)
                 fail(SNN_ERR_INVALID_ARGUMENT, "Nesterov momentum needs momentum > 0 (set SNN_HP_MOMENTUM first)");
+            if (value == 1.0 && o.dampening != 0.0)
+                fail(SNN_ERR_INVALID_ARGUMENT,
+                     "Nesterov momentum needs dampening 0, but it is %g (set SNN_HP_DAMPENING to 0 first)",
+                     o.dampening);
             break;
         default:  // beta1, beta2, alpha
             check_range(h, value, 0.0, 1.0, true, "");

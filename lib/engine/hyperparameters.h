@@ -22,12 +22,15 @@ struct Hyperparameter {
     const char *key;    // in checkpoints: metadata "optimiser.<key>"
     const char *label;  // in messages
     double Optimiser::*field;
+    // Added after checkpoints were first written: a checkpoint without its
+    // key loads with the default.
+    bool may_be_absent;
 };
 
 // Every hyperparameter, in the order checkpoints apply them: the learning
 // rate before the weight decay and the momentum before Nesterov, whose
 // checks involve the one set earlier.
-extern const Hyperparameter kHyperparameters[8];
+extern const Hyperparameter kHyperparameters[9];
 
 // Whether the kind has the hyperparameter: its descriptor lists it
 // (engine/optimisers.h).
@@ -49,7 +52,9 @@ double get_hyperparameter(const Optimiser &o, snn_hyperparameter id);
 //                                 updates flush subnormals to zero)
 //   momentum, beta1, beta2, alpha [0, 1) as doubles (1 - beta is computed in
 //                                 double, so a beta that rounds to 1.0f works)
-//   nesterov                      0 or 1, and 1 needs momentum > 0
+//   dampening                     [0, 1]
+//   nesterov                      0 or 1, and 1 needs momentum > 0 and
+//                                 dampening 0
 // The float32 limits hold because the updates run in float32: a larger
 // value would become infinite (or epsilon 0) there.
 void set_hyperparameter(Optimiser &o, snn_hyperparameter id, double value);

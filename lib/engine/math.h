@@ -279,6 +279,7 @@ struct OptStep {
     float lr_weight_decay;                     // lr * weight_decay (AdamW, Lion)
     float one_minus_beta1, one_minus_beta2;    // Adam, Lion
     float one_minus_alpha;                     // RMSProp
+    float one_minus_dampening;                 // SGD
     float bias_correction1, bias_correction2;  // 1 - beta^t (Adam)
     int32_t nesterov, first_step;
 };
@@ -288,12 +289,12 @@ struct OptStep {
 // with m and v the element's state; an update touches only the state its
 // descriptor keeps (engine/optimisers.h), so the others may be null.
 
-// SGD with momentum (PyTorch's form): b = mu b + g ; p -= lr (g + mu b) if
-// Nesterov else lr b. On the first step b = g.
+// SGD with momentum (PyTorch's form): b = mu b + (1 - dampening) g ;
+// p -= lr (g + mu b) if Nesterov else lr b. On the first step b = g.
 SNN_HD void sgd_update(const OptStep &s, float *p, float g, float *b, float *) {
     g += s.weight_decay * *p;
     if (s.momentum != 0.0f) {
-        float buf = s.first_step ? g : s.momentum * *b + g;
+        float buf = s.first_step ? g : s.momentum * *b + s.one_minus_dampening * g;
         *b = buf;
         g = s.nesterov ? g + s.momentum * buf : buf;
     }

@@ -95,6 +95,7 @@ void read_optimiser_settings(const SafetensorsHeader &h, Optimiser &settings) {
         fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"optimiser\" is \"%s\", expected one of %s", k.c_str(),
              optimiser_keys());
     settings.kind = d->kind;
+    set_default_hyperparameters(settings);
     for (const Hyperparameter &hp : kHyperparameters) {
         const std::string key = std::string("optimiser.") + hp.key;
         if (!hyperparameter_applies(hp.id, settings.kind)) {
@@ -103,6 +104,7 @@ void read_optimiser_settings(const SafetensorsHeader &h, Optimiser &settings) {
                      optimiser_kind_name(settings.kind));
             continue;
         }
+        if (hp.may_be_absent && !h.metadata.count(key)) continue;  // an older checkpoint: the default
         const std::string &text = metadata_value(h, key);
         double value = 0;
         auto r = std::from_chars(text.data(), text.data() + text.size(), value);

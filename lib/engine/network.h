@@ -234,7 +234,7 @@ struct Optimiser {
     // The hyperparameters (engine/hyperparameters.h); those the kind has
     // start at its defaults (engine/optimisers.h). nesterov is 0 or 1.
     double lr = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, alpha = 0,
-           nesterov = 0;
+           nesterov = 0, dampening = 0;
     int64_t steps = 0;
     size_t count = 0;
     // For reset, ordered after the steps queued so far; steps run on the

@@ -62,6 +62,7 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     s.one_minus_beta1 = float(1.0 - o.beta1);
     s.one_minus_beta2 = float(1.0 - o.beta2);
     s.one_minus_alpha = float(1.0 - o.alpha);
+    s.one_minus_dampening = float(1.0 - o.dampening);
     s.bias_correction1 = float(1.0 - std::pow(o.beta1, double(t)));
     s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
     s.nesterov = o.nesterov != 0.0;

@@ -13,8 +13,8 @@ namespace {
 
 const OptimiserDesc optimiser_sgd = {
     OptKind::sgd, SNN_OPTIMISER_SGD, "SNN_OPTIMISER_SGD", "SGD", "sgd",
-    {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_MOMENTUM, 0.0}, {SNN_HP_NESTEROV, 0.0},
-     {SNN_HP_WEIGHT_DECAY, 0.0}},
+    {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_MOMENTUM, 0.0}, {SNN_HP_DAMPENING, 0.0},
+     {SNN_HP_NESTEROV, 0.0}, {SNN_HP_WEIGHT_DECAY, 0.0}},
     true, false};
 
 const OptimiserDesc optimiser_adam = {

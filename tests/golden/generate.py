@@ -234,7 +234,7 @@ def make_optimiser(name, hp, params):
     eps = hp.get("epsilon", 1e-8)
     if name == "sgd":
         return torch.optim.SGD(params, lr=hp["lr"], momentum=hp.get("momentum", 0.0),
-                               nesterov=bool(hp.get("nesterov", 0)),
+                               dampening=hp.get("dampening", 0.0), nesterov=bool(hp.get("nesterov", 0)),
                                weight_decay=hp.get("weight_decay", 0.0))
     if name == "adam":
         return torch.optim.Adam(params, lr=hp["lr"], betas=betas, eps=eps,
@@ -697,6 +697,12 @@ OPTIMISER_CASES = [
      {"lr": 0.003, "beta1": 0.99999, "beta2": 0.999999}, 4, {"steps": 5}),
     ("lion_large_lr", "input 4x4x2; conv 3 3 pad=1 tanh; flatten; dense 3", "xent", "lion",
      {"lr": 1.0}, 3, {"steps": 4}),
+    # SGD's dampening (from the second step b = momentum b + (1 - dampening) g):
+    # 1 (the gradient never enters after the first step), 0.5 with weight decay.
+    ("sgd_dampening_1", "input 6; dense 8 tanh; dense 3", "mse", "sgd",
+     {"lr": 0.1, "momentum": 0.9, "dampening": 1.0}, 4, {"steps": 5}),
+    ("sgd_dampening_0_5", "input 4x4x2; conv 3 3 pad=1 relu; flatten; dense 3", "xent", "sgd",
+     {"lr": 0.05, "momentum": 0.8, "dampening": 0.5, "weight_decay": 0.01}, 3, {"steps": 5}),
 ]
 
 

@@ -63,7 +63,8 @@ inline snn_hyperparameter hyperparameter_named(const std::string &name) {
         {"lr", SNN_HP_LEARNING_RATE}, {"momentum", SNN_HP_MOMENTUM},
         {"nesterov", SNN_HP_NESTEROV}, {"weight_decay", SNN_HP_WEIGHT_DECAY},
         {"alpha", SNN_HP_ALPHA},       {"epsilon", SNN_HP_EPSILON},
-        {"beta1", SNN_HP_BETA1},       {"beta2", SNN_HP_BETA2}};
+        {"beta1", SNN_HP_BETA1},       {"beta2", SNN_HP_BETA2},
+        {"dampening", SNN_HP_DAMPENING}};
     return names.at(name);
 }
 

@@ -7,6 +7,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +146,107 @@ TEST(Lion, ACheckpointKeepsEverySettingAndTheMomentum) {
                                  {{SNN_HP_LEARNING_RATE, 0.0123456789}, {SNN_HP_BETA1, 0.87654321},
                                   {SNN_HP_BETA2, 0.99999999}, {SNN_HP_WEIGHT_DECAY, 0.3}},
                                  {SNN_HP_LEARNING_RATE, SNN_HP_BETA1, SNN_HP_BETA2, SNN_HP_WEIGHT_DECAY});
+}
+
+// ---- SGD's dampening ---------------------------------------------------------------
+
+TEST(Dampening, IsAnSgdSettingInZeroToOne) {
+    Model m = make_model("input 2; dense 1");
+    Optimiser sgd = make_optimiser(m.get(), SNN_OPTIMISER_SGD);
+    EXPECT_EQ(hp(sgd.get(), SNN_HP_DAMPENING), 0.0);
+    for (double bad : {-0.1, 1.0000001, double(NAN), double(INFINITY)})
+        EXPECT_TRUE(refused_with(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, bad), "dampening must")) << bad;
+    EXPECT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, 1.0), SNN_OK);
+    EXPECT_EQ(hp(sgd.get(), SNN_HP_DAMPENING), 1.0);
+    for (snn_optimiser_kind kind : {SNN_OPTIMISER_ADAM, SNN_OPTIMISER_ADAMW, SNN_OPTIMISER_RMSPROP, SNN_OPTIMISER_LION}) {
+        Optimiser o = make_optimiser(m.get(), kind);
+        EXPECT_TRUE(refused_with(snn_optimiser_set(o.get(), SNN_HP_DAMPENING, 0.5), "dampening does not apply")) << kind;
+    }
+}
+
+// PyTorch refuses Nesterov with dampening; so does snn, in either order.
+TEST(Dampening, NesterovNeedsDampeningZeroWhicheverIsSetLast) {
+    Model m = make_model("input 2; dense 1");
+    Optimiser sgd = make_optimiser(m.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_MOMENTUM, 0.9), SNN_OK);
+    ASSERT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, 0.5), SNN_OK);
+    EXPECT_TRUE(refused_with(snn_optimiser_set(sgd.get(), SNN_HP_NESTEROV, 1.0),
+                             "Nesterov momentum needs dampening 0, but it is 0.5"));
+    EXPECT_EQ(hp(sgd.get(), SNN_HP_NESTEROV), 0.0);
+    ASSERT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, 0.0), SNN_OK);
+    ASSERT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_NESTEROV, 1.0), SNN_OK);
+    EXPECT_TRUE(refused_with(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, 0.25),
+                             "Nesterov momentum needs dampening 0, got 0.25 (turn Nesterov off first)"));
+    EXPECT_EQ(hp(sgd.get(), SNN_HP_DAMPENING), 0.0);
+    EXPECT_EQ(snn_optimiser_set(sgd.get(), SNN_HP_DAMPENING, 0.0), SNN_OK);  // 0 is always allowed
+}
+
+// b = g on the first step, then b = 0.9 b + 0.5 g; p -= lr b.
+TEST(Dampening, ScalesTheNewGradientFromTheSecondStep) {
+    Tiny t(SNN_OPTIMISER_SGD);
+    set_all(t.o.get(), {{SNN_HP_LEARNING_RATE, 1.0}, {SNN_HP_MOMENTUM, 0.9}, {SNN_HP_DAMPENING, 0.5}});
+    const std::vector<float> p1 = t.step({1.0f, -2.0f, 0.5f});
+    EXPECT_EQ(p1[0], 0.5f - 1.0f);
+    EXPECT_EQ(p1[1], -2.0f + 2.0f);
+    EXPECT_EQ(p1[2], 0.25f - 0.5f);
+    const std::vector<float> p2 = t.step({4.0f, 2.0f, -1.0f});
+    EXPECT_FLOAT_EQ(p2[0], p1[0] - (0.9f * 1.0f + 0.5f * 4.0f));
+    EXPECT_FLOAT_EQ(p2[1], p1[1] - (0.9f * -2.0f + 0.5f * 2.0f));
+    EXPECT_FLOAT_EQ(p2[2], p1[2] - (0.9f * 0.5f + 0.5f * -1.0f));
+}
+
+TEST(Dampening, ACheckpointKeepsItAndTheMomentumBuffer) {
+    expect_checkpoint_round_trip(SNN_OPTIMISER_SGD,
+                                 {{SNN_HP_LEARNING_RATE, 0.03}, {SNN_HP_MOMENTUM, 0.7}, {SNN_HP_DAMPENING, 0.3},
+                                  {SNN_HP_WEIGHT_DECAY, 0.001}},
+                                 {SNN_HP_LEARNING_RATE, SNN_HP_MOMENTUM, SNN_HP_DAMPENING, SNN_HP_NESTEROV,
+                                  SNN_HP_WEIGHT_DECAY});
+}
+
+std::string read_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string &path, const std::string &bytes) {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+}
+
+// Removes "<key>":"<value>" from a safetensors file's JSON header, padding
+// with spaces so that the header keeps its length: the file a version of
+// snn without that key wrote.
+void remove_metadata_key(const std::string &path, const std::string &key) {
+    std::string bytes = read_file(path);
+    uint64_t length = 0;
+    std::memcpy(&length, bytes.data(), 8);
+    const size_t at = bytes.find("\"" + key + "\":");
+    ASSERT_TRUE(at != std::string::npos && at < 8 + length) << key;
+    size_t end = bytes.find('"', bytes.find('"', at + key.size() + 3) + 1) + 1;  // after the value
+    if (bytes[end] == ',') ++end;
+    else if (bytes[at - 1] == ',') bytes[at - 1] = ' ';
+    for (size_t i = at; i < end; ++i) bytes[i] = ' ';
+    write_file(path, bytes);
+}
+
+// A checkpoint written before SNN_HP_DAMPENING existed has no
+// "optimiser.dampening": it loads with dampening 0, as PyTorch's default.
+TEST(Dampening, ACheckpointWithoutTheKeyLoadsWithTheDefault) {
+    Tiny t(SNN_OPTIMISER_SGD);
+    set_all(t.o.get(), {{SNN_HP_MOMENTUM, 0.9}, {SNN_HP_DAMPENING, 0.5}});
+    t.step({1.0f, 2.0f, 3.0f});
+    TempPath file("old_sgd");
+    ASSERT_EQ(snn_checkpoint_save(t.m.get(), t.o.get(), file.path.c_str()), SNN_OK);
+    ASSERT_NE(read_file(file.path).find("\"optimiser.dampening\":\"0.5\""), std::string::npos);
+    remove_metadata_key(file.path, "optimiser.dampening");
+    ASSERT_EQ(read_file(file.path).find("dampening"), std::string::npos);
+    snn_model *raw_m = nullptr;
+    snn_optimiser *raw_o = nullptr;
+    ASSERT_EQ(snn_checkpoint_load(file.path.c_str(), &raw_m, &raw_o), SNN_OK) << snn_last_error();
+    Model m(raw_m);
+    Optimiser o(raw_o);
+    EXPECT_EQ(hp(o.get(), SNN_HP_DAMPENING), 0.0);
+    EXPECT_EQ(hp(o.get(), SNN_HP_MOMENTUM), 0.9);
 }
 
 }  // namespace

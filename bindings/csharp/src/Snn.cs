@@ -42,7 +42,7 @@ namespace Snn
     public enum Hyperparameter
     {
         LearningRate = 1, Momentum = 2, Nesterov = 3, Beta1 = 4, Beta2 = 5, Epsilon = 6,
-        WeightDecay = 7, Alpha = 8
+        WeightDecay = 7, Alpha = 8, Dampening = 9
     }
 
     public enum LogLevel { Error = 0, Warning = 1, Info = 2 }

@@ -60,6 +60,7 @@ const SNN_HP_BETA2 = Int32(5)
 const SNN_HP_EPSILON = Int32(6)
 const SNN_HP_WEIGHT_DECAY = Int32(7)
 const SNN_HP_ALPHA = Int32(8)
+const SNN_HP_DAMPENING = Int32(9)
 
 # Version
 snn_version_number() = ccall((:snn_version_number, libsnn), Int32, ())

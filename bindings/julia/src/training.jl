@@ -164,7 +164,8 @@ function backprop!(b::BackwardCache, f::ForwardCache, m::Model, output_gradient:
 end
 
 const HP = (lr=SNN_HP_LEARNING_RATE, momentum=SNN_HP_MOMENTUM, nesterov=SNN_HP_NESTEROV, beta1=SNN_HP_BETA1,
-            beta2=SNN_HP_BETA2, eps=SNN_HP_EPSILON, weight_decay=SNN_HP_WEIGHT_DECAY, alpha=SNN_HP_ALPHA)
+            beta2=SNN_HP_BETA2, eps=SNN_HP_EPSILON, weight_decay=SNN_HP_WEIGHT_DECAY, alpha=SNN_HP_ALPHA,
+            dampening=SNN_HP_DAMPENING)
 
 function optimiser(m::Model, kind::Integer; settings...)
     o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)), m)
@@ -174,7 +175,7 @@ function optimiser(m::Model, kind::Integer; settings...)
     o
 end
 
-"    set_hyperparameter!(opt, :lr, 0.01)  — also :momentum, :nesterov, :beta1, :beta2, :eps, :weight_decay, :alpha."
+"    set_hyperparameter!(opt, :lr, 0.01)  — also :momentum, :dampening, :nesterov, :beta1, :beta2, :eps, :weight_decay, :alpha."
 set_hyperparameter!(o::Optimiser, name::Symbol, value::Real) =
     (check(snn_optimiser_set(o, hp(name), Float64(value))); o)
 

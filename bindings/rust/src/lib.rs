@@ -1250,6 +1250,9 @@ pub enum Hyperparameter {
     WeightDecay = 7,
     /// Decay of the squared-gradient average in [0, 1) (RMSprop).
     Alpha = 8,
+    /// Dampening of the momentum buffer's new gradient in [0, 1], as
+    /// `torch.optim.SGD`'s; Nesterov needs 0 (SGD).
+    Dampening = 9,
 }
 
 /// An optimiser's state (moments and step count) for one model. It keeps no

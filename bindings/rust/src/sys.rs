@@ -146,6 +146,8 @@ pub const SNN_HP_EPSILON: snn_hyperparameter = 6;
 pub const SNN_HP_WEIGHT_DECAY: snn_hyperparameter = 7;
 /// RMSprop smoothing, [0, 1).
 pub const SNN_HP_ALPHA: snn_hyperparameter = 8;
+/// SGD dampening, [0, 1] (Nesterov needs 0).
+pub const SNN_HP_DAMPENING: snn_hyperparameter = 9;
 
 /// Log level of a failed call's message.
 pub const SNN_LOG_ERROR: i32 = 0;

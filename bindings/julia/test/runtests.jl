@@ -676,6 +676,12 @@ end
         @test_throws ArgumentError SNN.hyperparameter(sgd, :nonsense)
         adam = AdamOptimiser(model; beta2=0.99999)
         @test SNN.hyperparameter(adam, :beta2) == 0.99999
+        fwd, bwd = preallocate(model, 1), preallocate_grads(model, 1)
+        e = errorof(() -> SNN.update!(model, bwd, adam))                  # no backprop yet
+        @test e isa SNNError && e.status == SNN.SNN_ERR_STATE
+        set_inputs!(fwd, Float32[1, 2])
+        forward!(fwd, model)
+        backprop!(bwd, fwd, model, MSELoss(Float32[3]))
         SNN.set_hyperparameter!(sgd, :momentum, 0.5)
         e = errorof(() -> SNN.set_hyperparameter!(sgd, :dampening, 0.5))  # Nesterov needs dampening 0
         @test e isa SNNError && e.status == SNN.SNN_ERR_INVALID_ARGUMENT

@@ -34,6 +34,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@
 #endif
 
 namespace op_harness {
+
+// How gtest names a case in its messages (found by argument-dependent lookup).
+void PrintTo(const OpCase &c, std::ostream *os) {
+    *os << snn::op_desc(c.op).name << "/" << c.label << ": \"" << c.spec << "\" batch " << c.batch;
+}
+
 namespace {
 
 using namespace snn_test;

@@ -102,6 +102,21 @@ __global__ void smooth_l1_kernel(const float *y, const float *t, float *dy, size
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
+// Binary cross-entropy of logits over all count = n*k elements (math.h's
+// bce_term, bce_grad): loss = sum bce(y, t) / count ; dy = (sigmoid(y) - t) / count
+__global__ void bce_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
+                           float *partials) {
+    __shared__ float buf[kThreads];
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        acc += bce_term(y[i], t[i]);
+        dy[i] = bce_grad(y[i], t[i], inv_count);
+    }
+    const float total = block_sum(acc, buf);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
 void loss_mse(const LossArgs &a) {
     CudaStream &cs = stream_of(a);
     const size_t count = static_cast<size_t>(a.n * a.k);
@@ -142,6 +157,17 @@ void loss_smooth_l1(const LossArgs &a) {
     SNN_LAUNCH(smooth_l1_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param,
                inv, cs.partials);
     check_launch("smooth_l1_loss kernel");
+    finish_sum(cs, blocks, inv, a.loss);
+}
+
+void loss_bce_with_logits(const LossArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const size_t count = static_cast<size_t>(a.n * a.k);
+    const unsigned int blocks = reduce_blocks(count);
+    const float inv = 1.0f / (float)count;
+    SNN_LAUNCH(bce_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, inv,
+               cs.partials);
+    check_launch("bce_loss kernel");
     finish_sum(cs, blocks, inv, a.loss);
 }
 

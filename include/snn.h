@@ -509,7 +509,16 @@ enum {
      * beta = 0 is the L1 loss |r|. The gradient is r / beta clamped to
      * [-1, 1] (sign(r), 0 at r = 0, for beta = 0) over batch*outputs.
      * Float targets. Parameter beta: default 1, range [0, FLT_MAX] */
-    SNN_LOSS_SMOOTH_L1 = 4
+    SNN_LOSS_SMOOTH_L1 = 4,
+    /* mean over all batch*outputs elements of PyTorch's BCEWithLogitsLoss:
+     * the outputs are logits x, the float targets t (snn_set_targets)
+     * probabilities; each term is max(x, 0) - x t + log1p(exp(-|x|)) and its
+     * gradient (sigmoid(x) - t) over batch*outputs, computed without
+     * overflow for logits of +-1e4 and without rounding 1 - sigmoid to 0, so
+     * losses of 1e-13 (logit 30, target 1) keep float precision. Targets
+     * are not checked to lie in [0, 1] (nor are they by PyTorch): others
+     * give the same formula, which may then be negative. No parameter */
+    SNN_LOSS_BCE_WITH_LOGITS = 5
 };
 
 /* Allocates the gradient buffers for `model` and batches up to max_batch.

@@ -57,6 +57,18 @@ void loss_smooth_l1(const LossArgs &a) {
     *a.loss = float(sum / double(count));
 }
 
+// L = sum bce(y, t) / (n k) over logits y ; dy = (sigmoid(y) - t) / (n k)
+void loss_bce_with_logits(const LossArgs &a) {
+    const int64_t count = a.n * a.k;
+    const float inv = 1.0f / float(count);
+    double sum = 0.0;
+    for (int64_t i = 0; i < count; ++i) {
+        sum += bce_term(a.y[i], a.targets[i]);
+        a.dy[i] = bce_grad(a.y[i], a.targets[i], inv);
+    }
+    *a.loss = float(sum / double(count));
+}
+
 }  // namespace
 
 LossKernel CpuBackend::loss_kernel(LossKind kind) const {

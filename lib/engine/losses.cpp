@@ -28,6 +28,10 @@ const LossDesc loss_huber = {LossKind::huber, SNN_LOSS_HUBER, "SNN_LOSS_HUBER", 
 const LossDesc loss_smooth_l1 = {LossKind::smooth_l1, SNN_LOSS_SMOOTH_L1, "SNN_LOSS_SMOOTH_L1", "smooth L1",
                                  LossInput::targets, {"beta", 1.0, 0.0, FLT_MAX, true}};
 
+const LossDesc loss_bce_with_logits = {LossKind::bce_with_logits, SNN_LOSS_BCE_WITH_LOGITS,
+                                       "SNN_LOSS_BCE_WITH_LOGITS", "binary cross-entropy",
+                                       LossInput::targets, kNoParam};
+
 const LossDesc *const kLosses[] = {
 #define SNN_LOSS_ENTRY(name, id) &loss_##name,
     SNN_LOSS_LIST(SNN_LOSS_ENTRY)

@@ -15,7 +15,8 @@
     X(mse, SNN_LOSS_MSE)                             \
     X(logit_crossentropy, SNN_LOSS_LOGIT_CROSSENTROPY) \
     X(huber, SNN_LOSS_HUBER)                         \
-    X(smooth_l1, SNN_LOSS_SMOOTH_L1)
+    X(smooth_l1, SNN_LOSS_SMOOTH_L1)                 \
+    X(bce_with_logits, SNN_LOSS_BCE_WITH_LOGITS)
 
 namespace snn {
 

@@ -233,6 +233,19 @@ SNN_HD float smooth_l1_grad(float y, float t, float beta, float inv_count) {
     return g * inv_count;
 }
 
+// Binary cross-entropy of a logit x against a target t, in the stable form
+//   loss += max(x, 0) - x t + log1p(e^-|x|), over count
+//   dL/dx = sigmoid(x) - t, over count
+// where sigmoid(x) - t is (1 - t) - q for x >= 0 and q - t below, with
+// q = e^-|x| / (1 + e^-|x|) = sigmoid(-|x|): nothing overflows for logits
+// of +-1e4, and no 1 - q is rounded to 1, so a logit of 30 with target 1
+// keeps its loss 9.4e-14 and its gradient -9.4e-14 in float precision.
+SNN_HD float bce_term(float x, float t) { return fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x))); }
+SNN_HD float bce_grad(float x, float t, float inv_count) {
+    const float e = expf(-fabsf(x)), q = e / (1.0f + e);
+    return (x >= 0.0f ? (1.0f - t) - q : q - t) * inv_count;
+}
+
 // Cross-entropy of one row of k logits, from its max m (at index top, the
 // first one) and rest = sum over j != top of e^{y_j - m}: the sum of
 // e^{y_j - m} is 1 + rest, so nothing is rounded before it is subtracted.

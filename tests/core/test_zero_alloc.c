@@ -51,7 +51,7 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
     for (int step = 0; step < 3; ++step) {
         CHECK(snn_set_inputs_gather(f, x, (size_t)batch * 4, idx, (size_t)batch));
         CHECK(snn_forward(f, m));
-        if (loss == SNN_LOSS_MSE) CHECK(snn_set_targets(b, t, out * (size_t)batch));
+        if (loss != SNN_LOSS_LOGIT_CROSSENTROPY) CHECK(snn_set_targets(b, t, out * (size_t)batch));
         else CHECK(snn_set_labels_gather(b, labels, (size_t)batch * 4, idx, (size_t)batch));
         CHECK(snn_backprop(b, f, m, loss, NULL));
         CHECK(snn_optimiser_step(o, m, b));
@@ -63,7 +63,7 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
         int64_t n = step % 2 || batch == 1 ? batch : batch / 2; /* truncated batches too */
         CHECK(snn_set_inputs_gather(f, x, (size_t)batch * 4, idx, (size_t)n));
         CHECK(snn_forward(f, m));
-        if (loss == SNN_LOSS_MSE) CHECK(snn_set_targets(b, t, out * (size_t)n));
+        if (loss != SNN_LOSS_LOGIT_CROSSENTROPY) CHECK(snn_set_targets(b, t, out * (size_t)n));
         else CHECK(snn_set_labels_gather(b, labels, (size_t)batch * 4, idx, (size_t)n));
         CHECK(snn_backprop(b, f, m, loss, &value));
         CHECK(snn_optimiser_step(o, m, b));
@@ -102,6 +102,9 @@ int main(void) {
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
         run_case(mlp, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_SGD, 1, 16);
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_RMSPROP, 0, 16);
+        run_case(mlp, SNN_LOSS_HUBER, SNN_OPTIMISER_ADAM, 0, 16);
+        run_case(mlp, SNN_LOSS_SMOOTH_L1, SNN_OPTIMISER_SGD, 1, 16);
+        run_case(cnn, SNN_LOSS_BCE_WITH_LOGITS, SNN_OPTIMISER_ADAM, 1, 16);
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_LION, 0, 16);
         run_case(cnn, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1, 16);
         run_case(cnn, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);

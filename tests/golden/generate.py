@@ -24,7 +24,7 @@ digits):
 
 File format (text, one case per file):
     spec <the snn spec>
-    loss mse | xent | huber delta=<d> | smooth_l1 beta=<b>
+    loss mse | xent | huber delta=<d> | smooth_l1 beta=<b> | bce
     optimiser <sgd|adam|adamw|rmsprop|lion> <name>=<value> ...
     batch <n>
     mode train | eval                 (optional, train by default: the mode of
@@ -276,6 +276,8 @@ def compute_loss(loss, y, target):
         return nn.functional.huber_loss(y, target, delta=param)
     if kind == "smooth_l1":
         return nn.functional.smooth_l1_loss(y, target, beta=param)
+    if kind == "bce":
+        return nn.functional.binary_cross_entropy_with_logits(y, target)
     return nn.functional.cross_entropy(y, target)
 
 
@@ -416,6 +418,8 @@ def reference(spec, loss, optimiser, hp, batch, seed, prepare, mode, steps):
     per_sample = math.prod(model.out_shape)
     if uses_targets(loss) and labels is not None:
         target = torch.tensor(labels, dtype=torch.float32)
+    elif loss == "bce":
+        target = torch.rand(batch, per_sample)
     elif uses_targets(loss):
         target = torch.randn(batch, per_sample)
     elif labels is not None:
@@ -736,6 +740,23 @@ LOSS_CASES = [
       "steps": 3, "exact": ("outputs",)}),
     ("smooth_l1_dense_adam", "input 6; dense 8 tanh; dense 3", "smooth_l1 beta=0.5", "adam", {"lr": 0.01}, 4,
      {"steps": 4}),
+    # Binary cross-entropy of logits: +-1e4, +-30, 1e-7, 0, ordinary ones
+    # against targets 0, 1 and 0.5; confident right logits (losses of 1e-13
+    # to 1e-9, held to 1e-20 absolute; not their gradients: PyTorch's
+    # sigmoid(30) - 1 cancels even in float64, 1e-3 off, so the unit tests
+    # check those against e^-x / (1 + e^-x)); dense and conv models.
+    ("bce_extremes", "input 3; dense 8", "bce", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([1e4, -1e4, 30.0, -30.0, 1e-7, 0.0, 2.5, -3.0],
+                              [[0.0, 1.0, 1.0, 0.0, 0.5, 0.5, 1.0, 0.0],
+                               [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.5, 0.5]]),
+      "steps": 3, "exact": ("outputs",)}),
+    ("bce_confident", "input 3; dense 6", "bce", "sgd", {"lr": 0.1}, 2,
+     {"prepare": fixed_logits([30.0, -30.0, 20.0, -20.0, 25.0, -17.0],
+                              [[1.0, 0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]]),
+      "steps": 3, "exact": ("outputs", "loss_value")}),
+    ("bce_dense_adam", "input 6; dense 8 tanh; dense 3", "bce", "adam", {"lr": 0.01}, 4, {"steps": 4}),
+    ("bce_conv_sgd", "input 5x5x2; conv 3x3 4 relu; maxpool 2; flatten; dense 3", "bce", "sgd",
+     {"lr": 0.05, "momentum": 0.9}, 3, {"steps": 4}),
 ]
 
 

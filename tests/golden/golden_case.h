@@ -95,7 +95,8 @@ inline GoldenCase read_case(const std::string &path) {
             words >> name;
             static const std::map<std::string, snn_loss> losses = {
                 {"mse", SNN_LOSS_MSE}, {"xent", SNN_LOSS_LOGIT_CROSSENTROPY}, {"huber", SNN_LOSS_HUBER},
-                {"smooth_l1", SNN_LOSS_SMOOTH_L1}};
+                {"smooth_l1", SNN_LOSS_SMOOTH_L1},
+                {"bce", SNN_LOSS_BCE_WITH_LOGITS}};
             c.loss = losses.at(name);
             if (words >> option) {
                 c.has_loss_parameter = true;

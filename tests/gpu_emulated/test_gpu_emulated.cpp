@@ -68,11 +68,14 @@ const std::map<std::string, std::string> kKernelCases = {
     {"xent_kernel", "Losses.CrossEntropy"},
     {"huber_kernel", "Losses.Huber"},
     {"smooth_l1_kernel", "Losses.SmoothL1"},
+    {"bce_kernel", "Losses.BceWithLogits"},
     {"sgd_kernel", "Optimisers.Step"},
     {"adam_kernel", "Optimisers.Step"},
     {"adamw_kernel", "Optimisers.Step"},
     {"rmsprop_kernel", "Optimisers.Step"},
     {"lion_kernel", "Optimisers.Step"},
+    {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
+    {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {
@@ -767,6 +770,29 @@ TEST(Losses, SmoothL1) {
     launched.check();
 }
 
+// Binary cross-entropy of logits up to +-1e4 against targets 0, 1, 0.5
+// and uniform ones.
+TEST(Losses, BceWithLogits) {
+    Launched launched({"bce_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t n, k;
+    } shapes[] = {{1, 1}, {3, 33}, {257, 65}, {1, 300001}};
+    const float extremes[] = {1e4f, -1e4f, 30.0f, -30.0f, 1e-7f, 0.0f, 88.0f, -88.0f};
+    for (const auto &sh : shapes) {
+        const size_t count = static_cast<size_t>(sh.n * sh.k);
+        Floats y = uniform(count, count, -20.0f, 20.0f), t = uniform(count, count + 1, 0.0f, 1.0f);
+        for (size_t i = 0; i < count && i < 24; ++i) {
+            y[i] = extremes[i % 8];
+            t[i] = i < 8 ? 0.0f : i < 16 ? 1.0f : 0.5f;
+        }
+        const std::string what = "bce " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+        expect_loss_matches_cpu(what, [&](Side side) {
+            return run_loss(side, LossKind::bce_with_logits, sh.n, sh.k, y, t, {});
+        });
+    }
+    launched.check();
+}
+
 OptStep step_of(float momentum, int32_t nesterov, int32_t first_step, float weight_decay) {
     OptStep s{};
     s.lr = 0.01f;
@@ -815,7 +841,8 @@ TEST(Optimisers, Step) {
             const auto run = [&](Side side) {
                 Buffer<float> p(side, p0), gb(side, g), m(side, m0), v(side, v0);
                 side.be->optimiser_step(side.s, rule.kind, rule.step, count, p.get(), gb.get(),
-                                        rule.m ? m.get() : nullptr, rule.v ? v.get() : nullptr);
+                                        rule.m ? m.get() : nullptr, rule.v ? v.get() : nullptr,
+                                        nullptr);
                 Floats out = p.read(), mo = m.read(), vo = v.read();
                 out.insert(out.end(), mo.begin(), mo.end());
                 out.insert(out.end(), vo.begin(), vo.end());
@@ -826,6 +853,48 @@ TEST(Optimisers, Step) {
                         under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
                                                      expect_same),
                         run(cpu_side()));
+        }
+    }
+    launched.check();
+}
+
+// Clipping by the gradient norm: the norm (summed in another fixed order on
+// each side) to 1e-12 relative, the clipped update of every rule close to
+// the CPU's, with the norm above the limit (scaled) and below it (1).
+TEST(Optimisers, ClipByGradNorm) {
+    Launched launched({"grad_norm_partial_kernel", "grad_norm_finish_kernel", "sgd_kernel", "adam_kernel",
+                       "adamw_kernel", "rmsprop_kernel", "lion_kernel"});
+    for (OptKind kind : {OptKind::sgd, OptKind::adam, OptKind::adamw, OptKind::rmsprop, OptKind::lion}) {
+        for (size_t count : {size_t(1), size_t(257), size_t(300001)}) {
+            for (double max_norm : {0.5, 1e9}) {
+                OptStep step = step_of(0.9f, 0, 0, 0.01f);
+                step.max_grad_norm = max_norm;
+                const Floats p0 = uniform(count, count), g = uniform(count, count + 1, -300.0f, 300.0f);
+                const Floats m0 = uniform(count, count + 2), v0 = uniform(count, count + 3, 0.0f, 1.0f);
+                double norms[2] = {-1.0, -1.0};
+                const auto run = [&](Side side, double *norm_out) {
+                    Buffer<float> p(side, p0), gb(side, g), m(side, m0), v(side, v0);
+                    Buffer<double> norm(side, std::vector<double>(kGradNormDoubles, -1.0));
+                    side.be->optimiser_step(side.s, kind, step, count, p.get(), gb.get(), m.get(), v.get(),
+                                            norm.get());
+                    *norm_out = norm.read()[0];
+                    Floats out = p.read(), mo = m.read(), vo = v.read();
+                    out.insert(out.end(), mo.begin(), mo.end());
+                    out.insert(out.end(), vo.begin(), vo.end());
+                    EXPECT_EQ(gb.read(), g) << "the gradient is left as it was";
+                    return out;
+                };
+                const std::string what = std::to_string(int(kind)) + " " + std::to_string(count) + " max " +
+                                         std::to_string(max_norm);
+                const Floats gpu = run(gpu_side(), &norms[0]);
+                const Floats cpu = run(cpu_side(), &norms[1]);
+                double expected = 0.0;
+                for (float x : g) expected += double(x) * double(x);
+                expected = std::sqrt(expected);
+                EXPECT_NEAR(norms[0], expected, 1e-12 * expected) << what;
+                EXPECT_NEAR(norms[1], expected, 1e-12 * expected) << what;
+                expect_close(what, gpu, cpu, 1e-6f);
+            }
         }
     }
     launched.check();

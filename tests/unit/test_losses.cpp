@@ -16,6 +16,9 @@ namespace {
 struct Reference {
     snn_loss loss;
     std::function<double(double y, double t, double p)> term, grad;
+    // Absolute error of a float gradient term before the division by the
+    // count, beyond 2 ulp of it (BCE's sigmoid(x) - t cancels near t).
+    double grad_abs = 0.0;
 };
 
 double huber(double y, double t, double delta) {
@@ -36,6 +39,11 @@ double smooth_l1_grad(double y, double t, double beta) {
 }
 
 const Reference kSmoothL1{SNN_LOSS_SMOOTH_L1, smooth_l1, smooth_l1_grad};
+
+double bce(double x, double t, double) { return std::max(x, 0.0) - x * t + std::log1p(std::exp(-std::fabs(x))); }
+double bce_grad(double x, double t, double) { return 1.0 / (1.0 + std::exp(-x)) - t; }
+
+const Reference kBce{SNN_LOSS_BCE_WITH_LOGITS, bce, bce_grad, 1.2e-7};
 
 // A model whose outputs are its inputs: dense k -> k with W = I, b = 0.
 Model identity_model(size_t k) {
@@ -58,7 +66,8 @@ Result loss_at(const Reference &ref, double param, const std::vector<float> &y, 
     Model m = identity_model(k);
     Forward fwd = make_forward(m.get(), batch);
     Backward bwd = make_backward(m.get(), batch);
-    EXPECT_EQ(snn_set_loss_parameter(bwd.get(), ref.loss, param), SNN_OK) << snn_last_error();
+    if (!std::isnan(param))
+        EXPECT_EQ(snn_set_loss_parameter(bwd.get(), ref.loss, param), SNN_OK) << snn_last_error();
     EXPECT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
     EXPECT_EQ(run(fwd.get(), m.get(), y), y);
     EXPECT_EQ(snn_set_targets(bwd.get(), t.data(), t.size()), SNN_OK) << snn_last_error();
@@ -79,7 +88,7 @@ void expect_matches_reference(const Reference &ref, double param, const std::vec
     for (size_t i = 0; i < y.size(); ++i) {
         sum += ref.term(y[i], t[i], param);
         const double want = ref.grad(y[i], t[i], param) / count;
-        EXPECT_NEAR(r.dy[i], want, 2.5e-7 * std::fabs(want) + 1e-45)
+        EXPECT_NEAR(r.dy[i], want, 2.5e-7 * std::fabs(want) + ref.grad_abs / count + 1e-45)
             << "dy " << i << ": y " << y[i] << ", t " << t[i] << ", parameter " << param;
     }
     EXPECT_NEAR(r.loss, sum / count, 1e-6 * sum / count + 1e-45) << "parameter " << param;
@@ -147,6 +156,37 @@ TEST(LossParameter, SmoothL1BetaRangeIsZeroToFloatMax) {
     // Each loss keeps its own parameter.
     ASSERT_EQ(snn_get_loss_parameter(bwd.get(), SNN_LOSS_HUBER, &v), SNN_OK);
     EXPECT_EQ(v, 1.0);
+}
+
+TEST(BceWithLogits, ExtremeLogitsAndTargets) {
+    // Logits +-1e4 (no overflow), +-30, tiny, zero; targets 0, 1 and 0.5.
+    const std::vector<float> y = {1e4f, -1e4f, 30.0f, -30.0f, 1e-7f, 0.0f, 2.5f, -3.0f,
+                                  1e4f, -1e4f, 30.0f, -30.0f, 1e-7f, 0.0f, 2.5f, -3.0f};
+    const std::vector<float> t = {0.0f, 1.0f, 1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0.0f,
+                                  1.0f, 0.0f, 0.0f, 1.0f, 1.0f, 0.0f, 0.5f, 0.5f};
+    expect_matches_reference(kBce, NAN, y, t, 8);
+}
+
+TEST(BceWithLogits, ConfidentRightLogitsKeepTinyLossesAndGradients) {
+    // Logit 30 with target 1 (and -30 with 0): loss log1p(e^-30) = 9.36e-14,
+    // gradient -+9.36e-14, which 1 - sigmoid rounded in float would lose.
+    const Result r = loss_at(kBce, NAN, {30.0f, -30.0f}, {1.0f, 0.0f}, 2);
+    const double tiny = std::log1p(std::exp(-30.0));
+    EXPECT_NEAR(r.loss, tiny, 1e-6 * tiny);
+    const double g = tiny / 2.0;  // e^-30 / (1 + e^-30) = 9.36e-14 too, over 2
+    EXPECT_NEAR(r.dy[0], -g, 1e-6 * g);
+    EXPECT_NEAR(r.dy[1], g, 1e-6 * g);
+}
+
+TEST(BceWithLogits, HasNoParameter) {
+    Model m = make_model("input 2; dense 2");
+    Backward bwd = make_backward(m.get(), 2);
+    double v = 0;
+    EXPECT_EQ(snn_set_loss_parameter(bwd.get(), SNN_LOSS_BCE_WITH_LOGITS, 1.0), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(snn_get_loss_parameter(bwd.get(), SNN_LOSS_BCE_WITH_LOGITS, &v), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("binary cross-entropy loss (SNN_LOSS_BCE_WITH_LOGITS) has no"),
+              std::string::npos)
+        << snn_last_error();
 }
 
 TEST(LossParameter, HuberDeltaRangeIsRefusedOutsideZeroToFloatMax) {
@@ -243,6 +283,11 @@ TEST(Huber, MatchesFiniteDifferences) {
 TEST(SmoothL1, MatchesFiniteDifferences) {
     expect_finite_differences(kSmoothL1, 0.3, -1.0f, 1.0f);
     expect_finite_differences(kSmoothL1, 2.0, -1.0f, 1.0f);
+}
+
+TEST(BceWithLogits, MatchesFiniteDifferences) {
+    expect_finite_differences(kBce, NAN, 0.0f, 1.0f);
+    expect_finite_differences(kBce, NAN, -0.5f, 1.5f);  // targets outside [0, 1] are taken as given
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ namespace Snn
         GpuDriver = 17, NoGpu = 18, GpuIndex = 19, Cuda = 20, Internal = 21
     }
 
-    public enum Loss { Mse = 1, LogitCrossEntropy = 2, Huber = 3, SmoothL1 = 4 }
+    public enum Loss { Mse = 1, LogitCrossEntropy = 2, Huber = 3, SmoothL1 = 4, BceWithLogits = 5 }
 
     public enum OptimiserKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Lion = 5 }
 

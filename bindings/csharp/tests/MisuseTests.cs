@@ -89,6 +89,7 @@ namespace Snn.Tests
                 Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.SmoothL1, -1.0));
                 bwd.SetLossParameter(Loss.SmoothL1, 0.0);
                 Assert.AreEqual(0.0, bwd.LossParameter(Loss.SmoothL1));
+                Expect(Status.InvalidArgument, () => bwd.SetLossParameter(Loss.BceWithLogits, 1.0));
                 fwd.SetInputs(new float[6]);
                 fwd.Forward();
                 Expect(Status.Count, () => fwd.GetOutputs(new float[3]));

@@ -28,7 +28,8 @@ using Libdl
 
 export chain, Static, Model, ForwardCache, BackwardCache, Dataset, SNNError,
        preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters, gradients,
-       MSELoss, HuberLoss, SmoothL1Loss, LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser,
+       MSELoss, HuberLoss, SmoothL1Loss, BCEWithLogitsLoss,
+       LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser,
        LionOptimiser
 
 # The rest of the API: used as SNN.name (Flux, NNlib or FileIO export the same

@@ -65,6 +65,26 @@ function set_loss_data!(b::BackwardCache, l::SmoothL1Loss)
 end
 
 """
+    BCEWithLogitsLoss(targets)
+
+PyTorch's `nn.BCEWithLogitsLoss()`: the outputs are logits, the targets
+(shaped as the outputs) probabilities; the mean over outputs * batch of
+`max(x, 0) - x t + log1p(exp(-|x|))`, whose gradient is `sigmoid(x) - t` over
+outputs * batch. Stable for logits of +-1e4; targets outside [0, 1] are not
+refused (nor by PyTorch).
+"""
+struct BCEWithLogitsLoss
+    targets::Array{Float32}
+    BCEWithLogitsLoss(targets::AbstractArray{<:Real}) = new(Array{Float32}(targets))
+end
+
+function set_loss_data!(b::BackwardCache, l::BCEWithLogitsLoss)
+    targets = l.targets
+    GC.@preserve targets check(snn_set_targets(b, pointer(targets), length(targets)))
+    SNN_LOSS_BCE_WITH_LOGITS
+end
+
+"""
     LogitCrossEntropyLoss(labels, num_classes)
 
 Softmax cross-entropy of the outputs (logits) against 1-based class labels,

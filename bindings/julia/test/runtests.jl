@@ -363,6 +363,10 @@ end
         # smooth L1, beta 0 (L1): (1 + 0 + 5 + 1) / 4
         @test backprop!(bwd, fwd, model, SmoothL1Loss(zeros(Float32, 2, 2); beta=0)) == 7 / 4
         @test SNN.loss_parameter(bwd, SNN.SNN_LOSS_SMOOTH_L1) == 0.0
+        # binary cross-entropy of logits 1, 5, 0, 1 against 1, 1, 0, 1
+        @test backprop!(bwd, fwd, model, BCEWithLogitsLoss(Float32[1 0; 1 1])) ≈
+              (2 * log1p(exp(-1)) + log1p(exp(-5)) + log(2)) / 4 rtol=1e-6
+        @test_throws SNNError SNN.loss_parameter(bwd, SNN.SNN_LOSS_BCE_WITH_LOGITS)
         # SimpleNNs' gradient (y - t) is snn's times outputs * batch / 2
         @test reshape(g[1:6], 3, 2)' .* (2 * 2 / 2) == y * x'
         # cross-entropy: the mean over the batch of -log softmax(y)[label]

@@ -1045,6 +1045,10 @@ pub enum Loss {
     /// output: `0.5 r^2 / beta` where `|r| < beta`, else `|r| - 0.5 beta`;
     /// beta (default 1, 0 for the L1 loss) is the loss parameter.
     SmoothL1 = 4,
+    /// PyTorch's `BCEWithLogitsLoss`: binary cross-entropy of logits against
+    /// probability targets, the mean over every output, stable for logits
+    /// of +-1e4.
+    BceWithLogits = 5,
 }
 
 /// Gradient buffers for one model. `Send`, not `Sync`, as [`ForwardCache`].

@@ -118,6 +118,8 @@ pub const SNN_LOSS_LOGIT_CROSSENTROPY: snn_loss = 2;
 pub const SNN_LOSS_HUBER: snn_loss = 3;
 /// PyTorch's SmoothL1Loss(beta) against targets; beta is the loss parameter.
 pub const SNN_LOSS_SMOOTH_L1: snn_loss = 4;
+/// PyTorch's BCEWithLogitsLoss: logits against float targets.
+pub const SNN_LOSS_BCE_WITH_LOGITS: snn_loss = 5;
 
 /// SGD: lr 0.01, momentum 0, nesterov 0.
 pub const SNN_OPTIMISER_SGD: snn_optimiser_kind = 1;

@@ -181,6 +181,12 @@ fn huber_delta_is_checked_and_used() {
     bwd.set_loss_parameter(Loss::SmoothL1, 0.0).unwrap();
     assert_eq!(bwd.backprop(&mut fwd, &model, Loss::SmoothL1).unwrap(), 3.0);
     assert_eq!(bwd.set_loss_parameter(Loss::SmoothL1, -1.0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    // binary cross-entropy of logits 1 and 5 against 1 and 0
+    bwd.set_targets(&[1.0, 0.0]).unwrap();
+    let bce = bwd.backprop(&mut fwd, &model, Loss::BceWithLogits).unwrap();
+    let want = ((-1f64).exp().ln_1p() + 5.0 + (-5f64).exp().ln_1p()) / 2.0;
+    assert!((f64::from(bce) - want).abs() < 1e-6 * want, "{bce} {want}");
+    assert_eq!(bwd.loss_parameter(Loss::BceWithLogits).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]

@@ -63,6 +63,16 @@ const Case kCases[] = {
      257, 67},
 };
 
+const char *loss_name(snn_loss loss) {
+    switch (loss) {
+    case SNN_LOSS_MSE: return "mse";
+    case SNN_LOSS_LOGIT_CROSSENTROPY: return "xent";
+    case SNN_LOSS_HUBER: return "huber";
+    case SNN_LOSS_SMOOTH_L1: return "smooth l1";
+    default: return "bce with logits";
+    }
+}
+
 // Runs forward and backprop with `loss` on two copies of `spec` (one on the
 // CPU, one on `device`) for batches max, small, max and compares everything.
 void compare(const Case &c, snn_loss loss, int32_t device, const Tolerance &tol) {
@@ -75,15 +85,21 @@ void compare(const Case &c, snn_loss loss, int32_t device, const Tolerance &tol)
              gpu_b = make_backward(gpu.get(), max_batch);
     CHECK_OK(snn_set_input_gradient(cpu_b.get(), 1));
     CHECK_OK(snn_set_input_gradient(gpu_b.get(), 1));
+    // Parameters where residuals of about +-1 fall on both sides.
+    if (loss == SNN_LOSS_HUBER || loss == SNN_LOSS_SMOOTH_L1) {
+        CHECK_OK(snn_set_loss_parameter(cpu_b.get(), loss, 0.5));
+        CHECK_OK(snn_set_loss_parameter(gpu_b.get(), loss, 0.5));
+    }
     const size_t in = input_size(cpu.get()), out = output_size(cpu.get());
     const size_t params = param_count(cpu.get());
     Random rng(uint64_t(loss) * 1000 + in);
 
     for (int64_t n : {max_batch, c.small_batch, max_batch}) {
-        std::string label = std::string(c.what) + (loss == SNN_LOSS_MSE ? ", mse" : ", xent") +
+        std::string label = std::string(c.what) + ", " + loss_name(loss) +
                             ", batch " + std::to_string(n);
         std::vector<float> x = rng.floats(size_t(n) * in, -1.0f, 1.0f);
-        std::vector<float> t = rng.floats(size_t(n) * out, -1.0f, 1.0f);
+        std::vector<float> t = loss == SNN_LOSS_BCE_WITH_LOGITS ? rng.floats(size_t(n) * out, 0.0f, 1.0f)
+                                                                : rng.floats(size_t(n) * out, -1.0f, 1.0f);
         std::vector<int32_t> labels = rng.labels(size_t(n), int32_t(out));
 
         std::vector<float> y[2], g[2], dx[2];
@@ -97,7 +113,7 @@ void compare(const Case &c, snn_loss loss, int32_t device, const Tolerance &tol)
             CHECK_OK(snn_forward(fs[side], models[side]));
             y[side].resize(size_t(n) * out);
             CHECK_OK(snn_get_outputs(fs[side], y[side].data(), y[side].size()));
-            if (loss == SNN_LOSS_MSE)
+            if (loss != SNN_LOSS_LOGIT_CROSSENTROPY)
                 CHECK_OK(snn_set_targets(bs[side], t.data(), t.size()));
             else
                 CHECK_OK(snn_set_labels(bs[side], labels.data(), labels.size()));
@@ -148,6 +164,8 @@ int main() {
     for (const Case &c : kCases) {
         compare(c, SNN_LOSS_MSE, device, kFp32);
         compare(c, SNN_LOSS_LOGIT_CROSSENTROPY, device, kFp32);
+        for (snn_loss loss : {SNN_LOSS_HUBER, SNN_LOSS_SMOOTH_L1, SNN_LOSS_BCE_WITH_LOGITS})
+            compare(c, loss, device, kFp32);
         check_reproducible(c, device);
     }
 

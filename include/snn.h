@@ -21,6 +21,24 @@
  *   returns (snn_parameters, snn_outputs, ...) are borrowed views: they stay
  *   valid until the owning handle is destroyed or moved to another device.
  *
+ * Buffers.  A function that takes a caller's buffer with its element count
+ *   (snn_set_inputs(cache, inputs, count), snn_get_parameters(model, dst,
+ *   count), ...) applies one rule: a NULL pointer with a count above 0 is
+ *   SNN_ERR_NULL_ARGUMENT ("<argument> is NULL"), checked with the other
+ *   pointers first; then a count other than the one the function expects is
+ *   SNN_ERR_COUNT ("expected N floats (batch B x F), got M" or "expected N
+ *   floats (the parameter count), got M"; for batches of samples, labels and
+ *   indices, SNN_ERR_BATCH). So NULL with a count of 0 is accepted exactly
+ *   where 0 elements are expected (the parameters of a model without any,
+ *   the state of a model without batchnorm), as an empty array of any
+ *   language passes it. Values: with snn_set_check_finite on, the buffers
+ *   that feed training from outside (inputs, targets, output gradients,
+ *   gradients set with snn_set_gradients) are scanned and NaN or Inf is
+ *   SNN_ERR_NOT_FINITE naming the first index; the model's own values
+ *   (parameters, state) are stored as given, any float, as model files keep
+ *   them. With the check off, no buffer is scanned. Device pointers
+ *   (snn_set_inputs_device) are never scanned.
+ *
  * Lifetimes.  Handles may be destroyed in any order. A cache or optimiser
  *   keeps its own copy of what it needs of its model (the layer description),
  *   so it never reads the model's memory except during a call that is given
@@ -280,8 +298,10 @@ SNN_API snn_status snn_set_log_callback(snn_log_fn callback, void *user_data);
 
 /* With on != 0, snn_backprop* and snn_optimiser_step check that the loss and
  * every gradient are finite and return SNN_ERR_NOT_FINITE (leaving the
- * parameters untouched) instead of poisoning the model. Off by default; it
- * costs one pass over the gradients. */
+ * parameters untouched) instead of poisoning the model, and the host buffers
+ * of inputs, targets, output gradients and snn_set_gradients are scanned
+ * (see CONVENTIONS, Buffers). Off by default; it costs one pass over the
+ * gradients and over each buffer scanned. */
 SNN_API snn_status snn_set_check_finite(int32_t on);
 
 /* ======================================================================== */
@@ -384,7 +404,7 @@ SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t
  * running statistics may be any float; a count must be a whole number in
  * [0, 2^24] = [0, 16777216] (not -0, NaN, an infinity or a fraction).
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT (count differs from
- * snn_state_count; dst/src may be NULL when the count is 0),
+ * snn_state_count; dst/src may be NULL when it is 0, see Buffers),
  * SNN_ERR_INVALID_ARGUMENT (snn_set_state: a count that is not one; the
  * message gives its index, layer and value; the state is unchanged). */
 SNN_API snn_status snn_state_count(const snn_model *model, size_t *count);
@@ -470,6 +490,8 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
  * mode it also writes the model's state: each batchnorm layer updates its
  * running statistics and num_batches_tracked, through this const pointer
  * (the parameters are what stays constant; see the threading rules above).
+ * The pointer stays const for ABI stability (the bindings' signatures
+ * depend on it); treat the model as written by a training-mode pass.
  * In inference mode it reads the state only. A cache made before the model
  * moved to another device follows it first.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
@@ -744,7 +766,8 @@ SNN_API snn_status snn_model_load(const char *path, snn_model **out);
  * capacity < size (nothing written). */
 SNN_API snn_status snn_model_save_to_buffer(const snn_model *model, void *buf, size_t capacity,
                                             size_t *size);
-/* Reads `size` bytes; the buffer is not kept. Errors as snn_model_load. */
+/* Reads `size` bytes; the buffer is not kept. Errors as snn_model_load
+ * (NULL with size 0 is an empty buffer: SNN_ERR_FILE_FORMAT). */
 SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn_model **out);
 
 /* A training checkpoint: the model file plus the optimiser's kind,

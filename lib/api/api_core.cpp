@@ -1,4 +1,4 @@
-// Version, status text, errors, threads, devices.
+// Version, status text, errors, settings, devices.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -87,12 +87,6 @@ void check_indices(const int64_t *indices, size_t n, size_t sample_count) {
                  (long long)indices[i], sample_count);
 }
 
-void check_finite_host(const float *x, size_t count, const char *what) {
-    if (!check_finite_enabled()) return;
-    for (size_t i = 0; i < count; ++i)
-        if (!std::isfinite(x[i])) fail(SNN_ERR_NOT_FINITE, "%s[%zu] is %f", what, i, double(x[i]));
-}
-
 std::string device_name(int32_t device) {
     return device == SNN_DEVICE_CPU ? std::string("the CPU") : format("GPU %d", device);
 }
@@ -155,6 +149,18 @@ SNN_API const char *snn_status_string(snn_status status) {
 }
 
 SNN_API const char *snn_last_error(void) { return t_last_error.c_str(); }
+
+SNN_API snn_status snn_set_check_finite(int32_t on) {
+    set_check_finite(on != 0);
+    return SNN_OK;
+}
+
+SNN_API snn_status snn_set_allow_tf32(int32_t on) {
+    set_allow_tf32(on != 0);
+    return SNN_OK;
+}
+
+SNN_API int32_t snn_get_num_threads(void) { return threads(); }
 
 SNN_API snn_status snn_set_num_threads(int32_t n) {
     return guarded(__func__, [&] {

@@ -43,7 +43,7 @@ SNN_API snn_status snn_model_save_to_buffer(const snn_model *model, void *buf, s
 
 SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn_model **out) {
     return guarded(__func__, [&] {
-        need(data, "data");
+        need_buffer(data, "data", size);
         need(out, "out");
         auto model = std::make_unique<snn_model>();
         model_file_load_buffer(static_cast<const unsigned char *>(data), size, model->m);

@@ -18,21 +18,6 @@ const Layer &layer_at(const snn_model *model, int64_t layer) {
     return layers[size_t(layer)];
 }
 
-size_t features_of(const ForwardCache &c) { return size_t(c.net.input().size()); }
-
-// New inputs for the current batch; the last pass's are gone (`by` wrote them).
-void inputs_written(ForwardCache &c, const char *by) {
-    c.input_batch = c.batch;
-    c.pass.inputs_replaced_by = by;
-}
-
-// Notes what the pass just run read, after its own write of the state
-// (training mode), so backprop can tell whether it is still the pass that ran.
-void record_pass(ForwardCache &c, const Model &m) {
-    if (c.forward_training && m.net.state_count) m.state_writes.note("snn_forward (training mode) of another cache");
-    c.pass = {m.param_writes.count, m.state_writes.count, nullptr};
-}
-
 }  // namespace
 
 extern "C" {
@@ -137,8 +122,6 @@ SNN_API snn_status snn_model_init(snn_model *model, uint64_t seed) {
     return guarded(__func__, [&] {
         need(model, "model");
         model_reinit(model->m, seed);
-        model->m.param_writes.note("snn_model_init");
-        model->m.state_writes.note("snn_model_init");
     });
 }
 
@@ -159,23 +142,16 @@ SNN_API snn_status snn_parameters(snn_model *model, float **data, size_t *count)
 SNN_API snn_status snn_get_parameters(const snn_model *model, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(model, "model");
-        need(dst, "dst");
-        const Model &m = model->m;
-        if (count != m.net.param_count)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", m.net.param_count, count);
-        m.backend->download(m.stream.get(), dst, m.params.get(), count * sizeof(float));
+        check_buffer(dst, "dst", count, count_of(model->m.net.param_count, "the parameter count"));
+        model_get_parameters(model->m, dst);
     });
 }
 
 SNN_API snn_status snn_set_parameters(snn_model *model, const float *src, size_t count) {
     return guarded(__func__, [&] {
         need(model, "model");
-        need(src, "src");
-        Model &m = model->m;
-        if (count != m.net.param_count)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", m.net.param_count, count);
-        model_write(m, m.params.get(), src, count * sizeof(float));
-        m.param_writes.note("snn_set_parameters");
+        check_buffer(src, "src", count, count_of(model->m.net.param_count, "the parameter count"));
+        model_set_parameters(model->m, src, "snn_set_parameters");
     });
 }
 
@@ -190,27 +166,16 @@ SNN_API snn_status snn_state_count(const snn_model *model, size_t *count) {
 SNN_API snn_status snn_get_state(const snn_model *model, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(model, "model");
-        const Model &m = model->m;
-        if (count != m.net.state_count)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
-        if (count == 0) return;
-        need(dst, "dst");
-        m.backend->download(m.stream.get(), dst, m.state.get(), count * sizeof(float));
+        check_buffer(dst, "dst", count, count_of(model->m.net.state_count, "the state count"));
+        model_get_state(model->m, dst);
     });
 }
 
 SNN_API snn_status snn_set_state(snn_model *model, const float *src, size_t count) {
     return guarded(__func__, [&] {
         need(model, "model");
-        Model &m = model->m;
-        if (count != m.net.state_count)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the state count), got %zu", m.net.state_count, count);
-        if (count == 0) return;
-        need(src, "src");
-        const std::string problem = state_problem(m.net, src, "src");
-        if (!problem.empty()) fail(SNN_ERR_INVALID_ARGUMENT, "%s", problem.c_str());
-        model_write(m, m.state.get(), src, count * sizeof(float));
-        m.state_writes.note("snn_set_state");
+        check_buffer(src, "src", count, count_of(model->m.net.state_count, "the state count"));
+        model_set_state(model->m, src, "snn_set_state");
     });
 }
 
@@ -248,12 +213,7 @@ SNN_API void snn_forward_cache_destroy(snn_forward_cache *cache) {
 SNN_API snn_status snn_cache_set_batch(snn_forward_cache *cache, int64_t batch) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        ForwardCache &c = cache->c;
-        if (batch < 1 || batch > c.max_batch)
-            fail(SNN_ERR_BATCH, "batch %lld is outside [1, %lld] (the cache's max_batch)",
-                 (long long)batch, (long long)c.max_batch);
-        if (batch != c.batch) c.input_batch = -1;
-        c.batch = batch;
+        forward_set_batch(cache->c, batch);
     });
 }
 
@@ -272,7 +232,7 @@ SNN_API snn_status snn_cache_set_training(snn_forward_cache *cache, int32_t on) 
     return guarded(__func__, [&] {
         need(cache, "cache");
         if (on != 0 && on != 1) fail(SNN_ERR_INVALID_ARGUMENT, "on is %d; expected 0 (inference) or 1 (training)", on);
-        cache->c.training = on != 0;
+        forward_set_training(cache->c, on != 0);
     });
 }
 
@@ -287,8 +247,7 @@ SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *o
 SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        cache->c.seed = seed;
-        cache->c.passes = 0;
+        forward_set_rng(cache->c, seed, 0);
     });
 }
 
@@ -307,24 +266,17 @@ SNN_API snn_status snn_cache_set_rng_state(snn_forward_cache *cache, uint64_t se
                                            uint64_t passes) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        cache->c.seed = seed;
-        cache->c.passes = passes;
+        forward_set_rng(cache->c, seed, passes);
     });
 }
 
 SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(inputs, "inputs");
         ForwardCache &c = cache->c;
-        const size_t features = features_of(c);
-        const size_t expected = size_t(c.batch) * features;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
-                 (long long)c.batch, features, count);
+        check_buffer(inputs, "inputs", count, batch_count(c.batch, input_features(c)));
         check_finite_host(inputs, count, "inputs");
-        c.backend->upload(c.stream.get(), c.acts[0], inputs, count * sizeof(float));
-        inputs_written(c, "snn_set_inputs");
+        forward_set_inputs(c, inputs, "snn_set_inputs");
     });
 }
 
@@ -332,15 +284,12 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
                                          size_t sample_count, const int64_t *indices, size_t n) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(data, "data");
-        need(indices, "indices");
+        need_buffer(data, "data", sample_count);
+        need_buffer(indices, "indices", n);
         ForwardCache &c = cache->c;
         check_batch_n(n, c.max_batch);
         check_indices(indices, n, sample_count);
-        const size_t features = features_of(c);
-        c.backend->gather_upload(c.stream.get(), c.acts[0], data, indices, n, features * sizeof(float));
-        c.batch = int64_t(n);
-        inputs_written(c, "snn_set_inputs_gather");
+        forward_gather_inputs(c, data, indices, n, "snn_set_inputs_gather");
     });
 }
 
@@ -348,17 +297,12 @@ SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *
                                          size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(device_inputs, "device_inputs");
+        need_buffer(device_inputs, "device_inputs", count);
         ForwardCache &c = cache->c;
         if (c.backend->device() == SNN_DEVICE_CPU)
             fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU; use snn_set_inputs for host memory");
-        const size_t features = features_of(c);
-        const size_t expected = size_t(c.batch) * features;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
-                 (long long)c.batch, features, count);
-        c.backend->copy_from_caller(c.stream.get(), c.acts[0], device_inputs, count * sizeof(float));
-        inputs_written(c, "snn_set_inputs_device");
+        check_buffer(device_inputs, "device_inputs", count, batch_count(c.batch, input_features(c)));
+        forward_set_inputs_device(c, device_inputs, "snn_set_inputs_device");
     });
 }
 
@@ -366,12 +310,13 @@ SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model)
     return guarded(__func__, [&] {
         need(cache, "cache");
         need(model, "model");
-        ForwardCache &c = cache->c;
-        check_model(c, model->m, "the forward cache");
-        if (c.input_batch < 1)
-            fail(SNN_ERR_STATE, "no inputs set for the current batch (call snn_set_inputs first)");
-        forward_pass(c, model->m);
-        record_pass(c, model->m);
+        // The C signature keeps its const snn_model* (changing it would break
+        // the ABI and the bindings); snn.h says that a training-mode pass
+        // updates the model's running statistics, and the engine takes the
+        // model as mutable for that.
+        Model &m = const_cast<Model &>(model->m);
+        check_model(cache->c, m, "the forward cache");
+        forward_pass(cache->c, m);
     });
 }
 
@@ -384,24 +329,20 @@ SNN_API snn_status snn_outputs(const snn_forward_cache *cache, const float **dat
         if (c.backend->device() != SNN_DEVICE_CPU)
             fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on GPU %d; use snn_get_outputs to copy",
                  c.backend->device());
-        if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
+        const size_t n = forward_output_count(c);
         *data = c.acts.back();
-        *count = size_t(c.forward_batch) * size_t(c.net.output().size());
+        *count = n;
     });
 }
 
 SNN_API snn_status snn_get_outputs(const snn_forward_cache *cache, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(dst, "dst");
+        need_buffer(dst, "dst", count);
         const ForwardCache &c = cache->c;
-        if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
-        const size_t outputs = size_t(c.net.output().size());
-        const size_t expected = size_t(c.forward_batch) * outputs;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
-                 (long long)c.forward_batch, outputs, count);
-        c.backend->download(c.stream.get(), dst, c.acts.back(), count * sizeof(float));
+        forward_output_count(c);
+        check_buffer(dst, "dst", count, batch_count(c.forward_batch, output_features(c)));
+        forward_get_outputs(c, dst);
     });
 }
 
@@ -410,7 +351,7 @@ SNN_API snn_status snn_get_outputs(const snn_forward_cache *cache, float *dst, s
 SNN_API snn_status snn_dataset_create(int32_t device, const float *samples, size_t sample_count,
                                       size_t features, const int32_t *labels, snn_dataset **out) {
     return guarded(__func__, [&] {
-        need(samples, "samples");
+        need_buffer(samples, "samples", sample_count);
         need(out, "out");
         if (sample_count == 0 || features == 0)
             fail(SNN_ERR_INVALID_ARGUMENT, "sample_count (%zu) and features (%zu) must be > 0",
@@ -418,22 +359,12 @@ SNN_API snn_status snn_dataset_create(int32_t device, const float *samples, size
         if (features > SIZE_MAX / sizeof(float) / sample_count)
             fail(SNN_ERR_INVALID_ARGUMENT, "%zu samples x %zu features is too large", sample_count, features);
         Backend &be = backend_for(device);
-        auto ds = std::make_unique<snn_dataset>();
-        ds->backend = &be;
-        ds->count = sample_count;
-        ds->features = features;
-        ds->stream = OwnedStream(be, 0, false);
-        ds->samples = DeviceBuffer(be, sample_count * features * sizeof(float));
-        be.upload(ds->stream.get(), ds->samples.get(), samples, sample_count * features * sizeof(float));
-        if (labels) {
+        if (labels)
             for (size_t i = 0; i < sample_count; ++i)
                 if (labels[i] < 0)
                     fail(SNN_ERR_INVALID_ARGUMENT, "labels[%zu] = %d is negative", i, labels[i]);
-            ds->host_labels.assign(labels, labels + sample_count);
-            ds->labels = DeviceBuffer(be, sample_count * sizeof(int32_t));
-            be.upload(ds->stream.get(), ds->labels.get(), labels, sample_count * sizeof(int32_t));
-        }
-        be.synchronize(ds->stream.get());
+        auto ds = std::make_unique<snn_dataset>();
+        dataset_init(*ds, be, samples, sample_count, features, labels);
         *out = ds.release();
     });
 }
@@ -448,21 +379,18 @@ SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache, const s
     return guarded(__func__, [&] {
         need(cache, "cache");
         need(dataset, "dataset");
-        need(indices, "indices");
+        need_buffer(indices, "indices", n);
         ForwardCache &c = cache->c;
         if (dataset->backend != c.backend)
             fail(SNN_ERR_DEVICE_MISMATCH, "the data set is on %s but the cache on %s",
                  device_name(dataset->backend->device()).c_str(), device_name(c.backend->device()).c_str());
-        if (dataset->features != features_of(c))
+        if (dataset->features != input_features(c))
             fail(SNN_ERR_COUNT, "the data set has %zu features per sample, the model takes %zu",
-                 dataset->features, features_of(c));
+                 dataset->features, input_features(c));
         check_batch_n(n, c.max_batch);
         check_indices(indices, n, dataset->count);
-        c.backend->wait(c.stream.get(), dataset->stream.get());
-        c.backend->gather_device(c.stream.get(), c.acts[0], dataset->samples.get(), indices, n,
-                                 dataset->features * sizeof(float));
-        c.batch = int64_t(n);
-        inputs_written(c, "snn_set_inputs_from_dataset");
+        forward_gather_inputs_device(c, dataset->stream.get(), dataset->samples.f(), indices, n,
+                                     "snn_set_inputs_from_dataset");
     });
 }
 

@@ -30,24 +30,7 @@ void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_m
     check_model_id(bwd->c, model->m, "the backward cache");
     check_model(fwd->c, model->m, "the forward cache");
     check_model(bwd->c, model->m, "the backward cache");
-    if (fwd->c.forward_batch < 0)
-        fail(SNN_ERR_STATE, "the forward cache has no forward pass (call snn_forward first)");
-    if (fwd->c.forward_batch > bwd->c.max_batch)
-        fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
-             (long long)fwd->c.forward_batch, (long long)bwd->c.max_batch);
-    // Backprop differentiates the pass as it ran: what it read must be intact.
-    const ForwardCache::PassRecord &p = fwd->c.pass;
-    const Model &m = model->m;
-    if (p.inputs_replaced_by)
-        fail(SNN_ERR_STATE, "%s replaced the inputs after the forward pass (call snn_forward again)",
-             p.inputs_replaced_by);
-    if (m.param_writes.count != p.param_writes)
-        fail(SNN_ERR_STATE, "%s changed the parameters after the forward pass (call snn_forward again)",
-             m.param_writes.by);
-    if (!fwd->c.forward_training && m.state_writes.count != p.state_writes)
-        fail(SNN_ERR_STATE,
-             "%s changed the running statistics after the inference-mode forward pass (call snn_forward again)",
-             m.state_writes.by);
+    check_pass_intact(bwd->c, fwd->c, model->m);
 }
 
 }  // namespace
@@ -75,27 +58,21 @@ SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache) {
 SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targets, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(targets, "targets");
         BackwardCache &b = cache->c;
-        const size_t k = size_t(classes_of(b));
-        if (count == 0 || count % k != 0 || count / k > size_t(b.max_batch))
-            fail(SNN_ERR_COUNT, "expected a multiple of %zu floats (outputs) up to %zu (max_batch %lld), got %zu",
-                 k, k * size_t(b.max_batch), (long long)b.max_batch, count);
+        check_batch_buffer(targets, "targets", count, size_t(classes_of(b)), b.max_batch);
         check_finite_host(targets, count, "targets");
-        b.backend->upload(b.stream.get(), b.targets.get(), targets, count * sizeof(float));
-        b.targets_batch = int64_t(count / k);
+        backward_set_targets(b, targets, count);
     });
 }
 
 SNN_API snn_status snn_set_labels(snn_backward_cache *cache, const int32_t *labels, size_t n) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(labels, "labels");
+        need_buffer(labels, "labels", n);
         BackwardCache &b = cache->c;
         check_batch_n(n, b.max_batch);
         check_labels(labels, nullptr, n, classes_of(b));
-        b.backend->upload(b.stream.get(), b.labels.get(), labels, n * sizeof(int32_t));
-        b.labels_batch = int64_t(n);
+        backward_set_labels(b, labels, n);
     });
 }
 
@@ -103,14 +80,13 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
                                          size_t sample_count, const int64_t *indices, size_t n) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(labels, "labels");
-        need(indices, "indices");
+        need_buffer(labels, "labels", sample_count);
+        need_buffer(indices, "indices", n);
         BackwardCache &b = cache->c;
         check_batch_n(n, b.max_batch);
         check_indices(indices, n, sample_count);
         check_labels(labels, indices, n, classes_of(b));
-        b.backend->gather_upload(b.stream.get(), b.labels.get(), labels, indices, n, sizeof(int32_t));
-        b.labels_batch = int64_t(n);
+        backward_gather_labels(b, labels, indices, n);
     });
 }
 
@@ -119,7 +95,7 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const 
     return guarded(__func__, [&] {
         need(cache, "cache");
         need(dataset, "dataset");
-        need(indices, "indices");
+        need_buffer(indices, "indices", n);
         BackwardCache &b = cache->c;
         if (dataset->backend != b.backend)
             fail(SNN_ERR_DEVICE_MISMATCH, "the data set is on %s but the cache on %s",
@@ -128,17 +104,14 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const 
         check_batch_n(n, b.max_batch);
         check_indices(indices, n, dataset->count);
         check_labels(dataset->host_labels.data(), indices, n, classes_of(b));
-        b.backend->wait(b.stream.get(), dataset->stream.get());
-        b.backend->gather_device(b.stream.get(), b.labels.get(), dataset->labels.get(), indices, n,
-                                 sizeof(int32_t));
-        b.labels_batch = int64_t(n);
+        backward_gather_labels_device(b, dataset->stream.get(), dataset->labels.i32(), indices, n);
     });
 }
 
 SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        cache->c.want_input_grad = enabled != 0;
+        backward_set_input_gradient(cache->c, enabled != 0);
     });
 }
 
@@ -179,13 +152,10 @@ SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
                                                      const snn_model *model,
                                                      const float *output_gradient, size_t count) {
     return guarded(__func__, [&] {
-        need(output_gradient, "output_gradient");
+        need_buffer(output_gradient, "output_gradient", count);
         check_backprop(bwd, fwd, model);
-        const int64_t n = fwd->c.forward_batch;
-        const size_t k = size_t(model->m.net.output().size());
-        if (count != size_t(n) * k)
-            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", size_t(n) * k,
-                 (long long)n, k, count);
+        check_buffer(output_gradient, "output_gradient", count,
+                     batch_count(fwd->c.forward_batch, output_features(fwd->c)));
         check_finite_host(output_gradient, count, "output_gradient");
         backprop_output_grad(bwd->c, fwd->c, model->m, output_gradient);
         if (!bwd->c.grads_finite) fail(SNN_ERR_NOT_FINITE, "a gradient is NaN or Inf");
@@ -209,28 +179,17 @@ SNN_API snn_status snn_gradients(const snn_backward_cache *cache, const float **
 SNN_API snn_status snn_get_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(dst, "dst");
-        const BackwardCache &b = cache->c;
-        const size_t expected = b.net.param_count;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
-        b.backend->download(b.stream.get(), dst, b.grads.get(), count * sizeof(float));
+        check_buffer(dst, "dst", count, count_of(cache->c.net.param_count, "the parameter count"));
+        backward_get_gradients(cache->c, dst);
     });
 }
 
 SNN_API snn_status snn_set_gradients(snn_backward_cache *cache, const float *src, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(src, "src");
-        BackwardCache &b = cache->c;
-        const size_t expected = b.net.param_count;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (the parameter count), got %zu", expected, count);
+        check_buffer(src, "src", count, count_of(cache->c.net.param_count, "the parameter count"));
         check_finite_host(src, count, "src");
-        b.backend->upload(b.stream.get(), b.grads.get(), src, count * sizeof(float));
-        b.backend->synchronize(b.stream.get());
-        if (b.grads_batch < 0) b.grads_batch = 0;
-        b.grads_finite = true;
+        backward_set_gradients(cache->c, src);
     });
 }
 
@@ -258,16 +217,11 @@ SNN_API snn_status snn_backward_cache_synchronize(snn_backward_cache *cache) {
 SNN_API snn_status snn_get_input_gradients(const snn_backward_cache *cache, float *dst, size_t count) {
     return guarded(__func__, [&] {
         need(cache, "cache");
-        need(dst, "dst");
+        need_buffer(dst, "dst", count);
         const BackwardCache &b = cache->c;
-        if (b.input_grad_batch < 0)
-            fail(SNN_ERR_STATE, "no input gradient: call snn_set_input_gradient(cache, 1) before snn_backprop");
-        const size_t features = size_t(b.net.input().size());
-        const size_t expected = size_t(b.input_grad_batch) * features;
-        if (count != expected)
-            fail(SNN_ERR_COUNT, "expected %zu floats (batch %lld x %zu), got %zu", expected,
-                 (long long)b.input_grad_batch, features, count);
-        b.backend->download(b.stream.get(), dst, b.input_grad.get(), count * sizeof(float));
+        input_gradient_count(b);
+        check_buffer(dst, "dst", count, batch_count(b.input_grad_batch, size_t(b.net.input().size())));
+        backward_get_input_gradients(b, dst);
     });
 }
 
@@ -318,13 +272,7 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
         // changing it: the cache is const to the caller, not to the library
         // that made it.
         check_model(const_cast<BackwardCache &>(grads->c), model->m, "the backward cache");
-        if (grads->c.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
-        if (!grads->c.grads_finite)
-            fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
-        if (optimiser->o.steps >= kMaxOptimiserSteps)
-            fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");
-        optimiser_step(optimiser->o, model->m, grads->c);
-        model->m.param_writes.note("snn_optimiser_step");
+        optimiser_checked_step(optimiser->o, model->m, grads->c);
     });
 }
 

@@ -6,9 +6,11 @@
 #include <new>
 #include <string>
 
+#include "common/buffers.h"
 #include "common/error.h"
 #include "device/devices.h"
 #include "engine/network.h"
+#include "engine/settings.h"
 #include "engine/transfers.h"
 #include "snn.h"
 
@@ -24,13 +26,7 @@ struct snn_backward_cache {
 struct snn_optimiser {
     snn::Optimiser o;
 };
-struct snn_dataset {
-    snn::Backend *backend = nullptr;
-    snn::OwnedStream stream;
-    snn::DeviceBuffer samples, labels;
-    std::vector<int32_t> host_labels;  // for validating gathered labels on the host
-    size_t count = 0, features = 0;
-};
+struct snn_dataset : snn::Dataset {};
 
 namespace snn {
 
@@ -39,9 +35,6 @@ namespace snn {
 snn_status record_error(const char *function, snn_status status, const char *message);
 // Sends this thread's last error to the log callback.
 void log_last_error() noexcept;
-
-void ensure_threads_configured();
-void set_threads(int32_t n);
 
 // Runs body; any exception becomes a status. Nothing allocates on success.
 // The failure is logged after the handler has ended, so a log callback that
@@ -76,8 +69,6 @@ void check_max_batch(int64_t max_batch);
 void check_batch_n(size_t n, int64_t max_batch);
 // Every indices[i] in [0, sample_count).
 void check_indices(const int64_t *indices, size_t n, size_t sample_count);
-// With the finite check on, every x[i] is finite ("<what>[i] is nan" otherwise).
-void check_finite_host(const float *x, size_t count, const char *what);
 
 // The handle was made for this model (SNN_ERR_MODEL_MISMATCH otherwise).
 // When the model moved to another device since, the handle follows it there

@@ -1,15 +1,10 @@
-// The library's only mutable globals: settings and the log callback.
+// The host's log callback (the settings are engine/settings.cpp).
 #include "api/log.h"
 
 #include <pthread.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <thread>
 
-#include "cpu/cpu_backend.h"
-#include "engine/network.h"
 #include "snn.h"
 
 namespace snn {
@@ -18,10 +13,6 @@ namespace {
 std::mutex g_log_mutex;
 snn_log_fn g_log_fn = nullptr;
 void *g_log_user = nullptr;
-std::atomic<bool> g_check_finite{false};
-std::atomic<bool> g_allow_tf32{false};
-std::atomic<int32_t> g_threads{0};
-std::once_flag g_threads_once;
 
 // g_log_mutex is held across fork(), so a child never inherits it locked by
 // a thread that does not exist there. Installed when the library is loaded,
@@ -29,17 +20,6 @@ std::once_flag g_threads_once;
 void lock_log() { g_log_mutex.lock(); }
 void unlock_log() { g_log_mutex.unlock(); }
 __attribute__((constructor)) void install_log_fork_handlers() { pthread_atfork(lock_log, unlock_log, unlock_log); }
-
-int32_t default_threads() {
-    const char *env = std::getenv("SNN_NUM_THREADS");
-    if (env && *env) {
-        char *end = nullptr;
-        long v = std::strtol(env, &end, 10);
-        if (end && *end == '\0' && v >= 1 && v <= 4096) return int32_t(v);
-    }
-    unsigned hw = std::thread::hardware_concurrency();
-    return hw == 0 ? 1 : int32_t(hw);
-}
 
 }  // namespace
 
@@ -64,20 +44,6 @@ void log_message(int32_t level, const char *message) noexcept {
     }
 }
 
-bool check_finite_enabled() { return g_check_finite.load(std::memory_order_relaxed); }
-bool allow_tf32_enabled() { return g_allow_tf32.load(std::memory_order_relaxed); }
-
-// Applies the default thread bound once, before the first use of OpenBLAS.
-void ensure_threads_configured() {
-    std::call_once(g_threads_once, [] {
-        if (g_threads.load() == 0) {
-            int32_t n = default_threads();
-            g_threads = n;
-            cpu_set_threads(n);
-        }
-    });
-}
-
 }  // namespace snn
 
 using namespace snn;
@@ -91,28 +57,4 @@ SNN_API snn_status snn_set_log_callback(snn_log_fn callback, void *user_data) {
     return SNN_OK;
 }
 
-SNN_API snn_status snn_set_check_finite(int32_t on) {
-    g_check_finite = on != 0;
-    return SNN_OK;
-}
-
-SNN_API snn_status snn_set_allow_tf32(int32_t on) {
-    g_allow_tf32 = on != 0;
-    return SNN_OK;
-}
-
-SNN_API int32_t snn_get_num_threads(void) {
-    ensure_threads_configured();
-    return g_threads.load();
-}
-
 }  // extern "C"
-
-// snn_set_num_threads lives in api_core.cpp (it reports errors).
-namespace snn {
-void set_threads(int32_t n) {
-    std::call_once(g_threads_once, [] {});
-    g_threads = n;
-    cpu_set_threads(n);
-}
-}  // namespace snn

@@ -1,4 +1,4 @@
-// Process-wide settings and the host's log callback.
+// The host's log callback.
 #pragma once
 
 #include <stdint.h>

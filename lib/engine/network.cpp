@@ -294,6 +294,8 @@ void model_init_on_cpu(Model &m, Network net, uint64_t seed) {
 }
 
 void model_reinit(Model &m, uint64_t seed) {
+    m.param_writes.note("snn_model_init");
+    m.state_writes.note("snn_model_init");
     if (m.backend->device() == SNN_DEVICE_CPU) {
         init_parameters(m.net, seed, m.params.f());
         init_state(m.net, m.state.f());
@@ -399,22 +401,26 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
 
 namespace {
 
-// What every kernel call of one pass shares.
-OpArgs pass_args(Backend &be, Stream *s, const Model &m, int64_t n, bool training, void *workspace) {
+// What every kernel call of one pass shares. `state` is the model's
+// writable state in a forward pass and null in a backward pass, which
+// never reads it (batchnorm keeps what it needs in its aux values).
+OpArgs pass_args(Backend &be, Stream *s, const Model &m, float *state, int64_t n, bool training,
+                 void *workspace) {
     OpArgs a;
     a.be = &be;
     a.s = s;
     a.n = n;
     a.training = training;
     a.params = m.params_ptr();
-    a.state = m.state_ptr();
+    a.state = state;
     a.workspace = workspace;
     return a;
 }
 
 }  // namespace
 
-void forward_pass(ForwardCache &c, const Model &m) {
+void forward_pass(ForwardCache &c, Model &m) {
+    if (c.input_batch < 1) fail(SNN_ERR_STATE, "no inputs set for the current batch (call snn_set_inputs first)");
     Backend &be = *c.backend;
     Stream *s = c.stream.get();
     const int64_t n = c.input_batch;
@@ -429,7 +435,7 @@ void forward_pass(ForwardCache &c, const Model &m) {
         be.wait(s, m.stream.get());
     else
         be.wait_mark(s, m.stream.get());
-    OpArgs a = pass_args(be, s, m, n, c.training, c.workspace.get());
+    OpArgs a = pass_args(be, s, m, m.state_ptr(), n, c.training, c.workspace.get());
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
         if (l.alias) continue;
@@ -451,6 +457,10 @@ void forward_pass(ForwardCache &c, const Model &m) {
     // running statistics it wrote come before later passes and reads.
     be.wait(m.stream.get(), s);
     if (writes_state) be.mark(m.stream.get());
+    // What the pass read, after its own write of the state, so backprop can
+    // tell whether it is still the pass that ran.
+    if (writes_state) m.state_writes.note("snn_forward (training mode) of another cache");
+    c.pass = {m.param_writes.count, m.state_writes.count, nullptr};
 }
 
 // ---- backward ----------------------------------------------------------------
@@ -539,7 +549,7 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     const std::vector<size_t> &owner = b.owner;
     std::fill(b.written.begin(), b.written.end(), 0);
     b.written[owner[L - 1]] = 1;
-    OpArgs a = pass_args(be, s, m, n, f.forward_training, b.workspace.get());
+    OpArgs a = pass_args(be, s, m, nullptr, n, f.forward_training, b.workspace.get());
     a.grads = b.grads.f();
     for (size_t i = L - 1; i >= 1; --i) {
         const Layer &l = layers[i];

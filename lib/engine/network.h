@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/settings.h"
 #include "model/spec.h"
 #include "ops/op.h"
 
@@ -134,11 +135,19 @@ struct Model {
         void note(const char *writer) { ++count, by = writer; }
     };
     Writes param_writes;
-    mutable Writes state_writes;  // a training-mode pass writes a const model's state
+    Writes state_writes;
 
+    // Const-ness is honest: a const Model gives read-only views, and every
+    // writer of the parameters or the state takes a Model& (model_write,
+    // optimiser_step, model_reinit, and forward_pass, whose training mode
+    // updates the running statistics). snn_forward keeps its const
+    // snn_model* for ABI stability and says in snn.h that a training-mode
+    // pass writes the state; the one const_cast is there, at the boundary.
     int32_t device() const { return backend->device(); }
-    float *params_ptr() const { return params.f(); }
-    float *state_ptr() const { return state.f(); }
+    const float *params_ptr() const { return params.f(); }
+    float *params_ptr() { return params.f(); }
+    const float *state_ptr() const { return state.f(); }
+    float *state_ptr() { return state.f(); }
 };
 
 // Makes a CPU model from a parsed network, parameters initialised from seed,
@@ -187,7 +196,10 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
 // batch, inputs and outputs (a one-off allocation and copy). On failure the
 // cache is unchanged.
 void forward_cache_follow(ForwardCache &c, const Model &m);
-void forward_pass(ForwardCache &c, const Model &m);
+// Runs the model on the cache's inputs (SNN_ERR_STATE when none are set
+// for the current batch) and records what it read (ForwardCache::pass). A
+// training-mode pass updates the running statistics: the model is mutable.
+void forward_pass(ForwardCache &c, Model &m);
 
 struct BackwardCache {
     Network net;
@@ -254,9 +266,5 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b);
 // CPU) and waits until the copy is complete.
 void copy_across(Backend &from, Stream *from_stream, const void *src, Backend &to, Stream *to_stream,
                  void *dst, size_t bytes);
-
-// Settings shared by the engine (see snn_set_check_finite, snn_set_allow_tf32).
-bool check_finite_enabled();
-bool allow_tf32_enabled();
 
 }  // namespace snn

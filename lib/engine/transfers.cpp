@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/hyperparameters.h"
 
 namespace snn {
 
@@ -21,6 +22,193 @@ std::string state_problem(const Network &net, const float *state, const char *wh
             }
         }
     return {};
+}
+
+// ---- data sets -------------------------------------------------------------------
+
+void dataset_init(Dataset &d, Backend &be, const float *samples, size_t count, size_t features,
+                  const int32_t *labels) {
+    d.backend = &be;
+    d.count = count;
+    d.features = features;
+    d.stream = OwnedStream(be, 0, false);
+    d.samples = DeviceBuffer(be, count * features * sizeof(float));
+    be.upload(d.stream.get(), d.samples.get(), samples, count * features * sizeof(float));
+    if (labels) {
+        d.host_labels.assign(labels, labels + count);
+        d.labels = DeviceBuffer(be, count * sizeof(int32_t));
+        be.upload(d.stream.get(), d.labels.get(), labels, count * sizeof(int32_t));
+    }
+    be.synchronize(d.stream.get());
+}
+
+// ---- models ----------------------------------------------------------------------
+
+void model_get_parameters(const Model &m, float *dst) {
+    const size_t n = m.net.param_count;
+    if (n) m.backend->download(m.stream.get(), dst, m.params.get(), n * sizeof(float));
+}
+
+void model_set_parameters(Model &m, const float *src, const char *by) {
+    const size_t n = m.net.param_count;
+    if (n == 0) return;
+    model_write(m, m.params.get(), src, n * sizeof(float));
+    m.param_writes.note(by);
+}
+
+void model_get_state(const Model &m, float *dst) {
+    const size_t n = m.net.state_count;
+    if (n) m.backend->download(m.stream.get(), dst, m.state.get(), n * sizeof(float));
+}
+
+void model_set_state(Model &m, const float *src, const char *by) {
+    const size_t n = m.net.state_count;
+    if (n == 0) return;
+    const std::string problem = state_problem(m.net, src, "src");
+    if (!problem.empty()) fail(SNN_ERR_INVALID_ARGUMENT, "%s", problem.c_str());
+    model_write(m, m.state.get(), src, n * sizeof(float));
+    m.state_writes.note(by);
+}
+
+// ---- forward caches --------------------------------------------------------------
+
+size_t input_features(const ForwardCache &c) { return size_t(c.net.input().size()); }
+size_t output_features(const ForwardCache &c) { return size_t(c.net.output().size()); }
+
+void forward_set_batch(ForwardCache &c, int64_t batch) {
+    if (batch < 1 || batch > c.max_batch)
+        fail(SNN_ERR_BATCH, "batch %lld is outside [1, %lld] (the cache's max_batch)", (long long)batch,
+             (long long)c.max_batch);
+    if (batch != c.batch) c.input_batch = -1;
+    c.batch = batch;
+}
+
+void forward_set_training(ForwardCache &c, bool training) { c.training = training; }
+
+void forward_set_rng(ForwardCache &c, uint64_t seed, uint64_t passes) {
+    c.seed = seed;
+    c.passes = passes;
+}
+
+namespace {
+// New inputs for n samples; the last pass's are gone (`by` wrote them).
+void inputs_written(ForwardCache &c, int64_t n, const char *by) {
+    c.batch = n;
+    c.input_batch = n;
+    c.pass.inputs_replaced_by = by;
+}
+}  // namespace
+
+void forward_set_inputs(ForwardCache &c, const float *host, const char *by) {
+    c.backend->upload(c.stream.get(), c.acts[0], host, size_t(c.batch) * input_features(c) * sizeof(float));
+    inputs_written(c, c.batch, by);
+}
+
+void forward_set_inputs_device(ForwardCache &c, const float *device, const char *by) {
+    c.backend->copy_from_caller(c.stream.get(), c.acts[0], device,
+                                size_t(c.batch) * input_features(c) * sizeof(float));
+    inputs_written(c, c.batch, by);
+}
+
+void forward_gather_inputs(ForwardCache &c, const float *host, const int64_t *indices, size_t n, const char *by) {
+    c.backend->gather_upload(c.stream.get(), c.acts[0], host, indices, n, input_features(c) * sizeof(float));
+    inputs_written(c, int64_t(n), by);
+}
+
+void forward_gather_inputs_device(ForwardCache &c, Stream *samples_stream, const float *samples,
+                                  const int64_t *indices, size_t n, const char *by) {
+    c.backend->wait(c.stream.get(), samples_stream);
+    c.backend->gather_device(c.stream.get(), c.acts[0], samples, indices, n, input_features(c) * sizeof(float));
+    inputs_written(c, int64_t(n), by);
+}
+
+size_t forward_output_count(const ForwardCache &c) {
+    if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
+    return size_t(c.forward_batch) * output_features(c);
+}
+
+void forward_get_outputs(const ForwardCache &c, float *dst) {
+    c.backend->download(c.stream.get(), dst, c.acts.back(), forward_output_count(c) * sizeof(float));
+}
+
+// ---- backward caches -------------------------------------------------------------
+
+void backward_set_targets(BackwardCache &b, const float *host, size_t count) {
+    b.backend->upload(b.stream.get(), b.targets.get(), host, count * sizeof(float));
+    b.targets_batch = int64_t(count / size_t(b.net.output().size()));
+}
+
+void backward_set_labels(BackwardCache &b, const int32_t *host, size_t n) {
+    b.backend->upload(b.stream.get(), b.labels.get(), host, n * sizeof(int32_t));
+    b.labels_batch = int64_t(n);
+}
+
+void backward_gather_labels(BackwardCache &b, const int32_t *host, const int64_t *indices, size_t n) {
+    b.backend->gather_upload(b.stream.get(), b.labels.get(), host, indices, n, sizeof(int32_t));
+    b.labels_batch = int64_t(n);
+}
+
+void backward_gather_labels_device(BackwardCache &b, Stream *labels_stream, const int32_t *labels,
+                                   const int64_t *indices, size_t n) {
+    b.backend->wait(b.stream.get(), labels_stream);
+    b.backend->gather_device(b.stream.get(), b.labels.get(), labels, indices, n, sizeof(int32_t));
+    b.labels_batch = int64_t(n);
+}
+
+void backward_set_input_gradient(BackwardCache &b, bool wanted) { b.want_input_grad = wanted; }
+
+void check_pass_intact(const BackwardCache &b, const ForwardCache &f, const Model &m) {
+    if (f.forward_batch < 0) fail(SNN_ERR_STATE, "the forward cache has no forward pass (call snn_forward first)");
+    if (f.forward_batch > b.max_batch)
+        fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
+             (long long)f.forward_batch, (long long)b.max_batch);
+    const ForwardCache::PassRecord &p = f.pass;
+    if (p.inputs_replaced_by)
+        fail(SNN_ERR_STATE, "%s replaced the inputs after the forward pass (call snn_forward again)",
+             p.inputs_replaced_by);
+    if (m.param_writes.count != p.param_writes)
+        fail(SNN_ERR_STATE, "%s changed the parameters after the forward pass (call snn_forward again)",
+             m.param_writes.by);
+    if (!f.forward_training && m.state_writes.count != p.state_writes)
+        fail(SNN_ERR_STATE,
+             "%s changed the running statistics after the inference-mode forward pass (call snn_forward again)",
+             m.state_writes.by);
+}
+
+void backward_get_gradients(const BackwardCache &b, float *dst) {
+    const size_t n = b.net.param_count;
+    if (n) b.backend->download(b.stream.get(), dst, b.grads.get(), n * sizeof(float));
+}
+
+void backward_set_gradients(BackwardCache &b, const float *src) {
+    const size_t n = b.net.param_count;
+    if (n) {
+        b.backend->upload(b.stream.get(), b.grads.get(), src, n * sizeof(float));
+        b.backend->synchronize(b.stream.get());
+    }
+    if (b.grads_batch < 0) b.grads_batch = 0;
+    b.grads_finite = true;
+}
+
+size_t input_gradient_count(const BackwardCache &b) {
+    if (b.input_grad_batch < 0)
+        fail(SNN_ERR_STATE, "no input gradient: call snn_set_input_gradient(cache, 1) before snn_backprop");
+    return size_t(b.input_grad_batch) * size_t(b.net.input().size());
+}
+
+void backward_get_input_gradients(const BackwardCache &b, float *dst) {
+    b.backend->download(b.stream.get(), dst, b.input_grad.get(), input_gradient_count(b) * sizeof(float));
+}
+
+// ---- optimisers ------------------------------------------------------------------
+
+void optimiser_checked_step(Optimiser &o, Model &m, const BackwardCache &b) {
+    if (b.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
+    if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
+    if (o.steps >= kMaxOptimiserSteps)
+        fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");
+    optimiser_step(o, m, b);
+    m.param_writes.note("snn_optimiser_step");
 }
 
 }  // namespace snn

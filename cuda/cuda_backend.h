@@ -90,7 +90,7 @@ public:
     LossKernel loss_kernel(LossKind kind) const override;
 
     void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
-                        const float *grads, float *m, float *v) override;
+                        const float *grads, float *m, float *v, double *norm) override;
 
     // Makes this backend's device current for the calling thread (the host
     // may drive several GPUs from one thread).

@@ -1,33 +1,67 @@
 // Optimiser steps: one fused pass over the flat vector, one kernel per
 // optimiser of SNN_OPTIMISER_LIST (engine/optimisers.h). The per-element
 // math comes from engine/math.h, the same functions the CPU backend calls.
+#include "block_reduce.h"
 #include "cuda_backend.h"
 
 namespace snn {
 namespace cu {
 namespace {
 
+// Clipping by the gradient norm: the L2 norm of the flat gradient in one
+// pass, deterministic (block_reduce.h's fixed order): kNormBlocks blocks
+// each sum the squares (in double) of a fixed grid-stride set of elements
+// into a partial, then one block adds the partials and writes the norm.
+// The update kernels read it on the device: no host synchronisation.
+constexpr unsigned int kNormBlocks = kThreads;
+static_assert(kGradNormDoubles >= 1 + kNormBlocks, "room for the partial sums");
+
+__global__ void grad_norm_partial_kernel(const float *grads, size_t count, double *partials) {
+    __shared__ double buf[kThreads];
+    double acc = 0.0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const double x = grads[i];
+        acc += x * x;
+    }
+    const double total = block_sum(acc, buf);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+__global__ void grad_norm_finish_kernel(const double *partials, double *norm) {
+    __shared__ double buf[kThreads];
+    const double total = block_sum(partials[threadIdx.x], buf);
+    if (threadIdx.x == 0) norm[0] = sqrt(total);
+}
+
+// The factor of the gradient: 1 without clipping.
+__device__ __forceinline__ float clip_factor(const OptStep &step, const double *norm) {
+    return norm != nullptr ? clip_coefficient(step.max_grad_norm, *norm) : 1.0f;
+}
+
 // Each kernel: a grid-stride loop over the parameters that reads and writes
 // the state only where the rule keeps it (SGD without momentum may have no
 // buffer).
 
 __global__ void sgd_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                           float *) {
+                           float *, const double *norm) {
+    const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = params[i], b = m != nullptr ? m[i] : 0.0f;
-        sgd_update(step, &p, grads[i], &b, nullptr);
+        sgd_update(step, &p, coef * grads[i], &b, nullptr);
         if (m != nullptr) m[i] = b;
         params[i] = p;
     }
 }
 
 __global__ void adam_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                            float *v) {
+                            float *v, const double *norm) {
+    const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = params[i], mi = m[i], vi = v[i];
-        adam_update(step, &p, grads[i], &mi, &vi);
+        adam_update(step, &p, coef * grads[i], &mi, &vi);
         m[i] = mi;
         v[i] = vi;
         params[i] = p;
@@ -35,11 +69,12 @@ __global__ void adam_kernel(OptStep step, size_t count, float *params, const flo
 }
 
 __global__ void adamw_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                             float *v) {
+                             float *v, const double *norm) {
+    const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = params[i], mi = m[i], vi = v[i];
-        adamw_update(step, &p, grads[i], &mi, &vi);
+        adamw_update(step, &p, coef * grads[i], &mi, &vi);
         m[i] = mi;
         v[i] = vi;
         params[i] = p;
@@ -47,35 +82,37 @@ __global__ void adamw_kernel(OptStep step, size_t count, float *params, const fl
 }
 
 __global__ void rmsprop_kernel(OptStep step, size_t count, float *params, const float *grads, float *,
-                               float *v) {
+                               float *v, const double *norm) {
+    const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = params[i], vi = v[i];
-        rmsprop_update(step, &p, grads[i], nullptr, &vi);
+        rmsprop_update(step, &p, coef * grads[i], nullptr, &vi);
         v[i] = vi;
         params[i] = p;
     }
 }
 
 __global__ void lion_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                            float *) {
+                            float *, const double *norm) {
+    const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = params[i], mi = m[i];
-        lion_update(step, &p, grads[i], &mi, nullptr);
+        lion_update(step, &p, coef * grads[i], &mi, nullptr);
         m[i] = mi;
         params[i] = p;
     }
 }
 
 using Launcher = void (*)(cudaStream_t st, const OptStep &step, size_t count, float *params,
-                          const float *grads, float *m, float *v);
+                          const float *grads, float *m, float *v, const double *norm);
 
 #define SNN_CUDA_OPTIMISER_LAUNCHER(name, id)                                                   \
     void launch_##name(cudaStream_t st, const OptStep &step, size_t count, float *params,       \
-                       const float *grads, float *m, float *v) {                                \
+                       const float *grads, float *m, float *v, const double *norm) {            \
         SNN_LAUNCH(name##_kernel, blocks_for(count), kThreads, st, step, count, params, grads, m, \
-                   v);                                                                          \
+                   v, norm);                                                                    \
     }
 SNN_OPTIMISER_LIST(SNN_CUDA_OPTIMISER_LAUNCHER)
 #undef SNN_CUDA_OPTIMISER_LAUNCHER
@@ -92,12 +129,17 @@ static_assert(sizeof(kLaunchers) / sizeof(kLaunchers[0]) == kOptimiserCount,
 }  // namespace
 
 void CudaBackend::optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count,
-                                 float *params, const float *grads, float *m, float *v) {
+                                 float *params, const float *grads, float *m, float *v, double *norm) {
     CudaStream &cs = use(s);
     if (size_t(kind) >= kOptimiserCount)
         raise(SNN_ERR_INTERNAL, strf("unknown optimiser kind %d", static_cast<int>(kind)));
+    if (norm != nullptr) {
+        SNN_LAUNCH(grad_norm_partial_kernel, kNormBlocks, kThreads, cs.stream, grads, count, norm + 1);
+        SNN_LAUNCH(grad_norm_finish_kernel, 1, kThreads, cs.stream, norm + 1, norm);
+        check_launch("gradient norm kernels");
+    }
     if (count == 0) return;
-    kLaunchers[size_t(kind)](cs.stream, step, count, params, grads, m, v);
+    kLaunchers[size_t(kind)](cs.stream, step, count, params, grads, m, v, norm);
     check_launch("optimiser kernel");
 }
 

@@ -670,9 +670,20 @@ enum {
     SNN_HP_EPSILON = 6,       /* Adam(W), RMSProp: [FLT_MIN, FLT_MAX] */
     SNN_HP_WEIGHT_DECAY = 7,  /* [0, FLT_MAX]; L2 for SGD/Adam/RMSProp, decoupled for AdamW, Lion */
     SNN_HP_ALPHA = 8,         /* RMSProp smoothing: [0, 1) */
-    SNN_HP_DAMPENING = 9      /* SGD: [0, 1], default 0; PyTorch's dampening: from the second step
+    SNN_HP_DAMPENING = 9,     /* SGD: [0, 1], default 0; PyTorch's dampening: from the second step
                                  the momentum buffer is momentum * buf + (1 - dampening) * g.
                                  Nesterov needs dampening 0 (either order of setting is refused) */
+    SNN_HP_MAX_GRAD_NORM = 10 /* every kind: [0, FLT_MAX], default 0 = off. Clipping by the global
+                                 gradient norm, as torch.nn.utils.clip_grad_norm_(params, max_norm)
+                                 before the step: each step scales the gradient it uses by
+                                 min(1, max_norm / (norm + 1e-6)), norm the L2 norm of the whole
+                                 flat gradient (summed in double, in a fixed order: the same value
+                                 for any thread count, on the GPU without host synchronisation).
+                                 Only the update sees the clipped gradient: the backward cache's
+                                 gradient (snn_get_gradients) is left as backprop wrote it. A
+                                 non-finite norm behaves as PyTorch's default
+                                 (error_if_nonfinite=False): NaN makes the step NaN, infinity
+                                 scales by 0. See snn_optimiser_grad_norm. */
 };
 
 /* Creates an optimiser for `model` with PyTorch's defaults (above), its state
@@ -711,6 +722,12 @@ SNN_API snn_status snn_optimiser_step(snn_optimiser *optimiser, snn_model *model
 SNN_API snn_status snn_optimiser_reset(snn_optimiser *optimiser);
 /* Number of steps taken since creation or reset. */
 SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int64_t *steps);
+/* The L2 norm of the whole gradient that the last step clipped with
+ * (SNN_HP_MAX_GRAD_NORM > 0), before clipping: clip_grad_norm_'s return
+ * value. On a GPU it waits for that step. Errors: SNN_ERR_NULL_ARGUMENT,
+ * SNN_ERR_STATE (no step since creation or reset, or the last step did not
+ * clip); *norm is then untouched. */
+SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, double *norm);
 
 /* ======================================================================== */
 /* Model files and checkpoints                                              */

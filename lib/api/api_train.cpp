@@ -283,6 +283,14 @@ SNN_API snn_status snn_optimiser_reset(snn_optimiser *optimiser) {
     });
 }
 
+SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, double *norm) {
+    return guarded(__func__, [&] {
+        need(optimiser, "optimiser");
+        need(norm, "norm");
+        *norm = optimiser_grad_norm(optimiser->o);
+    });
+}
+
 SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int64_t *steps) {
     return guarded(__func__, [&] {
         need(optimiser, "optimiser");

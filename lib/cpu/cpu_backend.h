@@ -49,7 +49,7 @@ public:
 
     LossKernel loss_kernel(LossKind kind) const override;
     void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count, float *params,
-                        const float *grads, float *m, float *v) override;
+                        const float *grads, float *m, float *v, double *norm) override;
 };
 
 // C = op(A) op(B) (+ C when accumulate), row-major, the three shapes the

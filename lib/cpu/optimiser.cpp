@@ -3,8 +3,11 @@
 #include <xmmintrin.h>
 #endif
 
+#include <cmath>
+
 #include "cpu/cpu_backend.h"
 #include "cpu/multiversion.h"
+#include "cpu/reduce.h"
 #include "cpu/thread_pool.h"
 
 namespace snn {
@@ -14,37 +17,39 @@ namespace {
 // One loop per optimiser over its math.h update. __restrict: parameters,
 // gradient and state never overlap, so the loops vectorise; each is
 // compiled for AVX2 and the baseline.
-using OptLoop = void (*)(const OptStep s, size_t count, float *__restrict p,
+// coef scales the gradient (clipping by its norm; 1 otherwise, which
+// changes nothing: 1 * g is g).
+using OptLoop = void (*)(const OptStep s, float coef, size_t count, float *__restrict p,
                          const float *__restrict g, float *__restrict m, float *__restrict v);
 
 SNN_MULTIVERSION
-void sgd_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-              float *__restrict m, float *__restrict) {
-    for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, g[i], m + i, nullptr);
+void sgd_loop(const OptStep s, float coef, size_t count, float *__restrict p,
+              const float *__restrict g, float *__restrict m, float *__restrict) {
+    for (size_t i = 0; i < count; ++i) sgd_update(s, p + i, coef * g[i], m + i, nullptr);
 }
 
 SNN_MULTIVERSION
-void adam_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-               float *__restrict m, float *__restrict v) {
-    for (size_t i = 0; i < count; ++i) adam_update(s, p + i, g[i], m + i, v + i);
+void adam_loop(const OptStep s, float coef, size_t count, float *__restrict p,
+               const float *__restrict g, float *__restrict m, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) adam_update(s, p + i, coef * g[i], m + i, v + i);
 }
 
 SNN_MULTIVERSION
-void adamw_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-                float *__restrict m, float *__restrict v) {
-    for (size_t i = 0; i < count; ++i) adamw_update(s, p + i, g[i], m + i, v + i);
+void adamw_loop(const OptStep s, float coef, size_t count, float *__restrict p,
+                const float *__restrict g, float *__restrict m, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) adamw_update(s, p + i, coef * g[i], m + i, v + i);
 }
 
 SNN_MULTIVERSION
-void rmsprop_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-                  float *__restrict, float *__restrict v) {
-    for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, g[i], nullptr, v + i);
+void rmsprop_loop(const OptStep s, float coef, size_t count, float *__restrict p,
+                  const float *__restrict g, float *__restrict, float *__restrict v) {
+    for (size_t i = 0; i < count; ++i) rmsprop_update(s, p + i, coef * g[i], nullptr, v + i);
 }
 
 SNN_MULTIVERSION
-void lion_loop(const OptStep s, size_t count, float *__restrict p, const float *__restrict g,
-               float *__restrict m, float *__restrict) {
-    for (size_t i = 0; i < count; ++i) lion_update(s, p + i, g[i], m + i, nullptr);
+void lion_loop(const OptStep s, float coef, size_t count, float *__restrict p,
+               const float *__restrict g, float *__restrict m, float *__restrict) {
+    for (size_t i = 0; i < count; ++i) lion_update(s, p + i, coef * g[i], m + i, nullptr);
 }
 
 const OptLoop kLoops[] = {
@@ -71,6 +76,7 @@ private:
 
 struct OptJob {
     OptLoop loop;
+    float coef;
     const OptStep *step;
     size_t count;
     float *p;
@@ -87,7 +93,37 @@ void optimiser_worker(void *ctx, int32_t worker, int32_t workers) {
     const size_t n = size_t(e - b);
     float *m = j.m ? j.m + b : nullptr, *v = j.v ? j.v + b : nullptr;
     FlushSubnormals flush;
-    j.loop(*j.step, n, j.p + b, j.g + b, m, v);
+    j.loop(*j.step, j.coef, n, j.p + b, j.g + b, m, v);
+}
+
+// The gradient's L2 norm for clipping: sums of squares in double over
+// kNormChunks fixed slices (each in the fixed order of lane_sum), added in
+// slice order, so the norm does not depend on the number of threads.
+constexpr int32_t kNormChunks = 64;
+
+SNN_MULTIVERSION
+double sum_of_squares(const float *__restrict g, int64_t n) {
+    return lane_sum<double, 8>(n, [&](int64_t i) {
+        const double x = g[i];
+        return x * x;
+    });
+}
+
+struct NormJob {
+    const float *g;
+    size_t count;
+    double sums[kNormChunks];
+};
+
+void norm_worker(void *ctx, int32_t worker, int32_t workers) {
+    NormJob &j = *static_cast<NormJob *>(ctx);
+    int64_t first, last;
+    split_range(kNormChunks, workers, worker, &first, &last);
+    for (int64_t c = first; c < last; ++c) {
+        int64_t b, e;
+        split_range(int64_t(j.count), kNormChunks, int32_t(c), &b, &e);
+        j.sums[c] = sum_of_squares(j.g + b, e - b);
+    }
 }
 
 // Parameters per worker below which one thread does the update.
@@ -96,11 +132,21 @@ constexpr size_t kParallelUpdate = size_t(1) << 15;
 }  // namespace
 
 void CpuBackend::optimiser_step(Stream *, OptKind kind, const OptStep &step, size_t count,
-                                float *p, const float *g, float *m, float *v) {
-    OptJob job{kLoops[size_t(kind)], &step, count, p, g, m, v};
+                                float *p, const float *g, float *m, float *v, double *norm) {
     size_t workers = count / kParallelUpdate;
     if (workers > size_t(cpu_threads())) workers = size_t(cpu_threads());
-    parallel_run(workers < 1 ? 1 : int32_t(workers), optimiser_worker, &job);
+    const int32_t n = workers < 1 ? 1 : int32_t(workers);
+    float coef = 1.0f;
+    if (norm != nullptr) {
+        NormJob job{g, count, {}};
+        parallel_run(n, norm_worker, &job);
+        double sum = 0.0;
+        for (double chunk : job.sums) sum += chunk;
+        norm[0] = std::sqrt(sum);
+        coef = clip_coefficient(step.max_grad_norm, norm[0]);
+    }
+    OptJob job{kLoops[size_t(kind)], coef, &step, count, p, g, m, v};
+    parallel_run(n, optimiser_worker, &job);
 }
 
 }  // namespace snn

@@ -117,8 +117,15 @@ public:
 
     // ---- optimisers: one fused pass over `count` parameters ---------------
     // m and v are the optimiser state (v unused by SGD; m unused by RMSProp).
+    // norm is null unless the step clips by the gradient norm
+    // (step.max_grad_norm > 0); then it is device memory of kGradNormDoubles
+    // doubles (engine/optimisers.h): the backend first writes the L2 norm of
+    // the whole gradient to norm[0] in one deterministic pass, and the update
+    // reads it there and scales g by clip_coefficient (math.h), on the
+    // device. grads itself is never changed.
     virtual void optimiser_step(Stream *s, OptKind kind, const OptStep &step, size_t count,
-                                float *params, const float *grads, float *m, float *v) = 0;
+                                float *params, const float *grads, float *m, float *v,
+                                double *norm) = 0;
 };
 
 }  // namespace snn

@@ -9,16 +9,17 @@
 
 namespace snn {
 
-const Hyperparameter kHyperparameters[9] = {
-    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate", &Optimiser::lr, false},
-    {SNN_HP_MOMENTUM, "momentum", "momentum", &Optimiser::momentum, false},
-    {SNN_HP_DAMPENING, "dampening", "dampening", &Optimiser::dampening, true},
-    {SNN_HP_NESTEROV, "nesterov", "nesterov", &Optimiser::nesterov, false},
-    {SNN_HP_BETA1, "beta1", "beta1", &Optimiser::beta1, false},
-    {SNN_HP_BETA2, "beta2", "beta2", &Optimiser::beta2, false},
-    {SNN_HP_EPSILON, "epsilon", "epsilon", &Optimiser::eps, false},
-    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay", &Optimiser::weight_decay, false},
-    {SNN_HP_ALPHA, "alpha", "alpha", &Optimiser::alpha, false},
+const Hyperparameter kHyperparameters[10] = {
+    {SNN_HP_LEARNING_RATE, "learning_rate", "learning rate", &Optimiser::lr, false, false},
+    {SNN_HP_MOMENTUM, "momentum", "momentum", &Optimiser::momentum, false, false},
+    {SNN_HP_DAMPENING, "dampening", "dampening", &Optimiser::dampening, true, false},
+    {SNN_HP_NESTEROV, "nesterov", "nesterov", &Optimiser::nesterov, false, false},
+    {SNN_HP_BETA1, "beta1", "beta1", &Optimiser::beta1, false, false},
+    {SNN_HP_BETA2, "beta2", "beta2", &Optimiser::beta2, false, false},
+    {SNN_HP_EPSILON, "epsilon", "epsilon", &Optimiser::eps, false, false},
+    {SNN_HP_WEIGHT_DECAY, "weight_decay", "weight decay", &Optimiser::weight_decay, false, false},
+    {SNN_HP_ALPHA, "alpha", "alpha", &Optimiser::alpha, false, false},
+    {SNN_HP_MAX_GRAD_NORM, "max_grad_norm", "max grad norm", &Optimiser::max_grad_norm, true, true},
 };
 
 namespace {
@@ -47,6 +48,8 @@ void check_range(const Hyperparameter &h, double value, double lo, double hi, bo
 }  // namespace
 
 bool hyperparameter_applies(snn_hyperparameter id, OptKind kind) {
+    for (const Hyperparameter &h : kHyperparameters)
+        if (h.id == id && h.every_kind) return true;
     for (const HyperparameterDefault &h : optimiser_desc(kind).hyperparameters)
         if (h.id == id && id != 0) return true;
     return false;
@@ -79,6 +82,9 @@ void set_hyperparameter(Optimiser &o, snn_hyperparameter id, double value) {
                      id == SNN_HP_LEARNING_RATE ? "weight decay" : "learning rate", other, double(FLT_MAX));
             break;
         }
+        case SNN_HP_MAX_GRAD_NORM:
+            check_range(h, value, 0.0, FLT_MAX, false, float32);
+            break;
         case SNN_HP_EPSILON:
             check_range(h, value, FLT_MIN, FLT_MAX, false,
                         " (a normal float32: the updates run in float32 and flush subnormals to zero)");

@@ -25,15 +25,18 @@ struct Hyperparameter {
     // Added after checkpoints were first written: a checkpoint without its
     // key loads with the default.
     bool may_be_absent;
+    // Every kind has it (not listed in the descriptors; its default is the
+    // field's initial value in Optimiser).
+    bool every_kind;
 };
 
 // Every hyperparameter, in the order checkpoints apply them: the learning
 // rate before the weight decay and the momentum before Nesterov, whose
 // checks involve the one set earlier.
-extern const Hyperparameter kHyperparameters[9];
+extern const Hyperparameter kHyperparameters[10];
 
-// Whether the kind has the hyperparameter: its descriptor lists it
-// (engine/optimisers.h).
+// Whether the kind has the hyperparameter: every kind has it, or its
+// descriptor lists it (engine/optimisers.h).
 bool hyperparameter_applies(snn_hyperparameter id, OptKind kind);
 const char *optimiser_kind_name(OptKind kind);  // the descriptor's name: "SGD", "AdamW", ...
 
@@ -53,6 +56,7 @@ double get_hyperparameter(const Optimiser &o, snn_hyperparameter id);
 //   momentum, beta1, beta2, alpha [0, 1) as doubles (1 - beta is computed in
 //                                 double, so a beta that rounds to 1.0f works)
 //   dampening                     [0, 1]
+//   max_grad_norm                 [0, FLT_MAX], 0 = no clipping
 //   nesterov                      0 or 1, and 1 needs momentum > 0 and
 //                                 dampening 0
 // The float32 limits hold because the updates run in float32: a larger

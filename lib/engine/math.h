@@ -293,9 +293,18 @@ struct OptStep {
     float one_minus_beta1, one_minus_beta2;    // Adam, Lion
     float one_minus_alpha;                     // RMSProp
     float one_minus_dampening;                 // SGD
+    double max_grad_norm;                      // clipping by the gradient norm, 0 = off
     float bias_correction1, bias_correction2;  // 1 - beta^t (Adam)
     int32_t nesterov, first_step;
 };
+
+// torch.nn.utils.clip_grad_norm_'s factor of the gradient, from its L2
+// norm: min(1, max_norm / (norm + 1e-6)). A NaN norm gives NaN and an
+// infinite one 0, as PyTorch's (error_if_nonfinite=False) do.
+SNN_HD float clip_coefficient(double max_norm, double norm) {
+    const double c = max_norm / (norm + 1e-6);
+    return c >= 1.0 ? 1.0f : (float)c;
+}
 
 // Every update has the signature of its backends' loops:
 //   <name>_update(step, &parameter, gradient, &m, &v)

@@ -246,13 +246,17 @@ struct Optimiser {
     // The hyperparameters (engine/hyperparameters.h); those the kind has
     // start at its defaults (engine/optimisers.h). nesterov is 0 or 1.
     double lr = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, alpha = 0,
-           nesterov = 0, dampening = 0;
+           nesterov = 0, dampening = 0, max_grad_norm = 0;
     int64_t steps = 0;
     size_t count = 0;
     // For reset, ordered after the steps queued so far; steps run on the
     // model's stream.
     OwnedStream stream;
     DeviceBuffer m, v;
+    // Clipping: kGradNormDoubles doubles, [0] the gradient norm of the last
+    // step when it clipped (norm_written).
+    DeviceBuffer norm;
+    bool norm_written = false;
 };
 
 void optimiser_init(Optimiser &o, const Model &model, OptKind kind);
@@ -261,6 +265,9 @@ void optimiser_reset(Optimiser &o);
 // PyTorch's optimiser state follows its parameters. On failure unchanged.
 void optimiser_follow(Optimiser &o, const Model &m);
 void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b);
+// The L2 norm of the gradient of the last step, which clipped (after it).
+// Throws SNN_ERR_STATE when the last step did not clip or there was none.
+double optimiser_grad_norm(const Optimiser &o);
 
 // Copies bytes from a buffer of `from` to a buffer of `to` (either may be the
 // CPU) and waits until the copy is complete.

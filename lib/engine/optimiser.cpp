@@ -21,6 +21,7 @@ void optimiser_init(Optimiser &o, const Model &model, OptKind kind) {
     const size_t bytes = o.count * sizeof(float);
     if (d.has_m) o.m = DeviceBuffer(be, bytes);
     if (d.has_v) o.v = DeviceBuffer(be, bytes);
+    o.norm = DeviceBuffer(be, kGradNormDoubles * sizeof(double));
     optimiser_reset(o);
 }
 
@@ -29,6 +30,7 @@ void optimiser_reset(Optimiser &o) {
     if (o.v.get()) o.backend->fill(o.stream.get(), o.v.f(), 0.0f, o.count);
     o.backend->synchronize(o.stream.get());
     o.steps = 0;
+    o.norm_written = false;
 }
 
 void optimiser_follow(Optimiser &o, const Model &model) {
@@ -42,9 +44,10 @@ void optimiser_follow(Optimiser &o, const Model &model) {
         copy_across(*o.backend, o.stream.get(), from.get(), to, stream.get(), copy.get(), from.bytes());
         return copy;
     };
-    DeviceBuffer m = moved(o.m), v = moved(o.v);
+    DeviceBuffer m = moved(o.m), v = moved(o.v), norm = moved(o.norm);
     o.m = std::move(m);
     o.v = std::move(v);
+    o.norm = std::move(norm);
     o.stream = std::move(stream);
     o.backend = &to;
     o.placement = model.placement;
@@ -67,17 +70,33 @@ void optimiser_step(Optimiser &o, Model &model, const BackwardCache &b) {
     s.bias_correction2 = float(1.0 - std::pow(o.beta2, double(t)));
     s.nesterov = o.nesterov != 0.0;
     s.first_step = o.steps == 0;
+    s.max_grad_norm = o.max_grad_norm;
+    const bool clip = o.max_grad_norm > 0.0;
     // The model's stream already waits for the passes queued on caches
     // (see Model); the step reads the gradient once backprop wrote it.
     Stream *st = model.stream.get();
     o.backend->wait(st, b.stream.get());
-    o.backend->optimiser_step(st, o.kind, s, o.count, model.params_ptr(), b.grads.f(), o.m.f(), o.v.f());
+    o.backend->optimiser_step(st, o.kind, s, o.count, model.params_ptr(), b.grads.f(), o.m.f(), o.v.f(),
+                              clip ? static_cast<double *>(o.norm.get()) : nullptr);
     o.backend->mark(st);
     // A later write of the gradient (backprop, snn_set_gradients) and a
     // reset of the moments come after the step read and wrote them.
     o.backend->wait_mark(b.stream.get(), st);
     o.backend->wait_mark(o.stream.get(), st);
     o.steps = t;
+    o.norm_written = clip;
+}
+
+double optimiser_grad_norm(const Optimiser &o) {
+    if (!o.norm_written)
+        fail(SNN_ERR_STATE, o.steps == 0 ? "no step yet: the gradient norm is computed by steps that clip "
+                                           "(SNN_HP_MAX_GRAD_NORM > 0)"
+                                         : "the last step did not clip (SNN_HP_MAX_GRAD_NORM was 0), so it "
+                                           "computed no gradient norm");
+    double norm = 0.0;
+    // The optimiser's stream waits for the last step (optimiser_step).
+    o.backend->download(o.stream.get(), &norm, o.norm.get(), sizeof(double));
+    return norm;
 }
 
 }  // namespace snn

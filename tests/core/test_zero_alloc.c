@@ -1,6 +1,6 @@
 /* In steady state, snn_forward (in training and in inference mode),
  * snn_backprop and snn_optimiser_step make no heap allocation: an MLP and a
- * CNN, each optimiser, both losses, batch truncation, gathers and input
+ * CNN, each optimiser (also clipping by the gradient norm), both losses, batch truncation, gathers and input
  * gradients, and the example's networks at batches 1 to 4, whose products
  * are small enough for OpenBLAS's small-matrix kernels (which allocate: the
  * meson test runs this under each core OpenBLAS may pick). */
@@ -12,6 +12,8 @@
 #include "snn.h"
 
 static int failures = 0;
+/* > 0: the optimiser clips by the gradient norm, read after every step */
+static double max_grad_norm = 0.0;
 
 #define CHECK(call)                                                                    \
     do {                                                                               \
@@ -35,6 +37,7 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
     CHECK(snn_preallocate_grads(m, batch, &b));
     CHECK(snn_optimiser_create(m, kind, &o));
     if (kind == SNN_OPTIMISER_SGD) CHECK(snn_optimiser_set(o, SNN_HP_MOMENTUM, 0.9));
+    if (max_grad_norm > 0.0) CHECK(snn_optimiser_set(o, SNN_HP_MAX_GRAD_NORM, max_grad_norm));
     CHECK(snn_set_input_gradient(b, input_grad));
 
     float *x = malloc(sizeof(float) * in * batch * 4);
@@ -67,6 +70,10 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
         else CHECK(snn_set_labels_gather(b, labels, (size_t)batch * 4, idx, (size_t)n));
         CHECK(snn_backprop(b, f, m, loss, &value));
         CHECK(snn_optimiser_step(o, m, b));
+        if (max_grad_norm > 0.0) {
+            double norm = 0.0;
+            CHECK(snn_optimiser_grad_norm(o, &norm));
+        }
     }
     CHECK(snn_cache_set_batch(f, batch));
     CHECK(snn_set_inputs(f, x, in * (size_t)batch));
@@ -124,6 +131,15 @@ int main(void) {
             run_case(FASHION_MNIST_RESNET_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1, batch);
         }
         run_case(FASHION_MNIST_DEFAULT_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 0, 16);
+        /* clipping by the gradient norm, with each optimiser */
+        max_grad_norm = 0.5;
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_SGD, 0, 16);
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
+        run_case(cnn, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 0, 16);
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_RMSPROP, 0, 16);
+        run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_LION, 0, 16);
+        run_case(FASHION_MNIST_DEFAULT_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_LION, 0, 16);
+        max_grad_norm = 0.0;
     }
     return failures ? 1 : 0;
 }

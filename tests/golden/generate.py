@@ -442,11 +442,19 @@ def reference(spec, loss, optimiser, hp, batch, seed, prepare, mode, steps):
     arrays.update(outputs=y.detach(), loss_value=value.detach(),
                   gradients=flat([p.grad for p in params]), input_gradients=xg.grad.detach())
     opt = make_optimiser(optimiser, hp, params)
-    opt.step()
+    max_norm = hp.get("max_grad_norm", 0.0)
+
+    def step():
+        # clip_grad_norm_ before the step, as snn's SNN_HP_MAX_GRAD_NORM
+        if max_norm > 0:
+            arrays["grad_norm"] = torch.nn.utils.clip_grad_norm_(params, max_norm).reshape(1)
+        opt.step()
+
+    step()
     for _ in range(steps - 1):
         opt.zero_grad()
         compute_loss(loss, model(x).reshape(batch, -1), target).backward()
-        opt.step()
+        step()
     arrays.update(params_after_steps=flat(params), state_after_steps=flat_state(model))
     return arrays
 
@@ -467,9 +475,16 @@ def generate_graph(name, spec, loss, optimiser, hp, batch, seed, prepare=None, m
         for key in exact:
             f.write("tolerance_%s %r\n" % (key, EXACT))
         for key in ("params", "state", "inputs", "targets", "labels", "outputs", "loss_value",
-                    "gradients", "input_gradients", "params_after_steps", "state_after_steps"):
+                    "gradients", "input_gradients", "params_after_steps", "state_after_steps", "grad_norm"):
             if key in arrays and (arrays[key].numel() > 0 or not key.startswith("state")):
                 write_array(f, key, arrays[key], integer=key == "labels")
+
+
+def scaled_inputs(scale):
+    """Multiplies the inputs by scale (float32, as snn reads them)."""
+    def prepare(model, x):
+        return (x * scale).float(), None
+    return prepare
 
 
 def identity_first_layer(rows):
@@ -707,6 +722,20 @@ OPTIMISER_CASES = [
      {"lr": 0.1, "momentum": 0.9, "dampening": 1.0}, 4, {"steps": 5}),
     ("sgd_dampening_0_5", "input 4x4x2; conv 3 3 pad=1 relu; flatten; dense 3", "xent", "sgd",
      {"lr": 0.05, "momentum": 0.8, "dampening": 0.5, "weight_decay": 0.01}, 3, {"steps": 5}),
+    # Clipping by the global gradient norm (clip_grad_norm_ before each
+    # step; grad_norm is its value at the last step): inputs of 1e17 make
+    # gradients near 1e34, whose squares overflow float32 (summed in double),
+    # far above the limit; ordinary inputs below it, where nothing changes.
+    ("clip_sgd_huge_gradients", "input 6; dense 5; dense 3", "mse", "sgd",
+     {"lr": 0.1, "momentum": 0.9, "max_grad_norm": 1.0}, 4, {"steps": 3, "prepare": scaled_inputs(1e17)}),
+    ("clip_adam_huge_gradients", "input 4; dense 3", "mse", "adam",
+     {"lr": 0.01, "max_grad_norm": 0.5}, 4, {"steps": 3, "prepare": scaled_inputs(1e17)}),
+    ("clip_lion_above", "input 6; dense 8; dense 3", "mse", "lion",
+     {"lr": 0.01, "max_grad_norm": 0.05}, 4, {"steps": 4, "prepare": scaled_inputs(30.0)}),
+    ("clip_sgd_below", "input 6; dense 8 tanh; dense 3", "xent", "sgd",
+     {"lr": 0.1, "max_grad_norm": 1e6}, 4, {"steps": 4}),
+    ("clip_adamw_near_the_limit", "input 5; dense 6 relu; dense 2", "mse", "adamw",
+     {"lr": 0.05, "weight_decay": 0.1, "max_grad_norm": 2.0}, 4, {"steps": 5, "prepare": scaled_inputs(4.0)}),
 ]
 
 

@@ -64,7 +64,8 @@ inline snn_hyperparameter hyperparameter_named(const std::string &name) {
         {"nesterov", SNN_HP_NESTEROV}, {"weight_decay", SNN_HP_WEIGHT_DECAY},
         {"alpha", SNN_HP_ALPHA},       {"epsilon", SNN_HP_EPSILON},
         {"beta1", SNN_HP_BETA1},       {"beta2", SNN_HP_BETA2},
-        {"dampening", SNN_HP_DAMPENING}};
+        {"dampening", SNN_HP_DAMPENING},
+        {"max_grad_norm", SNN_HP_MAX_GRAD_NORM}};
     return names.at(name);
 }
 
@@ -158,6 +159,7 @@ inline std::vector<std::string> case_names(const std::string &dir) {
 // being the pass that gave the outputs and gradients).
 struct Replay {
     std::vector<float> outputs, gradients, input_gradients, params_after_steps, state_after_steps;
+    std::vector<float> grad_norm;  // snn_optimiser_grad_norm after the steps, when they clip
     float loss = 0.0f;
     std::string error;  // the first call that failed, empty if none did
 };
@@ -230,6 +232,12 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     r.params_after_steps.resize(params.size());
     GOLDEN_CALL(snn_get_parameters(model.get(), r.params_after_steps.data(),
                                    r.params_after_steps.size()));
+    double max_grad_norm = 0.0, grad_norm = 0.0;
+    GOLDEN_CALL(snn_optimiser_get(opt.get(), SNN_HP_MAX_GRAD_NORM, &max_grad_norm));
+    if (max_grad_norm > 0.0) {
+        GOLDEN_CALL(snn_optimiser_grad_norm(opt.get(), &grad_norm));
+        r.grad_norm = {float(grad_norm)};
+    }
     if (g.arrays.count("state_after_steps")) {
         r.state_after_steps.resize(g.arrays.at("state_after_steps").size());
         GOLDEN_CALL(snn_get_state(model.get(), r.state_after_steps.data(),

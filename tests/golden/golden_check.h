@@ -49,6 +49,8 @@ inline void expect_matches_pytorch(const GoldenCase &g, const Replay &r) {
     if (g.arrays.count("state_after_steps"))
         expect_close("state after steps", r.state_after_steps, g.arrays.at("state_after_steps"), kStepsRel,
                      kStepsAbs);
+    if (g.arrays.count("grad_norm"))  // clip_grad_norm_'s value at the last step
+        expect_close("gradient norm", r.grad_norm, g.arrays.at("grad_norm"), kRel, 0.0);
 }
 
 }  // namespace golden

@@ -53,6 +53,13 @@ void compare(const Case &c, int32_t device) {
         }
         std::string label = std::string(c.what) + ", step " + std::to_string(step);
         close(label.c_str(), parameters(gpu.get()), parameters(cpu.get()), 1e-4f, 1e-6f);
+        double clip = 0.0, norms[2] = {0.0, 0.0};
+        CHECK_OK(snn_optimiser_get(cpu_o.get(), SNN_HP_MAX_GRAD_NORM, &clip));
+        if (clip > 0.0) {
+            CHECK_OK(snn_optimiser_grad_norm(cpu_o.get(), &norms[0]));
+            CHECK_OK(snn_optimiser_grad_norm(gpu_o.get(), &norms[1]));
+            close((label + ", gradient norm").c_str(), {float(norms[1])}, {float(norms[0])}, 1e-5f, 0.0f);
+        }
     }
     int64_t steps = 0;
     CHECK_OK(snn_optimiser_step_count(gpu_o.get(), &steps));
@@ -84,6 +91,12 @@ int main() {
          SNN_OPTIMISER_RMSPROP,
          {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_WEIGHT_DECAY, 1e-3}}},
         {"lion", SNN_OPTIMISER_LION, {{SNN_HP_LEARNING_RATE, 1e-3}}},
+        {"sgd with momentum, clipped", SNN_OPTIMISER_SGD,
+         {{SNN_HP_LEARNING_RATE, 0.1}, {SNN_HP_MOMENTUM, 0.9}, {SNN_HP_MAX_GRAD_NORM, 0.05}}},
+        {"adam, clipped", SNN_OPTIMISER_ADAM, {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_MAX_GRAD_NORM, 0.05}}},
+        {"lion, clipped", SNN_OPTIMISER_LION, {{SNN_HP_LEARNING_RATE, 1e-3}, {SNN_HP_MAX_GRAD_NORM, 0.05}}},
+        {"rmsprop, clipped above its norm", SNN_OPTIMISER_RMSPROP,
+         {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_MAX_GRAD_NORM, 1e6}}},
         {"lion with weight decay and betas near 1",
          SNN_OPTIMISER_LION,
          {{SNN_HP_LEARNING_RATE, 1e-3}, {SNN_HP_WEIGHT_DECAY, 0.5}, {SNN_HP_BETA1, 0.99999},

@@ -74,6 +74,8 @@ const std::map<std::string, std::string> kKernelCases = {
     {"adamw_kernel", "Optimisers.Step"},
     {"rmsprop_kernel", "Optimisers.Step"},
     {"lion_kernel", "Optimisers.Step"},
+    {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
+    {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {
@@ -839,7 +841,8 @@ TEST(Optimisers, Step) {
             const auto run = [&](Side side) {
                 Buffer<float> p(side, p0), gb(side, g), m(side, m0), v(side, v0);
                 side.be->optimiser_step(side.s, rule.kind, rule.step, count, p.get(), gb.get(),
-                                        rule.m ? m.get() : nullptr, rule.v ? v.get() : nullptr);
+                                        rule.m ? m.get() : nullptr, rule.v ? v.get() : nullptr,
+                                        nullptr);
                 Floats out = p.read(), mo = m.read(), vo = v.read();
                 out.insert(out.end(), mo.begin(), mo.end());
                 out.insert(out.end(), vo.begin(), vo.end());
@@ -850,6 +853,48 @@ TEST(Optimisers, Step) {
                         under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
                                                      expect_same),
                         run(cpu_side()));
+        }
+    }
+    launched.check();
+}
+
+// Clipping by the gradient norm: the norm (summed in another fixed order on
+// each side) to 1e-12 relative, the clipped update of every rule close to
+// the CPU's, with the norm above the limit (scaled) and below it (1).
+TEST(Optimisers, ClipByGradNorm) {
+    Launched launched({"grad_norm_partial_kernel", "grad_norm_finish_kernel", "sgd_kernel", "adam_kernel",
+                       "adamw_kernel", "rmsprop_kernel", "lion_kernel"});
+    for (OptKind kind : {OptKind::sgd, OptKind::adam, OptKind::adamw, OptKind::rmsprop, OptKind::lion}) {
+        for (size_t count : {size_t(1), size_t(257), size_t(300001)}) {
+            for (double max_norm : {0.5, 1e9}) {
+                OptStep step = step_of(0.9f, 0, 0, 0.01f);
+                step.max_grad_norm = max_norm;
+                const Floats p0 = uniform(count, count), g = uniform(count, count + 1, -300.0f, 300.0f);
+                const Floats m0 = uniform(count, count + 2), v0 = uniform(count, count + 3, 0.0f, 1.0f);
+                double norms[2] = {-1.0, -1.0};
+                const auto run = [&](Side side, double *norm_out) {
+                    Buffer<float> p(side, p0), gb(side, g), m(side, m0), v(side, v0);
+                    Buffer<double> norm(side, std::vector<double>(kGradNormDoubles, -1.0));
+                    side.be->optimiser_step(side.s, kind, step, count, p.get(), gb.get(), m.get(), v.get(),
+                                            norm.get());
+                    *norm_out = norm.read()[0];
+                    Floats out = p.read(), mo = m.read(), vo = v.read();
+                    out.insert(out.end(), mo.begin(), mo.end());
+                    out.insert(out.end(), vo.begin(), vo.end());
+                    EXPECT_EQ(gb.read(), g) << "the gradient is left as it was";
+                    return out;
+                };
+                const std::string what = std::to_string(int(kind)) + " " + std::to_string(count) + " max " +
+                                         std::to_string(max_norm);
+                const Floats gpu = run(gpu_side(), &norms[0]);
+                const Floats cpu = run(cpu_side(), &norms[1]);
+                double expected = 0.0;
+                for (float x : g) expected += double(x) * double(x);
+                expected = std::sqrt(expected);
+                EXPECT_NEAR(norms[0], expected, 1e-12 * expected) << what;
+                EXPECT_NEAR(norms[1], expected, 1e-12 * expected) << what;
+                expect_close(what, gpu, cpu, 1e-6f);
+            }
         }
     }
     launched.check();

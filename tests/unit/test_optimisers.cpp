@@ -249,4 +249,141 @@ TEST(Dampening, ACheckpointWithoutTheKeyLoadsWithTheDefault) {
     EXPECT_EQ(hp(o.get(), SNN_HP_MOMENTUM), 0.9);
 }
 
+// ---- clipping by the global gradient norm ------------------------------------------
+
+TEST(Clipping, EveryKindHasItOffByDefaultWithAFloat32Range) {
+    Model m = make_model("input 2; dense 1");
+    for (snn_optimiser_kind kind : {SNN_OPTIMISER_SGD, SNN_OPTIMISER_ADAM, SNN_OPTIMISER_ADAMW, SNN_OPTIMISER_RMSPROP,
+                                    SNN_OPTIMISER_LION}) {
+        Optimiser o = make_optimiser(m.get(), kind);
+        EXPECT_EQ(hp(o.get(), SNN_HP_MAX_GRAD_NORM), 0.0) << kind;
+        for (double bad : {-1e-3, 1e39, double(NAN), double(INFINITY)})
+            EXPECT_TRUE(refused_with(snn_optimiser_set(o.get(), SNN_HP_MAX_GRAD_NORM, bad), "max grad norm must"))
+                << kind << " " << bad;
+        EXPECT_EQ(snn_optimiser_set(o.get(), SNN_HP_MAX_GRAD_NORM, FLT_MAX), SNN_OK);
+        EXPECT_EQ(snn_optimiser_set(o.get(), SNN_HP_MAX_GRAD_NORM, 0.0), SNN_OK);
+    }
+}
+
+double grad_norm(const snn_optimiser *o) {
+    double norm = -1.0;
+    EXPECT_EQ(snn_optimiser_grad_norm(o, &norm), SNN_OK) << snn_last_error();
+    return norm;
+}
+
+// g = (3, 4, 0) has norm 5: with max_norm 1 the step uses g / (5 + 1e-6),
+// with max_norm 10 g itself; the cache's gradient is left unscaled.
+TEST(Clipping, ScalesTheStepsGradientByMaxNormOverItsNorm) {
+    Tiny t(SNN_OPTIMISER_SGD);
+    set_all(t.o.get(), {{SNN_HP_LEARNING_RATE, 1.0}, {SNN_HP_MAX_GRAD_NORM, 1.0}});
+    const float coef = float(1.0 / (5.0 + 1e-6));
+    const std::vector<float> p1 = t.step({3.0f, 4.0f, 0.0f});
+    EXPECT_EQ(grad_norm(t.o.get()), 5.0);
+    EXPECT_FLOAT_EQ(p1[0], 0.5f - 3.0f * coef);
+    EXPECT_FLOAT_EQ(p1[1], -2.0f - 4.0f * coef);
+    EXPECT_EQ(p1[2], 0.25f);
+    std::vector<float> g(3);
+    ASSERT_EQ(snn_get_gradients(t.b.get(), g.data(), g.size()), SNN_OK);
+    EXPECT_EQ(g, (std::vector<float>{3.0f, 4.0f, 0.0f}));
+    ASSERT_EQ(snn_optimiser_set(t.o.get(), SNN_HP_MAX_GRAD_NORM, 10.0), SNN_OK);
+    const std::vector<float> p2 = t.step({3.0f, 4.0f, 0.0f});
+    EXPECT_EQ(grad_norm(t.o.get()), 5.0);
+    EXPECT_EQ(p2[0], p1[0] - 3.0f);
+    EXPECT_EQ(p2[1], p1[1] - 4.0f);
+}
+
+TEST(Clipping, TheGradientNormNeedsAStepThatClipped) {
+    Tiny t(SNN_OPTIMISER_ADAM);
+    double norm = 7.0;
+    EXPECT_EQ(snn_optimiser_grad_norm(t.o.get(), &norm), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("no step yet"), std::string::npos) << snn_last_error();
+    t.step({1.0f, 1.0f, 1.0f});
+    EXPECT_EQ(snn_optimiser_grad_norm(t.o.get(), &norm), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("did not clip"), std::string::npos) << snn_last_error();
+    EXPECT_EQ(norm, 7.0);
+    set_all(t.o.get(), {{SNN_HP_MAX_GRAD_NORM, 1.0}});
+    t.step({1.0f, 1.0f, 1.0f});
+    EXPECT_DOUBLE_EQ(grad_norm(t.o.get()), std::sqrt(3.0));
+    EXPECT_EQ(snn_optimiser_grad_norm(nullptr, &norm), SNN_ERR_NULL_ARGUMENT);
+    EXPECT_EQ(snn_optimiser_grad_norm(t.o.get(), nullptr), SNN_ERR_NULL_ARGUMENT);
+    ASSERT_EQ(snn_optimiser_reset(t.o.get()), SNN_OK);
+    EXPECT_EQ(snn_optimiser_grad_norm(t.o.get(), &norm), SNN_ERR_STATE);
+}
+
+// The norm of a real gradient of 140 000 parameters (several threads'
+// slices) against a direct sum in long double, and the same bits with one
+// thread and with two.
+TEST(Clipping, TheNormIsTheL2NormOfTheWholeGradientForAnyThreadCount) {
+    Model m = make_model("input 64; dense 512 relu; dense 200 tanh; dense 10");
+    Forward f = make_forward(m.get(), 8);
+    Backward b = make_backward(m.get(), 8);
+    Random rng(3);
+    const std::vector<float> x = rng.uniform_vector(8 * 64, -2.0f, 2.0f), y = rng.uniform_vector(80, -1.0f, 1.0f);
+    ASSERT_EQ(snn_set_inputs(f.get(), x.data(), x.size()), SNN_OK);
+    ASSERT_EQ(snn_forward(f.get(), m.get()), SNN_OK);
+    ASSERT_EQ(snn_set_targets(b.get(), y.data(), y.size()), SNN_OK);
+    ASSERT_EQ(snn_backprop(b.get(), f.get(), m.get(), SNN_LOSS_MSE, nullptr), SNN_OK);
+    const std::vector<float> g = gradients(b.get(), m.get());
+    long double sum = 0;
+    for (float v : g) sum += (long double)v * v;
+    const double expected = double(std::sqrt(sum));
+    double norms[2] = {0, 0};
+    const int32_t saved = snn_get_num_threads();
+    for (int threads = 1; threads <= 2; ++threads) {
+        ASSERT_EQ(snn_set_num_threads(threads), SNN_OK);
+        Optimiser o = make_optimiser(m.get(), SNN_OPTIMISER_SGD);
+        set_all(o.get(), {{SNN_HP_LEARNING_RATE, 0.0}, {SNN_HP_MAX_GRAD_NORM, 1e-3}});
+        ASSERT_EQ(snn_optimiser_step(o.get(), m.get(), b.get()), SNN_OK);
+        norms[threads - 1] = grad_norm(o.get());
+    }
+    EXPECT_NEAR(norms[0], expected, 1e-13 * expected);
+    EXPECT_EQ(std::memcmp(&norms[0], &norms[1], sizeof(double)), 0) << norms[0] << " " << norms[1];
+    ASSERT_EQ(snn_set_num_threads(saved), SNN_OK);
+}
+
+// As PyTorch with error_if_nonfinite=False: an infinite norm scales the
+// gradient by 0 (inf * 0 is NaN), a NaN norm makes every update NaN.
+TEST(Clipping, ANonFiniteNormBehavesAsPyTorchs) {
+    ASSERT_EQ(snn_set_check_finite(0), SNN_OK);
+    Tiny inf(SNN_OPTIMISER_SGD);
+    set_all(inf.o.get(), {{SNN_HP_LEARNING_RATE, 1.0}, {SNN_HP_MAX_GRAD_NORM, 1.0}});
+    const std::vector<float> p = inf.step({INFINITY, 2.0f, -1.0f});
+    EXPECT_TRUE(std::isinf(grad_norm(inf.o.get())));
+    EXPECT_TRUE(std::isnan(p[0]));
+    EXPECT_EQ(p[1], -2.0f);
+    EXPECT_EQ(p[2], 0.25f);
+    Tiny nan(SNN_OPTIMISER_ADAM);
+    set_all(nan.o.get(), {{SNN_HP_MAX_GRAD_NORM, 1.0}});
+    for (float v : nan.step({NAN, 2.0f, -1.0f})) EXPECT_TRUE(std::isnan(v));
+    EXPECT_TRUE(std::isnan(grad_norm(nan.o.get())));
+}
+
+TEST(Clipping, ACheckpointKeepsTheLimit) {
+    expect_checkpoint_round_trip(SNN_OPTIMISER_LION,
+                                 {{SNN_HP_LEARNING_RATE, 0.01}, {SNN_HP_WEIGHT_DECAY, 0.1}, {SNN_HP_MAX_GRAD_NORM, 0.75}},
+                                 {SNN_HP_LEARNING_RATE, SNN_HP_BETA1, SNN_HP_BETA2, SNN_HP_WEIGHT_DECAY,
+                                  SNN_HP_MAX_GRAD_NORM});
+    expect_checkpoint_round_trip(SNN_OPTIMISER_ADAM, {{SNN_HP_MAX_GRAD_NORM, 1.25}, {SNN_HP_BETA2, 0.9999}},
+                                 {SNN_HP_LEARNING_RATE, SNN_HP_BETA1, SNN_HP_BETA2, SNN_HP_EPSILON,
+                                  SNN_HP_WEIGHT_DECAY, SNN_HP_MAX_GRAD_NORM});
+}
+
+// A checkpoint written before SNN_HP_MAX_GRAD_NORM existed loads unclipped.
+TEST(Clipping, ACheckpointWithoutTheKeyLoadsWithClippingOff) {
+    Tiny t(SNN_OPTIMISER_ADAMW);
+    set_all(t.o.get(), {{SNN_HP_MAX_GRAD_NORM, 2.0}});
+    t.step({1.0f, 2.0f, 3.0f});
+    TempPath file("old_adamw");
+    ASSERT_EQ(snn_checkpoint_save(t.m.get(), t.o.get(), file.path.c_str()), SNN_OK);
+    remove_metadata_key(file.path, "optimiser.max_grad_norm");
+    ASSERT_EQ(read_file(file.path).find("max_grad_norm"), std::string::npos);
+    snn_model *raw_m = nullptr;
+    snn_optimiser *raw_o = nullptr;
+    ASSERT_EQ(snn_checkpoint_load(file.path.c_str(), &raw_m, &raw_o), SNN_OK) << snn_last_error();
+    Model m(raw_m);
+    Optimiser o(raw_o);
+    EXPECT_EQ(hp(o.get(), SNN_HP_MAX_GRAD_NORM), 0.0);
+    EXPECT_EQ(hp(o.get(), SNN_HP_WEIGHT_DECAY), 0.01);
+}
+
 }  // namespace

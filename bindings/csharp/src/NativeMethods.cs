@@ -229,6 +229,8 @@ namespace Snn
         internal static extern int snn_optimiser_reset(OptimiserHandle optimiser);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_optimiser_step_count(OptimiserHandle optimiser, out long steps);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_optimiser_grad_norm(OptimiserHandle optimiser, out double norm);
 
         // Model files and checkpoints
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

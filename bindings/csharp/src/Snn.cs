@@ -42,7 +42,7 @@ namespace Snn
     public enum Hyperparameter
     {
         LearningRate = 1, Momentum = 2, Nesterov = 3, Beta1 = 4, Beta2 = 5, Epsilon = 6,
-        WeightDecay = 7, Alpha = 8, Dampening = 9
+        WeightDecay = 7, Alpha = 8, Dampening = 9, MaxGradNorm = 10
     }
 
     public enum LogLevel { Error = 0, Warning = 1, Info = 2 }
@@ -1076,6 +1076,14 @@ namespace Snn
 
         /// <summary>Zeroes the moments and the step count.</summary>
         public void Reset() { Library.Check(NativeMethods.snn_optimiser_reset(Live)); }
+
+        /// <summary>The L2 norm of the whole gradient at the last step, before
+        /// clipping (Hyperparameter.MaxGradNorm &gt; 0); waits for that step on a
+        /// GPU. Throws with Status.State when the last step did not clip.</summary>
+        public double GradNorm
+        {
+            get { double n; Library.Check(NativeMethods.snn_optimiser_grad_norm(Live, out n)); return n; }
+        }
 
         public long StepCount
         {

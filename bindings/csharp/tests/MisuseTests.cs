@@ -104,6 +104,21 @@ namespace Snn.Tests
         }
 
         [Test]
+        public void ClippingReportsTheGradientNorm()
+        {
+            using (var model = new Model("input 1; dense 1"))
+            using (var bwd = model.PreallocateGrads(1))
+            using (var sgd = model.CreateOptimiser(OptimiserKind.Sgd))
+            {
+                Expect(Status.State, () => { var n = sgd.GradNorm; });
+                sgd.Set(Hyperparameter.MaxGradNorm, 1.0);
+                bwd.SetGradients(new float[] { 3, 4 });
+                sgd.Step(bwd);
+                Assert.AreEqual(5.0, sgd.GradNorm);
+            }
+        }
+
+        [Test]
         public void InputGradientsArriveWhenAskedFor()
         {
             using (var model = new Model("input 3; dense 2"))

@@ -51,7 +51,7 @@ const PUBLIC = (
     :by_pointer, :get_gradients, :set_gradients!, :input_gradients!, :input_gradients,
     :set_loss_parameter!, :loss_parameter,
     # optimisers and checkpoints
-    :Optimiser, :update!, :reset!, :step_count, :set_hyperparameter!, :hyperparameter,
+    :Optimiser, :update!, :reset!, :step_count, :grad_norm, :set_hyperparameter!, :hyperparameter,
     :save_checkpoint, :load_checkpoint,
     # the library
     :version, :build_features, :has_feature, :set_num_threads, :get_num_threads, :set_check_finite,

@@ -62,6 +62,7 @@ const SNN_HP_EPSILON = Int32(6)
 const SNN_HP_WEIGHT_DECAY = Int32(7)
 const SNN_HP_ALPHA = Int32(8)
 const SNN_HP_DAMPENING = Int32(9)
+const SNN_HP_MAX_GRAD_NORM = Int32(10)
 
 # Version
 snn_version_number() = ccall((:snn_version_number, libsnn), Int32, ())
@@ -193,6 +194,8 @@ snn_optimiser_step(optimiser, model, grads) =
 snn_optimiser_reset(optimiser) = ccall((:snn_optimiser_reset, libsnn), Cint, (Ptr{Cvoid},), optimiser)
 snn_optimiser_step_count(optimiser, steps) =
     ccall((:snn_optimiser_step_count, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}), optimiser, steps)
+snn_optimiser_grad_norm(optimiser, norm) =
+    ccall((:snn_optimiser_grad_norm, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cdouble}), optimiser, norm)
 
 # Model files and checkpoints
 snn_model_save(model, path) = ccall((:snn_model_save, libsnn), Cint, (Ptr{Cvoid}, Cstring), model, path)

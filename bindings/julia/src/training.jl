@@ -185,7 +185,7 @@ end
 
 const HP = (lr=SNN_HP_LEARNING_RATE, momentum=SNN_HP_MOMENTUM, nesterov=SNN_HP_NESTEROV, beta1=SNN_HP_BETA1,
             beta2=SNN_HP_BETA2, eps=SNN_HP_EPSILON, weight_decay=SNN_HP_WEIGHT_DECAY, alpha=SNN_HP_ALPHA,
-            dampening=SNN_HP_DAMPENING)
+            dampening=SNN_HP_DAMPENING, max_grad_norm=SNN_HP_MAX_GRAD_NORM)
 
 function optimiser(m::Model, kind::Integer; settings...)
     o = Optimiser(new_handle(out -> snn_optimiser_create(m, Int32(kind), out)), m)
@@ -234,6 +234,19 @@ reset!(o::Optimiser) = (check(snn_optimiser_reset(o)); o)
 
 "Number of steps the optimiser has taken since its creation or `reset!`."
 step_count(o::Optimiser) = count_query(snn_optimiser_step_count, o, Int64)
+
+"""
+    grad_norm(opt) -> Float64
+
+The L2 norm of the whole gradient at the last step, before clipping
+(`:max_grad_norm` > 0; `clip_grad_norm_`'s return value). Waits for that step
+on a GPU; an `SNNError` (SNN_ERR_STATE) when the last step did not clip.
+"""
+function grad_norm(o::Optimiser)
+    v = Ref{Cdouble}(0)
+    check(snn_optimiser_grad_norm(o, v))
+    v[]
+end
 
 """
     save_checkpoint(path, model, opt)

@@ -691,6 +691,19 @@ end
         @test e isa SNNError && e.status == SNN.SNN_ERR_INVALID_ARGUMENT
         @test SNN.hyperparameter(sgd, :dampening) == 0
         lion = LionOptimiser(model; weight_decay=0.1)
+        e = errorof(() -> SNN.grad_norm(sgd))                              # no step that clipped
+        @test e isa SNNError && e.status == SNN.SNN_ERR_STATE
+        SNN.set_hyperparameter!(sgd, :max_grad_norm, 1.0)
+        clipped = preallocate_grads(model, 1)
+        SNN.set_gradients!(clipped, Float32[3, 4, 0])
+        SNN.update!(model, clipped, sgd)
+        @test SNN.grad_norm(sgd) == 5.0
+        fwd, bwd = preallocate(model, 1), preallocate_grads(model, 1)
+        e = errorof(() -> SNN.update!(model, bwd, adam))                  # no backprop yet
+        @test e isa SNNError && e.status == SNN.SNN_ERR_STATE
+        set_inputs!(fwd, Float32[1, 2])
+        forward!(fwd, model)
+        backprop!(bwd, fwd, model, MSELoss(Float32[3]))
         @test SNN.hyperparameter(lion, :lr) == 1e-4
         @test SNN.hyperparameter(lion, :beta2) == 0.99
         @test SNN.hyperparameter(lion, :weight_decay) == 0.1

@@ -1257,6 +1257,11 @@ pub enum Hyperparameter {
     /// Dampening of the momentum buffer's new gradient in [0, 1], as
     /// `torch.optim.SGD`'s; Nesterov needs 0 (SGD).
     Dampening = 9,
+    /// Clipping by the global gradient norm, as
+    /// `torch.nn.utils.clip_grad_norm_` before each step: 0 (off) or the
+    /// largest norm, at most `f32::MAX` (all kinds). Only the update sees the
+    /// clipped gradient; see [`Optimiser::grad_norm`].
+    MaxGradNorm = 10,
 }
 
 /// An optimiser's state (moments and step count) for one model. It keeps no
@@ -1301,6 +1306,16 @@ impl Optimiser {
     pub fn reset(&mut self) -> Result<(), Error> {
         // SAFETY: live handle.
         check(unsafe { sys::snn_optimiser_reset(self.raw.as_ptr()) })
+    }
+
+    /// The L2 norm of the whole gradient at the last step, before clipping
+    /// (`clip_grad_norm_`'s return value); waits for that step on a GPU.
+    /// [`ErrorKind::State`] when the last step did not clip or there was none.
+    pub fn grad_norm(&self) -> Result<f64, Error> {
+        let mut norm = 0f64;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::snn_optimiser_grad_norm(self.raw.as_ptr(), &mut norm) })?;
+        Ok(norm)
     }
 
     /// Steps taken since creation or reset.

@@ -150,6 +150,8 @@ pub const SNN_HP_WEIGHT_DECAY: snn_hyperparameter = 7;
 pub const SNN_HP_ALPHA: snn_hyperparameter = 8;
 /// SGD dampening, [0, 1] (Nesterov needs 0).
 pub const SNN_HP_DAMPENING: snn_hyperparameter = 9;
+/// Clipping by the global gradient norm, [0, FLT_MAX], 0 = off (every kind).
+pub const SNN_HP_MAX_GRAD_NORM: snn_hyperparameter = 10;
 
 /// Log level of a failed call's message.
 pub const SNN_LOG_ERROR: i32 = 0;
@@ -399,6 +401,8 @@ extern "C" {
     /// Steps taken since creation or reset.
     pub fn snn_optimiser_step_count(optimiser: *const snn_optimiser, steps: *mut i64)
         -> snn_status;
+    /// The gradient norm of the last step, which clipped.
+    pub fn snn_optimiser_grad_norm(optimiser: *const snn_optimiser, norm: *mut f64) -> snn_status;
 
     // Model files and checkpoints
     /// Saves the model to a safetensors file, atomically.

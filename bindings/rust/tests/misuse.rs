@@ -151,6 +151,20 @@ fn hyperparameters_out_of_range_are_refused() {
 }
 
 #[test]
+fn clipping_reports_the_gradient_norm() {
+    let mut model = Model::new("input 1; dense 1").unwrap();
+    let mut bwd = model.preallocate_grads(1).unwrap();
+    let mut sgd = model.optimiser(OptimiserKind::Sgd).unwrap();
+    assert_eq!(sgd.grad_norm().unwrap_err().kind(), ErrorKind::State);
+    sgd.set(Hyperparameter::MaxGradNorm, 1.0).unwrap();
+    model.set_parameters(&[0.0, 0.0]).unwrap();
+    bwd.set_gradients(&[3.0, 4.0]).unwrap();
+    sgd.step(&mut model, &mut bwd).unwrap();
+    assert_eq!(sgd.grad_norm().unwrap(), 5.0);
+    assert_eq!(sgd.set(Hyperparameter::MaxGradNorm, -1.0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn a_loss_without_a_parameter_refuses_one() {
     let model = Model::new("input 1; dense 1").unwrap();
     let mut bwd = model.preallocate_grads(1).unwrap();

@@ -804,8 +804,11 @@ SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimis
 /* Creates a CPU model and its optimiser from a checkpoint; both are the
  * caller's to destroy. The optimiser's settings are checked as
  * snn_optimiser_set checks them, the step count is in [0, 2^53], and every
- * "optimiser.*" key belongs to the kind. Errors as snn_model_load; any
- * setting snn_optimiser_set would refuse is SNN_ERR_FILE_FORMAT. */
+ * "optimiser.*" key belongs to the kind. A checkpoint written before
+ * SNN_HP_DAMPENING and SNN_HP_MAX_GRAD_NORM existed lacks their keys and
+ * loads with their defaults (0); every other setting of the kind must be
+ * there. Errors as snn_model_load; any setting snn_optimiser_set would
+ * refuse is SNN_ERR_FILE_FORMAT. */
 SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
                                        snn_optimiser **optimiser_out);
 

@@ -356,7 +356,6 @@ SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *, float *
     *p -= s.lr * g / (sqrtf(*v) + s.eps);
 }
 
-}  // namespace snn
 // Lion (Chen et al. 2023; the lion-pytorch package's form), decoupled decay:
 // c = b1 m + (1 - b1) g ; p = p (1 - lr wd) - lr sign(c) ; m = b2 m + (1 - b2) g
 // with sign(0) = 0 (and NaN kept).
@@ -367,3 +366,4 @@ SNN_HD void lion_update(const OptStep &s, float *p, float g, float *m, float *) 
     *m += s.one_minus_beta2 * (g - *m);
 }
 
+}  // namespace snn

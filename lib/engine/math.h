@@ -349,13 +349,6 @@ SNN_HD void adamw_update(const OptStep &s, float *p, float g, float *m, float *v
     adam_rule(s, true, p, g, m, v);
 }
 
-// RMSProp (PyTorch's form): v = a v + (1 - a) g^2 ; p -= lr g / (sqrt(v) + eps)
-SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *, float *v) {
-    g += s.weight_decay * *p;
-    *v += s.one_minus_alpha * (g * g - *v);
-    *p -= s.lr * g / (sqrtf(*v) + s.eps);
-}
-
 // Lion (Chen et al. 2023; the lion-pytorch package's form), decoupled decay:
 // c = b1 m + (1 - b1) g ; p = p (1 - lr wd) - lr sign(c) ; m = b2 m + (1 - b2) g
 // with sign(0) = 0 (and NaN kept).
@@ -364,6 +357,13 @@ SNN_HD void lion_update(const OptStep &s, float *p, float g, float *m, float *) 
     const float c = *m + s.one_minus_beta1 * (g - *m);
     *p -= s.lr * (c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : c);
     *m += s.one_minus_beta2 * (g - *m);
+}
+
+// RMSProp (PyTorch's form): v = a v + (1 - a) g^2 ; p -= lr g / (sqrt(v) + eps)
+SNN_HD void rmsprop_update(const OptStep &s, float *p, float g, float *, float *v) {
+    g += s.weight_decay * *p;
+    *v += s.one_minus_alpha * (g * g - *v);
+    *p -= s.lr * g / (sqrtf(*v) + s.eps);
 }
 
 }  // namespace snn

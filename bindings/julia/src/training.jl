@@ -218,6 +218,9 @@ AdamWOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, eps=nothing, 
 "    SGDOptimiser(model; lr=0.01, momentum=0, nesterov=false, weight_decay=0)"
 SGDOptimiser(m::Model; lr=nothing, momentum=nothing, nesterov=nothing, weight_decay=nothing) =
     optimiser(m, SNN_OPTIMISER_SGD; lr, momentum, nesterov, weight_decay)
+"    LionOptimiser(model; lr=1e-4, beta1=0.9, beta2=0.99, weight_decay=0)  — decoupled decay"
+LionOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, weight_decay=nothing) =
+    optimiser(m, SNN_OPTIMISER_LION; lr, beta1, beta2, weight_decay)
 "    RMSPropOptimiser(model; lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0)"
 RMSPropOptimiser(m::Model; lr=nothing, alpha=nothing, eps=nothing, weight_decay=nothing) =
     optimiser(m, SNN_OPTIMISER_RMSPROP; lr, alpha, eps, weight_decay)
@@ -232,9 +235,6 @@ end
 "    reset!(opt)  — zeroes the moments and the step count."
 reset!(o::Optimiser) = (check(snn_optimiser_reset(o)); o)
 
-"Number of steps the optimiser has taken since its creation or `reset!`."
-step_count(o::Optimiser) = count_query(snn_optimiser_step_count, o, Int64)
-
 """
     grad_norm(opt) -> Float64
 
@@ -248,13 +248,13 @@ function grad_norm(o::Optimiser)
     v[]
 end
 
+"Number of steps the optimiser has taken since its creation or `reset!`."
+step_count(o::Optimiser) = count_query(snn_optimiser_step_count, o, Int64)
+
 """
     save_checkpoint(path, model, opt)
 
 The model file plus the optimiser's kind, settings, step count and moments,
-"    LionOptimiser(model; lr=1e-4, beta1=0.9, beta2=0.99, weight_decay=0)  — decoupled decay"
-LionOptimiser(m::Model; lr=nothing, beta1=nothing, beta2=nothing, weight_decay=nothing) =
-    optimiser(m, SNN_OPTIMISER_LION; lr, beta1, beta2, weight_decay)
 saved atomically: training resumed from it continues bit-identically.
 """
 save_checkpoint(path::AbstractString, m::Model, o::Optimiser) = (check(snn_checkpoint_save(m, o, path)); nothing)

@@ -1226,14 +1226,14 @@ pub enum OptimiserKind {
     /// RMSprop (`torch.optim.RMSprop`, learning rate 0.01, alpha 0.99,
     /// epsilon 1e-8).
     RmsProp = 4,
+    /// Lion (Chen et al. 2023, as the `lion-pytorch` package: learning rate
+    /// 1e-4, betas 0.9 and 0.99, decoupled weight decay 0).
+    Lion = 5,
 }
 
 /// A setting of an [`Optimiser`]; each kind accepts the ones PyTorch's
 /// class of the same name has, and refuses the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    /// Lion (Chen et al. 2023, as the `lion-pytorch` package: learning rate
-    /// 1e-4, betas 0.9 and 0.99, decoupled weight decay 0).
-    Lion = 5,
 pub enum Hyperparameter {
     /// The step size, at least 0 (all kinds).
     LearningRate = 1,

@@ -129,10 +129,10 @@ pub const SNN_OPTIMISER_ADAM: snn_optimiser_kind = 2;
 pub const SNN_OPTIMISER_ADAMW: snn_optimiser_kind = 3;
 /// RMSprop: lr 0.01, alpha 0.99, eps 1e-8.
 pub const SNN_OPTIMISER_RMSPROP: snn_optimiser_kind = 4;
-
-/// Learning rate, [0, FLT_MAX].
 /// Lion: lr 1e-4, beta1 0.9, beta2 0.99, weight decay 0 (decoupled).
 pub const SNN_OPTIMISER_LION: snn_optimiser_kind = 5;
+
+/// Learning rate, [0, FLT_MAX].
 pub const SNN_HP_LEARNING_RATE: snn_hyperparameter = 1;
 /// SGD momentum, [0, 1).
 pub const SNN_HP_MOMENTUM: snn_hyperparameter = 2;

@@ -37,16 +37,17 @@ void finish_sum(CudaStream &cs, unsigned int blocks, float scale, float *loss) {
 // The CUDA stream of a loss's call, checked to belong to its backend.
 CudaStream &stream_of(const LossArgs &a) { return static_cast<CudaBackend &>(*a.be).use(a.s); }
 
-// MSE over all count = n*k elements:
-//   loss = sum (y - t)^2 / count ;  dy = 2 (y - t) / count
-__global__ void mse_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
-                           float *partials) {
+// An elementwise loss L (math.h's <name>_loss) over all count = n*k pairs:
+//   loss = sum L::term(y, t, p) / count ;  dy = L::grad(y, t, p, 1 / count)
+template <class L>
+__global__ void elementwise_loss_kernel(const float *y, const float *t, float *dy, size_t count,
+                                        float p, float inv_count, float *partials) {
     __shared__ float buf[kThreads];
     float acc = 0.0f;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
-        acc += mse_term(y[i], t[i]);
-        dy[i] = mse_grad(y[i], t[i], inv_count);
+        acc += L::term(y[i], t[i], p);
+        dy[i] = L::grad(y[i], t[i], p, inv_count);
     }
     const float total = block_sum(acc, buf);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
@@ -72,61 +73,19 @@ __global__ void xent_kernel(const float *y, const int32_t *labels, float *dy, in
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// Huber over all count = n*k elements (math.h's huber_term, huber_grad):
-//   loss = sum huber(y - t; delta) / count ;  dy = clamp(y - t, -delta, delta) / count
-__global__ void huber_kernel(const float *y, const float *t, float *dy, size_t count, float delta,
-                             float inv_count, float *partials) {
-    __shared__ float buf[kThreads];
-    float acc = 0.0f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        acc += huber_term(y[i], t[i], delta);
-        dy[i] = huber_grad(y[i], t[i], delta, inv_count);
-    }
-    const float total = block_sum(acc, buf);
-    if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-// Smooth L1 over all count = n*k elements (math.h's smooth_l1_term, _grad):
-//   loss = sum smooth_l1(y - t; beta) / count ;  dy = clamp((y - t) / beta, -1, 1) / count
-__global__ void smooth_l1_kernel(const float *y, const float *t, float *dy, size_t count,
-                                 float beta, float inv_count, float *partials) {
-    __shared__ float buf[kThreads];
-    float acc = 0.0f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        acc += smooth_l1_term(y[i], t[i], beta);
-        dy[i] = smooth_l1_grad(y[i], t[i], beta, inv_count);
-    }
-    const float total = block_sum(acc, buf);
-    if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-// Binary cross-entropy of logits over all count = n*k elements (math.h's
-// bce_term, bce_grad): loss = sum bce(y, t) / count ; dy = (sigmoid(y) - t) / count
-__global__ void bce_kernel(const float *y, const float *t, float *dy, size_t count, float inv_count,
-                           float *partials) {
-    __shared__ float buf[kThreads];
-    float acc = 0.0f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        acc += bce_term(y[i], t[i]);
-        dy[i] = bce_grad(y[i], t[i], inv_count);
-    }
-    const float total = block_sum(acc, buf);
-    if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-void loss_mse(const LossArgs &a) {
+template <class L>
+void elementwise_loss(const LossArgs &a) {
     CudaStream &cs = stream_of(a);
     const size_t count = static_cast<size_t>(a.n * a.k);
     const unsigned int blocks = reduce_blocks(count);
     const float inv = 1.0f / (float)count;
-    SNN_LAUNCH(mse_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, inv,
-               cs.partials);
-    check_launch("mse_loss kernel");
+    SNN_LAUNCH(elementwise_loss_kernel<L>, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count,
+               a.param, inv, cs.partials);
+    check_launch("elementwise loss kernel");
     finish_sum(cs, blocks, inv, a.loss);
 }
+
+void loss_mse(const LossArgs &a) { elementwise_loss<mse_loss>(a); }
 
 void loss_logit_crossentropy(const LossArgs &a) {
     CudaStream &cs = stream_of(a);
@@ -138,38 +97,9 @@ void loss_logit_crossentropy(const LossArgs &a) {
     finish_sum(cs, blocks, inv, a.loss);
 }
 
-void loss_huber(const LossArgs &a) {
-    CudaStream &cs = stream_of(a);
-    const size_t count = static_cast<size_t>(a.n * a.k);
-    const unsigned int blocks = reduce_blocks(count);
-    const float inv = 1.0f / (float)count;
-    SNN_LAUNCH(huber_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param, inv,
-               cs.partials);
-    check_launch("huber_loss kernel");
-    finish_sum(cs, blocks, inv, a.loss);
-}
-
-void loss_smooth_l1(const LossArgs &a) {
-    CudaStream &cs = stream_of(a);
-    const size_t count = static_cast<size_t>(a.n * a.k);
-    const unsigned int blocks = reduce_blocks(count);
-    const float inv = 1.0f / (float)count;
-    SNN_LAUNCH(smooth_l1_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, a.param,
-               inv, cs.partials);
-    check_launch("smooth_l1_loss kernel");
-    finish_sum(cs, blocks, inv, a.loss);
-}
-
-void loss_bce_with_logits(const LossArgs &a) {
-    CudaStream &cs = stream_of(a);
-    const size_t count = static_cast<size_t>(a.n * a.k);
-    const unsigned int blocks = reduce_blocks(count);
-    const float inv = 1.0f / (float)count;
-    SNN_LAUNCH(bce_kernel, blocks, kThreads, cs.stream, a.y, a.targets, a.dy, count, inv,
-               cs.partials);
-    check_launch("bce_loss kernel");
-    finish_sum(cs, blocks, inv, a.loss);
-}
+void loss_huber(const LossArgs &a) { elementwise_loss<huber_loss>(a); }
+void loss_smooth_l1(const LossArgs &a) { elementwise_loss<smooth_l1_loss>(a); }
+void loss_bce_with_logits(const LossArgs &a) { elementwise_loss<bce_loss>(a); }
 
 }  // namespace
 

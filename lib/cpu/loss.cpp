@@ -6,17 +6,22 @@ namespace snn {
 
 namespace {
 
-// L = sum (y - t)^2 / (n k) ; dy = 2 (y - t) / (n k)
-void loss_mse(const LossArgs &a) {
+// An elementwise loss L (math.h's <name>_loss) over all count = n*k pairs:
+// loss = sum L::term(y, t, p) / count (summed in double) ; dy = L::grad(y, t, p, 1 / count)
+template <class L>
+void elementwise_loss(const LossArgs &a) {
     const int64_t count = a.n * a.k;
     const float inv = 1.0f / float(count);
     double sum = 0.0;
     for (int64_t i = 0; i < count; ++i) {
-        sum += mse_term(a.y[i], a.targets[i]);
-        a.dy[i] = mse_grad(a.y[i], a.targets[i], inv);
+        sum += L::term(a.y[i], a.targets[i], a.param);
+        a.dy[i] = L::grad(a.y[i], a.targets[i], a.param, inv);
     }
     *a.loss = float(sum / double(count));
 }
+
+// (y - t)^2 ; dy = 2 (y - t) / (n k)
+void loss_mse(const LossArgs &a) { elementwise_loss<mse_loss>(a); }
 
 // L = mean over rows of -log softmax(y)[label] ; dy = (softmax(y) - onehot) / n
 void loss_logit_crossentropy(const LossArgs &a) {
@@ -33,41 +38,14 @@ void loss_logit_crossentropy(const LossArgs &a) {
     *a.loss = float(sum / double(n));
 }
 
-// L = sum huber(y - t; delta) / (n k) ; dy = clamp(y - t, -delta, delta) / (n k)
-void loss_huber(const LossArgs &a) {
-    const int64_t count = a.n * a.k;
-    const float inv = 1.0f / float(count);
-    double sum = 0.0;
-    for (int64_t i = 0; i < count; ++i) {
-        sum += huber_term(a.y[i], a.targets[i], a.param);
-        a.dy[i] = huber_grad(a.y[i], a.targets[i], a.param, inv);
-    }
-    *a.loss = float(sum / double(count));
-}
+// huber(y - t; delta) ; dy = clamp(y - t, -delta, delta) / (n k)
+void loss_huber(const LossArgs &a) { elementwise_loss<huber_loss>(a); }
 
-// L = sum smooth_l1(y - t; beta) / (n k) ; dy = clamp((y - t) / beta, -1, 1) / (n k)
-void loss_smooth_l1(const LossArgs &a) {
-    const int64_t count = a.n * a.k;
-    const float inv = 1.0f / float(count);
-    double sum = 0.0;
-    for (int64_t i = 0; i < count; ++i) {
-        sum += smooth_l1_term(a.y[i], a.targets[i], a.param);
-        a.dy[i] = smooth_l1_grad(a.y[i], a.targets[i], a.param, inv);
-    }
-    *a.loss = float(sum / double(count));
-}
+// smooth_l1(y - t; beta) ; dy = clamp((y - t) / beta, -1, 1) / (n k)
+void loss_smooth_l1(const LossArgs &a) { elementwise_loss<smooth_l1_loss>(a); }
 
-// L = sum bce(y, t) / (n k) over logits y ; dy = (sigmoid(y) - t) / (n k)
-void loss_bce_with_logits(const LossArgs &a) {
-    const int64_t count = a.n * a.k;
-    const float inv = 1.0f / float(count);
-    double sum = 0.0;
-    for (int64_t i = 0; i < count; ++i) {
-        sum += bce_term(a.y[i], a.targets[i]);
-        a.dy[i] = bce_grad(a.y[i], a.targets[i], inv);
-    }
-    *a.loss = float(sum / double(count));
-}
+// bce(y, t) of logits y ; dy = (sigmoid(y) - t) / (n k)
+void loss_bce_with_logits(const LossArgs &a) { elementwise_loss<bce_loss>(a); }
 
 }  // namespace
 

@@ -206,8 +206,8 @@ SNN_HD float softmax_y(float e, float total) { return e / total; }
 SNN_HD float softmax_dx(float y, float dy, float dot) { return y * (dy - dot); }
 
 // MSE term: loss += (y - t)^2 / count ; dL/dy = 2 (y - t) / count
-SNN_HD float mse_term(float y, float t) { return (y - t) * (y - t); }
-SNN_HD float mse_grad(float y, float t, float inv_count) { return 2.0f * (y - t) * inv_count; }
+SNN_HD float mse_term(float y, float t, float) { return (y - t) * (y - t); }
+SNN_HD float mse_grad(float y, float t, float, float inv_count) { return 2.0f * (y - t) * inv_count; }
 
 // Huber term (delta > 0), r = y - t: loss += 0.5 r^2 if |r| < delta, else
 // delta (|r| - 0.5 delta), over count ; dL/dy = clamp(r, -delta, delta) / count
@@ -240,11 +240,27 @@ SNN_HD float smooth_l1_grad(float y, float t, float beta, float inv_count) {
 // q = e^-|x| / (1 + e^-|x|) = sigmoid(-|x|): nothing overflows for logits
 // of +-1e4, and no 1 - q is rounded to 1, so a logit of 30 with target 1
 // keeps its loss 9.4e-14 and its gradient -9.4e-14 in float precision.
-SNN_HD float bce_term(float x, float t) { return fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x))); }
-SNN_HD float bce_grad(float x, float t, float inv_count) {
+SNN_HD float bce_term(float x, float t, float) { return fmaxf(x, 0.0f) - x * t + log1pf(expf(-fabsf(x))); }
+SNN_HD float bce_grad(float x, float t, float, float inv_count) {
     const float e = expf(-fabsf(x)), q = e / (1.0f + e);
     return (x >= 0.0f ? (1.0f - t) - q : q - t) * inv_count;
 }
+
+// The elementwise losses above, each as one type whose term(y, t, p) and
+// grad(y, t, p, inv_count) take the loss's parameter p (unused by MSE and
+// BCE), so one loop per backend runs them all.
+#define SNN_ELEMENTWISE_LOSS(name)                                                                 \
+    struct name##_loss {                                                                           \
+        SNN_HD static float term(float y, float t, float p) { return name##_term(y, t, p); }      \
+        SNN_HD static float grad(float y, float t, float p, float inv_count) {                    \
+            return name##_grad(y, t, p, inv_count);                                                \
+        }                                                                                          \
+    };
+SNN_ELEMENTWISE_LOSS(mse)
+SNN_ELEMENTWISE_LOSS(huber)
+SNN_ELEMENTWISE_LOSS(smooth_l1)
+SNN_ELEMENTWISE_LOSS(bce)
+#undef SNN_ELEMENTWISE_LOSS
 
 // Cross-entropy of one row of k logits, from its max m (at index top, the
 // first one) and rest = sum over j != top of e^{y_j - m}: the sum of

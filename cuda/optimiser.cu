@@ -39,68 +39,31 @@ __device__ __forceinline__ float clip_factor(const OptStep &step, const double *
     return norm != nullptr ? clip_coefficient(step.max_grad_norm, *norm) : 1.0f;
 }
 
-// Each kernel: a grid-stride loop over the parameters that reads and writes
-// the state only where the rule keeps it (SGD without momentum may have no
-// buffer).
+// An optimiser's rule as a type: update(step, p, g, m, v) is math.h's
+// <name>_update, which reads and writes the state it keeps through m and v
+// and ignores the other pointer.
+#define SNN_CUDA_OPTIMISER_RULE(name, id)                                                     \
+    struct name##_rule {                                                                      \
+        __device__ static void update(const OptStep &s, float *p, float g, float *m, float *v) { \
+            name##_update(s, p, g, m, v);                                                     \
+        }                                                                                     \
+    };
+SNN_OPTIMISER_LIST(SNN_CUDA_OPTIMISER_RULE)
+#undef SNN_CUDA_OPTIMISER_RULE
 
-__global__ void sgd_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                           float *, const double *norm) {
+// One grid-stride loop over the parameters for every optimiser R: the state
+// buffers m and v are read and written only where the kind keeps them (SGD
+// without momentum may have no buffer).
+template <class R>
+__global__ void update_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
+                              float *v, const double *norm) {
     const float coef = clip_factor(step, norm);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
          i += (size_t)gridDim.x * blockDim.x) {
-        float p = params[i], b = m != nullptr ? m[i] : 0.0f;
-        sgd_update(step, &p, coef * grads[i], &b, nullptr);
-        if (m != nullptr) m[i] = b;
-        params[i] = p;
-    }
-}
-
-__global__ void adam_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                            float *v, const double *norm) {
-    const float coef = clip_factor(step, norm);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float p = params[i], mi = m[i], vi = v[i];
-        adam_update(step, &p, coef * grads[i], &mi, &vi);
-        m[i] = mi;
-        v[i] = vi;
-        params[i] = p;
-    }
-}
-
-__global__ void adamw_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                             float *v, const double *norm) {
-    const float coef = clip_factor(step, norm);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float p = params[i], mi = m[i], vi = v[i];
-        adamw_update(step, &p, coef * grads[i], &mi, &vi);
-        m[i] = mi;
-        v[i] = vi;
-        params[i] = p;
-    }
-}
-
-__global__ void rmsprop_kernel(OptStep step, size_t count, float *params, const float *grads, float *,
-                               float *v, const double *norm) {
-    const float coef = clip_factor(step, norm);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float p = params[i], vi = v[i];
-        rmsprop_update(step, &p, coef * grads[i], nullptr, &vi);
-        v[i] = vi;
-        params[i] = p;
-    }
-}
-
-__global__ void lion_kernel(OptStep step, size_t count, float *params, const float *grads, float *m,
-                            float *, const double *norm) {
-    const float coef = clip_factor(step, norm);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count;
-         i += (size_t)gridDim.x * blockDim.x) {
-        float p = params[i], mi = m[i];
-        lion_update(step, &p, coef * grads[i], &mi, nullptr);
-        m[i] = mi;
+        float p = params[i], mi = m != nullptr ? m[i] : 0.0f, vi = v != nullptr ? v[i] : 0.0f;
+        R::update(step, &p, coef * grads[i], &mi, &vi);
+        if (m != nullptr) m[i] = mi;
+        if (v != nullptr) v[i] = vi;
         params[i] = p;
     }
 }
@@ -111,7 +74,7 @@ using Launcher = void (*)(cudaStream_t st, const OptStep &step, size_t count, fl
 #define SNN_CUDA_OPTIMISER_LAUNCHER(name, id)                                                   \
     void launch_##name(cudaStream_t st, const OptStep &step, size_t count, float *params,       \
                        const float *grads, float *m, float *v, const double *norm) {            \
-        SNN_LAUNCH(name##_kernel, blocks_for(count), kThreads, st, step, count, params, grads, m, \
+        SNN_LAUNCH(update_kernel<name##_rule>, blocks_for(count), kThreads, st, step, count, params, grads, m, \
                    v, norm);                                                                    \
     }
 SNN_OPTIMISER_LIST(SNN_CUDA_OPTIMISER_LAUNCHER)
@@ -124,7 +87,7 @@ const Launcher kLaunchers[] = {
 };
 
 static_assert(sizeof(kLaunchers) / sizeof(kLaunchers[0]) == kOptimiserCount,
-              "one kernel per optimiser");
+              "one launcher per optimiser");
 
 }  // namespace
 

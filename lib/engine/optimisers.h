@@ -1,8 +1,8 @@
 // An optimiser is one descriptor (OptimiserDesc, in engine/optimisers.cpp:
 // its public id, names, the hyperparameters it has with PyTorch's defaults,
 // the state buffers it keeps) plus its per-element update in engine/math.h
-// (<name>_update), one CPU loop (<name>_loop, cpu/optimiser.cpp) and one
-// CUDA kernel (<name>_kernel, cuda/optimiser.cu), registered by one line in
+// (<name>_update) and one CPU loop (<name>_loop, cpu/optimiser.cpp; the
+// CUDA backend instantiates its one update kernel for it), registered by one line in
 // SNN_OPTIMISER_LIST. Defaults, hyperparameter checks, checkpoints, the C
 // API's kind check and both backends' dispatch are driven by the list.
 #pragma once

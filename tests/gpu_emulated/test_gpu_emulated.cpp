@@ -712,34 +712,9 @@ TEST(Losses, CrossEntropy) {
     launched.check();
 }
 
-// Huber at residuals on both sides of delta and at it, with delta tiny,
-// ordinary and huge.
-TEST(Losses, Huber) {
-    Launched launched({"elementwise_loss_kernel", "finish_sum_kernel"});
-    const struct {
-        int64_t n, k;
-    } shapes[] = {{1, 1}, {3, 33}, {257, 65}, {1, 300001}};
-    for (const auto &sh : shapes) {
-        const size_t count = static_cast<size_t>(sh.n * sh.k);
-        Floats y = uniform(count, count), t = uniform(count, count + 1);
-        if (count > 2) {
-            y[0] = 1.0f, t[0] = 0.0f;   // |r| = delta = 1
-            y[1] = -1.0f, t[1] = 0.0f;
-        }
-        for (float delta : {1e-6f, 1.0f, 1e6f}) {
-            const std::string what = "huber delta " + std::to_string(delta) + " " + std::to_string(sh.n) +
-                                     "x" + std::to_string(sh.k);
-            expect_loss_matches_cpu(what, [&](Side side) {
-                return run_loss(side, LossKind::huber, sh.n, sh.k, y, t, {}, delta);
-            });
-        }
-    }
-    launched.check();
-}
-
-// Smooth L1 at residuals on both sides of beta and at it; beta = 0 is L1
-// (zero residuals included: gradient 0).
-TEST(Losses, SmoothL1) {
+// A loss with a parameter (Huber's delta, smooth L1's beta) at residuals on
+// both sides of it and at it (|r| = 1, and r = 0), for each of `params`.
+void expect_parameter_loss_matches_cpu(LossKind kind, const std::string &name, std::vector<float> params) {
     Launched launched({"elementwise_loss_kernel", "finish_sum_kernel"});
     const struct {
         int64_t n, k;
@@ -748,19 +723,26 @@ TEST(Losses, SmoothL1) {
         const size_t count = static_cast<size_t>(sh.n * sh.k);
         Floats y = uniform(count, count), t = uniform(count, count + 1);
         if (count > 3) {
-            y[0] = 1.0f, t[0] = 0.0f;  // |r| = beta = 1
+            y[0] = 1.0f, t[0] = 0.0f;  // |r| = 1, the parameter's value 1
             y[1] = -1.0f, t[1] = 0.0f;
             y[2] = 0.5f, t[2] = 0.5f;  // r = 0
         }
-        for (float beta : {0.0f, 1e-6f, 1.0f, 1e6f}) {
-            const std::string what = "smooth L1 beta " + std::to_string(beta) + " " +
-                                     std::to_string(sh.n) + "x" + std::to_string(sh.k);
-            expect_loss_matches_cpu(what, [&](Side side) {
-                return run_loss(side, LossKind::smooth_l1, sh.n, sh.k, y, t, {}, beta);
-            });
+        for (float param : params) {
+            const std::string what =
+                name + " " + std::to_string(param) + " " + std::to_string(sh.n) + "x" + std::to_string(sh.k);
+            expect_loss_matches_cpu(what, [&](Side side) { return run_loss(side, kind, sh.n, sh.k, y, t, {}, param); });
         }
     }
     launched.check();
+}
+
+// Huber with delta tiny, ordinary and huge.
+TEST(Losses, Huber) { expect_parameter_loss_matches_cpu(LossKind::huber, "huber delta", {1e-6f, 1.0f, 1e6f}); }
+
+// Smooth L1 with beta 0 (L1; zero residuals included: gradient 0), tiny,
+// ordinary and huge.
+TEST(Losses, SmoothL1) {
+    expect_parameter_loss_matches_cpu(LossKind::smooth_l1, "smooth L1 beta", {0.0f, 1e-6f, 1.0f, 1e6f});
 }
 
 // Binary cross-entropy of logits up to +-1e4 against targets 0, 1, 0.5

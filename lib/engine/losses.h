@@ -65,10 +65,18 @@ struct LossDesc {
 struct LossArgs {
     Backend *be = nullptr;
     Stream *s = nullptr;
-    int64_t n = 0, k = 0;             // batch, outputs
+    // Rows and values per row: batch and outputs, or for a sequence output
+    // [batch][T][F] n = batch * T rows of k = F values.
+    int64_t n = 0, k = 0;
+    // Sequence outputs: T, and the valid steps per sample ([batch], device
+    // memory, or null for full length). A label loss ignores the rows of
+    // padded steps (t >= lengths[sample]) and the rows labelled -1, and
+    // averages over the others (0 when none is left).
+    int64_t steps = 1;
+    const int32_t *lengths = nullptr;
     const float *y = nullptr;         // outputs [n][k]
     const float *targets = nullptr;   // [n][k] (LossInput::targets)
-    const int32_t *labels = nullptr;  // [n], validated on upload (LossInput::labels)
+    const int32_t *labels = nullptr;  // [n], validated on upload (LossInput::labels; -1 ignores a row of a sequence)
     float param = 0.0f;               // the loss parameter, when it has one
     float *dy = nullptr;
     float *loss = nullptr;

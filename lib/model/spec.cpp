@@ -91,7 +91,31 @@ void infer_shapes(Network &net) {
     for (size_t i = 0; i < net.layers.size(); ++i) {
         Layer &l = net.layers[i];
         if (!l.inputs.empty()) l.in = net.layers[size_t(l.inputs[0])].out;
-        op_desc(l.kind).infer(l, net.layers, i);
+        const OpDesc &d = op_desc(l.kind);
+        for (int32_t k : l.inputs) {
+            const Shape &in = net.layers[size_t(k)].out;
+            if (d.tokens) {
+                if (!in.is_tokens)
+                    shape_error(net.layers, i,
+                                format("input %s is not token ids; %s takes 'input tokens T vocab=V'",
+                                       shape_text(in).c_str(), d.name));
+                continue;
+            }
+            if (in.is_tokens)
+                shape_error(net.layers, i,
+                            format("input %s is token ids; add 'embedding D' to turn them into vectors",
+                                   shape_text(in).c_str()));
+            if (in.is_seq && !d.sequences)
+                shape_error(net.layers, i,
+                            format("input %s is a sequence, which %s does not take (sequence pooling, "
+                                   "'seqpool last|mean|max', or 'flatten' makes it a vector)",
+                                   shape_text(in).c_str(), d.name));
+            if (!in.is_seq && d.requires_sequence)
+                shape_error(net.layers, i,
+                            format("input %s is not a sequence; %s takes sequences (input seq TxF)",
+                                   shape_text(in).c_str(), d.name));
+        }
+        d.infer(l, net.layers, i);
         if (l.out.h > kMaxElements / l.out.w || l.out.c > kMaxElements / (l.out.h * l.out.w))
             shape_error(net.layers, i,
                         format("%s %s is too large: more than 2^31 elements per sample", i == 0 ? "input" : "output",
@@ -125,7 +149,9 @@ Network parse_spec(const std::string &spec) {
             spec_error(st[0], "",
                        format("a model has at most %d layers after its input (SNN_MAX_LAYERS)", SNN_MAX_LAYERS));
         const bool is_input = st[0].text == "input";
-        if (i == 0 && !is_input) spec_error(st[0], "the first layer must be 'input N' or 'input HxWxC'", "");
+        if (i == 0 && !is_input)
+            spec_error(st[0], "the first layer must be 'input N', 'input HxWxC', 'input seq TxF' or 'input tokens T vocab=V'",
+                       "");
         if (i > 0 && is_input) spec_error(st[0], "'input' may appear only as the first layer", "");
         net.layers.push_back(parse_layer(st, i, names));
         if (!net.layers.back().name.empty()) names.emplace(net.layers.back().name, int32_t(i));

@@ -18,13 +18,29 @@ namespace snn {
 enum class Init : int32_t { glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_normal, zeros };
 
 // Shape of one sample: c x h x w; a vector of n features is n x 1 x 1 with
-// is_image false.
+// is_image false. A sequence of T steps of F features ([time][features],
+// features fastest) is c = F, h = T, w = 1 with is_seq; token ids
+// (is_tokens, from 'input tokens T vocab=V') are a sequence with c = 1 whose
+// values are integers in [0, V), stored as floats.
 struct Shape {
     int64_t c = 0, h = 1, w = 1;
     bool is_image = false;
+    bool is_seq = false;
+    bool is_tokens = false;
     int64_t size() const { return c * h * w; }
-    bool operator==(const Shape &o) const { return c == o.c && h == o.h && w == o.w && is_image == o.is_image; }
+    // Steps per sample: T for a sequence, else 1.
+    int64_t steps() const { return is_seq ? h : 1; }
+    // Values per step: F for a sequence, else the whole sample. Ops acting
+    // on the last axis (dense, layernorm, softmax) see n * steps() rows of
+    // row_size() values.
+    int64_t row_size() const { return is_seq ? c : size(); }
+    bool operator==(const Shape &o) const {
+        return c == o.c && h == o.h && w == o.w && is_image == o.is_image && is_seq == o.is_seq &&
+               is_tokens == o.is_tokens;
+    }
 };
+// The shape of a sequence of `steps` steps of `features` values.
+inline Shape seq_shape(int64_t features, int64_t steps) { return {features, steps, 1, false, true, false}; }
 
 // One tensor of a node as files name it ("layers.<i>.<suffix>"): a slice of
 // the parameters or of the state.

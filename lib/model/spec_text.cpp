@@ -178,6 +178,8 @@ std::string pair_text(int64_t a, int64_t b) {
 }
 
 std::string shape_text(const Shape &s) {
+    if (s.is_tokens) return format("tokens %lld", (long long)s.h);
+    if (s.is_seq) return format("seq %lldx%lld", (long long)s.h, (long long)s.c);
     return s.is_image ? format("%lldx%lldx%lld", (long long)s.h, (long long)s.w, (long long)s.c)
                       : format("%lld", (long long)s.c);
 }

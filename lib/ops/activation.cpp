@@ -24,6 +24,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) { return act_na
 }  // namespace
 
 const OpDesc op_activation{"activation", {"relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu"},
-                           parse, infer, describe, nullptr, nullptr, nullptr};
+                           parse, infer, describe, nullptr, nullptr, nullptr, true};
 
 }  // namespace snn

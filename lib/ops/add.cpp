@@ -45,6 +45,6 @@ const OpKernels kKernels{nullptr, nullptr, forward, backward};
 
 }  // namespace
 
-const OpDesc op_add{"add", {"add"}, parse, infer, describe, nullptr, nullptr, &kKernels};
+const OpDesc op_add{"add", {"add"}, parse, infer, describe, nullptr, nullptr, &kKernels, true};
 
 }  // namespace snn

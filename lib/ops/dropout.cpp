@@ -31,6 +31,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) { return "dropo
 
 }  // namespace
 
-const OpDesc op_dropout{"dropout", {"dropout"}, parse, infer, describe, nullptr, nullptr, nullptr};
+const OpDesc op_dropout{"dropout", {"dropout"}, parse, infer, describe, nullptr, nullptr, nullptr, true};
 
 }  // namespace snn

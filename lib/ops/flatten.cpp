@@ -21,6 +21,6 @@ const OpKernels kNone{};
 
 }  // namespace
 
-const OpDesc op_flatten{"flatten", {"flatten"}, parse, infer, describe, nullptr, nullptr, &kNone};
+const OpDesc op_flatten{"flatten", {"flatten"}, parse, infer, describe, nullptr, nullptr, &kNone, true};
 
 }  // namespace snn

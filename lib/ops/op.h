@@ -33,6 +33,11 @@ struct OpArgs {
     // being differentiated.
     bool training = true;
     uint64_t key = 0;            // random stream of this layer in this pass (dropout)
+    // Valid steps per sample, [n] int32 in [1, T] of the backend's memory
+    // (padding at the end), or null when every sample has its full T steps
+    // (snn_set_lengths). Only models with a sequence input have them; every
+    // sequence node keeps the input's T steps then.
+    const int32_t *lengths = nullptr;
     const float *x[kMaxOpInputs] = {nullptr, nullptr};  // inputs, [n][...]
     float *y = nullptr;          // output, [n][out]
     const float *params = nullptr;  // the whole parameter vector (use l->weight_offset, ...)
@@ -80,6 +85,13 @@ struct OpDesc {
     // Kernels written on Backend primitives alone, which every backend runs;
     // null when each backend has its own.
     const OpKernels *generic;
+    // The op takes sequences [T][F] as inputs (others refuse them with
+    // SNN_ERR_SHAPE before their infer runs); and takes nothing else
+    // (requires_sequence: recurrent layers, attention, conv1d, seqpool); it
+    // takes token ids (embedding alone; then nothing else).
+    bool sequences = false;
+    bool requires_sequence = false;
+    bool tokens = false;
 };
 
 const OpDesc &op_desc(OpKind kind);

@@ -2,8 +2,10 @@
 """The PyTorch twin of examples/words: the same four networks, data, batches
 and optimiser, for comparing accuracy and speed with snn.
 
-    build/examples/words/words --export DATA        (writes DATA/words.bin)
+    build/examples/words/words --export DATA        (writes DATA/words.bin and
+                                                     DATA/lang_lstm_seed1.safetensors)
     python3 bench/words_torch.py --data DATA --task lang --model lstm
+    python3 bench/words_torch.py --data DATA --init DATA/lang_lstm_seed1.safetensors
     python3 bench/words_torch.py --data DATA --task lm --model transformer --time-steps 200
 
 It reads the encoded split that the example exports (see
@@ -14,7 +16,9 @@ mini-batches in the same order: the same splitmix64 generator, seeded with
 of an epoch is the remainder. Layers and initialisation follow snn's:
 dense layers glorot-uniform with zero biases, embeddings N(0, 1) with the
 padding row 0, learned positions N(0, 0.02), the LSTM's and the attention's
-PyTorch's own. Lengths: packed sequences for the LSTM, key_padding_mask for
+PyTorch's own. With --init FILE, the network starts from the parameters of
+an snn model file instead (the example's --export writes its initial ones),
+so that both train the same network from the same point. Lengths: packed sequences for the LSTM, key_padding_mask for
 the attention, a mean over the valid steps for the pooling, and
 ignore_index=-1 in the loss.
 
@@ -32,6 +36,7 @@ step time of each and the faster:
 """
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -147,6 +152,17 @@ class Block(nn.Module):
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 
 
+class PositionEmbedding(nn.Module):
+    """posembed: a learned vector per step, added; N(0, 0.02)."""
+
+    def __init__(self, steps, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(steps, width) * 0.02)
+
+    def forward(self, x):
+        return x + self.weight
+
+
 class TransformerNet(nn.Module):
     """input tokens T vocab=V; embedding 64 pad=0; posembed; two blocks;
     layernorm; seqpool mean; dense 9 (lang) or dense V (lm, causal)"""
@@ -155,7 +171,7 @@ class TransformerNet(nn.Module):
         super().__init__()
         self.task = task
         self.embedding = embedding(vocab, width)
-        self.positions = nn.Parameter(torch.randn(steps, width) * 0.02)
+        self.positions = PositionEmbedding(steps, width)
         self.blocks = nn.ModuleList([Block(width), Block(width)])
         self.norm = nn.LayerNorm(width)
         self.dense = dense(width, LANGUAGES if task == "lang" else vocab)
@@ -165,7 +181,7 @@ class TransformerNet(nn.Module):
     def forward(self, tokens, lengths):
         steps = tokens.shape[1]
         padding = torch.arange(steps)[None, :] >= lengths[:, None]
-        x = self.embedding(tokens) + self.positions
+        x = self.positions(self.embedding(tokens))
         for block in self.blocks:
             x = block(x, padding, self.causal)
         x = self.norm(x)
@@ -177,6 +193,28 @@ class TransformerNet(nn.Module):
 
 def make_net(model, task, steps, vocab):
     return (LSTMNet if model == "lstm" else TransformerNet)(task, steps, vocab)
+
+
+def load_snn_parameters(net, path):
+    """Copies the parameters of an snn model file (safetensors, written by
+    words --export) into net: the file's tensors in the order of snn's flat
+    vector are the net's parameters() in order, shape for shape."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    size = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + size])
+    tensors = sorted((v["data_offsets"][0], name, v) for name, v in header.items()
+                     if name != "__metadata__")
+    params = list(net.parameters())
+    if len(params) != len(tensors):
+        sys.exit(f"{path}: {len(tensors)} tensors, the network has {len(params)} parameters")
+    with torch.no_grad():
+        for p, (_, name, v) in zip(params, tensors):
+            if v["dtype"] != "F32" or list(p.shape) != v["shape"]:
+                sys.exit(f"{path}: {name} is {v['dtype']} {v['shape']}, expected F32 {list(p.shape)}")
+            start, end = v["data_offsets"]
+            data = np.frombuffer(blob, dtype="<f4", count=(end - start) // 4, offset=8 + size + start)
+            p.copy_(torch.from_numpy(data.copy()).reshape(p.shape))
 
 
 def loss_of(logits, labels):
@@ -263,6 +301,8 @@ def time_steps(args, words, train):
         torch.set_num_threads(threads)
         torch.manual_seed(args.seed)
         net = make_net(args.model, args.task, words["steps"], words["vocab"])
+        if args.init:
+            load_snn_parameters(net, args.init)
         optimiser = torch.optim.Adam(net.parameters(), lr=args.lr)
         order = list(range(len(train[0])))
         SplitMix64(args.seed).shuffle(order)
@@ -291,6 +331,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--time-steps", type=int, default=0)
+    p.add_argument("--init", help="start from the parameters of this snn model file "
+                   "(words --export writes DATA/TASK_MODEL_seedS.safetensors)")
     args = p.parse_args()
     if args.epochs == 0:
         args.epochs = DEFAULT_EPOCHS[(args.task, args.model)]
@@ -304,11 +346,14 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     net = make_net(args.model, args.task, words["steps"], words["vocab"])
+    if args.init:
+        load_snn_parameters(net, args.init)
     optimiser = torch.optim.Adam(net.parameters(), lr=args.lr)
     parameters = sum(p.numel() for p in net.parameters())
     print(f"torch {torch.__version__}, {args.task} {args.model}, {parameters} parameters, "
           f"{len(train[0])} training and {len(test[0])} test words, {args.epochs} epochs, "
-          f"batch {args.batch}, Adam lr {args.lr:g}, seed {args.seed}, {args.threads} threads")
+          f"batch {args.batch}, Adam lr {args.lr:g}, seed {args.seed}, {args.threads} threads"
+          + (f", parameters from {args.init}" if args.init else ""))
 
     rng = SplitMix64(args.seed)
     order = list(range(len(train[0])))

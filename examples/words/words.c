@@ -101,8 +101,10 @@ static void usage(FILE *to) {
             "                 uploaded once and batches gathered there)\n"
             "  --samples N    words generated per language by lm (default 8)\n"
             "  --temperature X  of the sampling (default 0.8)\n"
-            "  --export DIR   write the encoded split to DIR/words.bin and exit (the\n"
-            "                 PyTorch twin bench/words_torch.py trains on it)\n"
+            "  --export DIR   write the encoded split to DIR/words.bin and the initial\n"
+            "                 parameters of the network (--task, --model, --seed) to\n"
+            "                 DIR/TASK_MODEL_seedS.safetensors, and exit: the PyTorch twin\n"
+            "                 bench/words_torch.py trains on them\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
             "  --help         this text\n"
             "\n"
@@ -473,7 +475,12 @@ static void generate(const snn_model *model, const word_data *d, long per_langua
 /* Main                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static int export_words(const options *o, const word_data *d) {
+/* --export DIR: the encoded words (DIR/words.bin) and the initial
+ * parameters of the network of --task, --model and --seed
+ * (DIR/TASK_MODEL_seedS.safetensors), from which bench/words_torch.py
+ * --init starts, so that the two train the same network from the same
+ * point on the same batches. */
+static int export_words(const options *o, const word_data *d, snn_model *model) {
     char path[4096], error[4608];
     mkdir(o->export_dir, 0777); /* may exist; a failure shows when writing */
     snprintf(path, sizeof path, "%s/words.bin", o->export_dir);
@@ -483,6 +490,10 @@ static int export_words(const options *o, const word_data *d) {
     }
     printf("wrote %s: %zu training and %zu test words, %d token ids, %d steps\n", path,
            d->train.count, d->test.count, (int)d->vocab, (int)d->steps);
+    snprintf(path, sizeof path, "%s/%s_%s_seed%llu.safetensors", o->export_dir,
+             o->task == WORDS_TASK_LANG ? "lang" : "lm", o->model, o->seed);
+    CHECK(snn_model_save(model, path));
+    printf("wrote %s: the initial parameters\n", path);
     return 0;
 }
 
@@ -521,17 +532,18 @@ int main(int argc, char **argv) {
     if (o.threads) CHECK(snn_set_num_threads((int32_t)o.threads));
     word_data data = load_words(&o);
     if (!o.quiet) print_data_summary(&data, &o);
-    if (o.export_dir) {
-        int status = export_words(&o, &data);
-        words_free(&data);
-        return status;
-    }
 
     char spec[2048];
     words_spec(spec, sizeof spec, o.task, o.model, data.steps, data.vocab);
     snn_model *model = NULL;
     CHECK(snn_model_create(spec, &model));
     CHECK(snn_model_init(model, o.seed));
+    if (o.export_dir) {
+        int status = export_words(&o, &data, model);
+        snn_model_destroy(model);
+        words_free(&data);
+        return status;
+    }
     int32_t device = move_to_device(&o, model);
     size_t parameter_count = 0;
     CHECK(snn_parameter_count(model, &parameter_count));

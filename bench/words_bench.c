@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
         memcpy(cases, all, sizeof all);
         case_count = 4;
     }
-    words_options o = {dict, STEPS, 10000, 1000};
+    words_options o = {dict, STEPS, WORDS_TRAIN_PER_LANGUAGE, WORDS_TEST_PER_LANGUAGE};
     word_data data;
     char error[4096];
     if (words_load(&o, &data, error, sizeof error) != WORDS_OK) {

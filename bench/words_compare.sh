@@ -12,13 +12,18 @@
 # (it is run from the repository root, which holds the data it reads);
 # CPUS (default 0,1), the CPUs every process is pinned to with taskset -c.
 #
-# 1. The example exports its data to BUILD_DIR/words-data/words.bin, which
-#    bench/words_torch.py reads: both train on the same words.
+# 1. The example exports its data to BUILD_DIR/words-data/words.bin and the
+#    initial parameters of each network (seed 1), which bench/words_torch.py
+#    reads (--init): both train the same networks from the same parameters
+#    on the same batches.
 # 2. Step times: for each network, N rounds (default 3) of words_bench
 #    (SNN_NUM_THREADS=1, then 2) and words_torch.py --time-steps (which tries
-#    torch.set_num_threads 1 and 2 itself, run once with OpenBLAS's default
-#    threads and once with OPENBLAS_NUM_THREADS=1), one process after the
-#    other. Each side's step time is its fastest setting's median, and the
+#    torch.set_num_threads 1 and 2 itself), one process after the other.
+#    PyTorch runs with OPENBLAS_NUM_THREADS=1: its OpenBLAS (Debian's
+#    pthreads build) otherwise starts threads of its own inside each of
+#    PyTorch's, which made its steps several times slower on two cores (snn
+#    keeps OpenBLAS single-threaded inside its own pool in any case).
+#    Each side's step time is its fastest setting's median, and the
 #    table shows the median over the rounds: model, snn ms/step, PyTorch
 #    ms/step, ratio (PyTorch / snn: above 1, snn is faster), and snn's heap
 #    allocations per step.
@@ -62,7 +67,10 @@ pin() { taskset -c "$cpus" "$@"; }
 
 data=$build/words-data
 mkdir -p "$data"
-pin "$build/examples/words/words" --quiet --export "$data" > /dev/null
+cases="lang_lstm lang_transformer lm_lstm lm_transformer"
+for c in $cases; do
+    pin "$build/examples/words/words" --quiet --task "${c%%_*}" --model "${c#*_}" --export "$data" > /dev/null
+done
 # The twin runs from the repository root: it reads the data by a relative path.
 rel_data=$(realpath --relative-to=. "$data")
 log=$(mktemp -d)
@@ -71,7 +79,6 @@ trap 'rm -rf "$log"' EXIT
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 min2() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
 
-cases="lang_lstm lang_transformer lm_lstm lm_transformer"
 for round in $(seq "$rounds"); do
     for c in $cases; do
         task=${c%%_*}
@@ -81,12 +88,9 @@ for round in $(seq "$rounds"); do
         min2 "$(echo "$snn1" | awk '{ print $2 }')" "$(echo "$snn2" | awk '{ print $2 }')" >> "$log/$c.snn"
         echo "$snn1" "$snn2" | awk '{ print ($3 > $6) ? $3 : $6 }' >> "$log/$c.allocs"
         # shellcheck disable=SC2086
-        t1=$(pin $python bench/words_torch.py --data "$rel_data" --task "$task" --model "$model" \
-                 --time-steps "$steps" | awk '/^time best/ { print $4 }')
-        # shellcheck disable=SC2086
-        t2=$(OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "$task" \
-                 --model "$model" --time-steps "$steps" | awk '/^time best/ { print $4 }')
-        min2 "$t1" "$t2" >> "$log/$c.torch"
+        OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "$task" \
+            --model "$model" --init "$rel_data/${c}_seed1.safetensors" --time-steps "$steps" |
+            awk '/^time best/ { print $4 }' >> "$log/$c.torch"
         echo "round $round/$rounds $c: snn $(tail -n 1 "$log/$c.snn") ms, PyTorch $(tail -n 1 "$log/$c.torch") ms" >&2
     done
 done
@@ -110,8 +114,8 @@ for c in $cases; do
     model=${c#*_}
     pin "$build/examples/words/words" --task "$task" --model "$model" --threads 2 --quiet > "$log/$c.snn.txt"
     # shellcheck disable=SC2086
-    pin $python bench/words_torch.py --data "$rel_data" --task "$task" --model "$model" --threads 2 \
-        > "$log/$c.torch.txt"
+    OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "$task" --model "$model" --threads 2 \
+        --init "$rel_data/${c}_seed1.safetensors" > "$log/$c.torch.txt"
     result() { sed -n 's/^final test \(accuracy\|bits per character\) \([0-9.%]*\) .*, \([0-9.]*\) s of training.*/\2 \3/p' "$1"; }
     read -r s_metric s_time <<< "$(result "$log/$c.snn.txt")"
     read -r t_metric t_time <<< "$(result "$log/$c.torch.txt")"

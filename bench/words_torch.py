@@ -18,9 +18,9 @@ dense layers glorot-uniform with zero biases, embeddings N(0, 1) with the
 padding row 0, learned positions N(0, 0.02), the LSTM's and the attention's
 PyTorch's own. With --init FILE, the network starts from the parameters of
 an snn model file instead (the example's --export writes its initial ones),
-so that both train the same network from the same point. Lengths: packed sequences for the LSTM, key_padding_mask for
-the attention, a mean over the valid steps for the pooling, and
-ignore_index=-1 in the loss.
+so that both train the same network from the same point. Lengths: packed
+sequences for the LSTM, key_padding_mask for the attention, a mean over the
+valid steps for the pooling, and ignore_index=-1 in the loss.
 
 Prints the test accuracy (lang: per language, confusion matrix) or the bits
 per character of the test words (lm: the mean cross-entropy of every
@@ -397,8 +397,8 @@ def main():
 
 
 # The example's default epochs (examples/words/words.c, default_epochs).
-DEFAULT_EPOCHS = {("lang", "lstm"): 4, ("lang", "transformer"): 4,
-                  ("lm", "lstm"): 3, ("lm", "transformer"): 3}
+DEFAULT_EPOCHS = {("lang", "lstm"): 4, ("lang", "transformer"): 2,
+                  ("lm", "lstm"): 3, ("lm", "transformer"): 2}
 
 if __name__ == "__main__":
     main()

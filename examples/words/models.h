@@ -15,6 +15,11 @@
 
 #include "wordlists.h"
 
+/* The words each language contributes (fewer if a language has fewer):
+ * 72 000 training words in all, 1 125 batches of 64 per epoch. */
+#define WORDS_TRAIN_PER_LANGUAGE 8000
+#define WORDS_TEST_PER_LANGUAGE 1000
+
 /* lstm: embedding 32, one LSTM layer of 128 (its final state for lang). */
 #define WORDS_LSTM_LANG_SPEC \
     "input tokens %d vocab=%d; embedding 32 pad=0; lstm 128 last; dense %d"

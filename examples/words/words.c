@@ -70,8 +70,8 @@ typedef struct {
 
 /* Epochs per task and model: each trains in under 3 minutes on 2 cores. */
 static long default_epochs(words_task task, const char *model) {
-    if (task == WORDS_TASK_LANG) return !strcmp(model, "lstm") ? 4 : 4;
-    return !strcmp(model, "lstm") ? 3 : 3;
+    if (!strcmp(model, "transformer")) return 2;
+    return task == WORDS_TASK_LANG ? 4 : 3;
 }
 
 static void usage(FILE *to) {
@@ -87,13 +87,14 @@ static void usage(FILE *to) {
             "  --model M      lstm (embedding 32, LSTM 128) or transformer (embedding and\n"
             "                 learned positions of 64, two pre-layernorm blocks of 4-head\n"
             "                 attention and a 256-unit gelu layer). Default lstm\n"
-            "  --epochs N     passes over the training words (default: lang 4, lm 3)\n"
+            "  --epochs N     passes over the training words (default: lstm 4 for lang,\n"
+            "                 3 for lm; transformer 2)\n"
             "  --batch N      mini-batch size (default 64)\n"
             "  --lr X         Adam's learning rate (default 0.002)\n"
             "  --seed N       seed of the initial parameters, the shuffling and the\n"
             "                 sampling (default 1); the train/test split is fixed\n"
             "  --dict DIR     where the word lists are (default " DEFAULT_DICT_DIR ")\n"
-            "  --train-per-language N  training words per language (default 10000; fewer\n"
+            "  --train-per-language N  training words per language (default 8000; fewer\n"
             "                 if a language has fewer)\n"
             "  --test-per-language N   test words per language (default 1000)\n"
             "  --threads N    CPU threads (default: SNN_NUM_THREADS, else all cores)\n"
@@ -142,8 +143,8 @@ static double parse_double(const char *name, const char *value, double min, doub
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {WORDS_TASK_LANG, "lstm", 0, 64, 2e-3, 1, DEFAULT_DICT_DIR, 10000, 1000,
-                 0, "cpu", NULL, 8, 0.8, 0};
+    options o = {WORDS_TASK_LANG, "lstm", 0, 64, 2e-3, 1, DEFAULT_DICT_DIR,
+                 WORDS_TRAIN_PER_LANGUAGE, WORDS_TEST_PER_LANGUAGE, 0, "cpu", NULL, 8, 0.8, 0};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -438,7 +439,7 @@ static void generate(const snn_model *model, const word_data *d, long per_langua
         fprintf(stderr, "words: out of memory\n");
         exit(1);
     }
-    for (size_t i = 0; i < n; ++i) tokens[i * T] = WORDS_START(i / (size_t)per_language);
+    for (size_t i = 0; i < n; ++i) tokens[i * T] = WORDS_START((int32_t)(i / (size_t)per_language));
     uint64_t rng = seed ^ 0x5A4D504C45ull; /* its own stream, from --seed */
     for (size_t t = 0; t + 1 < T; ++t) {
         CHECK(snn_set_tokens(cache, tokens, n * T));

@@ -206,12 +206,8 @@ static words_status read_language(const char *dir, int language, int32_t max_len
             length = (long)n;
             for (size_t i = 0; i < n && i < sizeof cps / sizeof *cps; ++i) cps[i] = line[i];
         }
-        if (length > max_length) {
-            counts->too_long += 1;
-            continue;
-        }
         int capital = 0, other = 0;
-        for (long i = 0; i < length; ++i) {
+        for (long i = 0; i < length && i < (long)(sizeof cps / sizeof *cps); ++i) {
             if (iswupper((wint_t)cps[i])) capital = 1;
             else if (!iswalpha((wint_t)cps[i])) other = 1;
         }
@@ -221,6 +217,10 @@ static words_status read_language(const char *dir, int language, int32_t max_len
         }
         if (other) {
             counts->other += 1;
+            continue;
+        }
+        if (length > max_length) {
+            counts->too_long += 1;
             continue;
         }
         if (!pool_add(pool, cps, (size_t)length, language)) {

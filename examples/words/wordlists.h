@@ -52,9 +52,10 @@ typedef struct {
 /* What reading one language kept and dropped. */
 typedef struct {
     size_t lines, kept;
+    /* The words dropped, each counted under the first of these it meets: */
     size_t capitals;   /* a capital letter (proper nouns, German nouns) */
     size_t other;      /* an apostrophe, hyphen, digit, space, ... */
-    size_t too_long;   /* more than steps - 1 code points */
+    size_t too_long;   /* lowercase letters, but more than steps - 1 code points */
     size_t duplicates; /* the same word twice in the list */
     size_t ambiguous;  /* the word is in another language's list too */
     size_t train_available, test_available;

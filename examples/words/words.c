@@ -288,20 +288,21 @@ static word_data load_words(const options *o) {
 }
 
 static void print_data_summary(const word_data *d, const options *o) {
-    printf("%-11s %9s %8s %9s %8s %8s %9s %9s %11s\n", "language", "lines", "capitals", "other",
-           "too long", "repeated", "ambiguous", "kept", "train/test");
+    printf("%-11s %9s %9s %7s %8s %8s %9s %9s %9s %8s\n", "language", "lines", "capitals",
+           "other", "too long", "repeated", "ambiguous", "kept", "train", "test");
     size_t too_long = 0;
     for (int l = 0; l < WORDS_LANGUAGES; ++l) {
         const words_counts *c = &d->counts[l];
-        printf("%-11s %9zu %8zu %9zu %8zu %8zu %9zu %9zu %5zu/%-5zu\n", words_languages[l].name,
+        printf("%-11s %9zu %9zu %7zu %8zu %8zu %9zu %9zu %9zu %8zu\n", words_languages[l].name,
                c->lines, c->capitals, c->other, c->too_long, c->duplicates, c->ambiguous, c->kept,
                c->train_available, c->test_available);
         too_long += c->too_long;
     }
-    printf("\nkept: words of lowercase letters only, of at most %d code points (%zu longer ones\n"
-           "dropped), in one language's list only; used %zu training and %zu test words per\n"
-           "language, %d token ids (%d characters), %zu test characters never seen in training\n"
-           "(%s)\n\n",
+    printf("\nkept: words of lowercase letters only (dropped: with a capital, or another\n"
+           "character), of at most %d code points (%zu longer ones dropped), in one\n"
+           "language's list only; split 90/10 into training and test words. Used: %zu\n"
+           "training and %zu test words per language, %d token ids (%d characters), %zu test\n"
+           "characters never seen in training (%s)\n\n",
            STEPS - 1, too_long, d->train.count / WORDS_LANGUAGES, d->test.count / WORDS_LANGUAGES,
            (int)d->vocab, (int)(d->vocab - WORDS_FIRST_CHAR), d->unknown_chars, o->dict_dir);
 }

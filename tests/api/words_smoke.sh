@@ -43,11 +43,20 @@ done
 
 small="--dict $dict --train-per-language 400 --test-per-language 40 --threads 2"
 
+# --device gpu without a usable GPU: status 1 and the library's reason.
+# shellcheck disable=SC2086
+"$exe" $small --device gpu --epochs 1 --quiet > /dev/null 2> "$out/stderr"
+status=$?
+if [ "$status" -ne 0 ]; then
+    [ "$status" -eq 1 ] || fail "--device gpu without a GPU exited with $status, expected 1"
+    grep -q "snn_to_gpu" "$out/stderr" || fail "--device gpu printed no reason"
+fi
+
 # Language identification: 9 x 400 words, 3 epochs of 57 steps.
 # shellcheck disable=SC2086
 "$exe" $small --epochs 3 > "$out/lang.log" 2>&1 || fail "lang lstm failed: $(cat "$out/lang.log")"
 cat "$out/lang.log"
-grep -q "used 400 training and 40 test words per" "$out/lang.log" || fail "no data summary"
+grep -q "^training and 40 test words per language" "$out/lang.log" || fail "no data summary"
 grep -q "^8 polish " "$out/lang.log" || fail "no per-language table"
 grep -q "^confusion matrix" "$out/lang.log" || fail "no confusion matrix"
 accuracy=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/lang.log")
@@ -73,9 +82,10 @@ for task in lang lm; do
     grep -q "^final test" "$out/t.log" || fail "$task transformer printed no result"
 done
 
-# The export for the PyTorch twin.
+# The export for the PyTorch twin: the data and the initial parameters.
 # shellcheck disable=SC2086
-"$exe" $small --export "$out/data" --quiet > /dev/null || fail "--export failed"
+"$exe" $small --task lm --seed 7 --export "$out/data" --quiet > /dev/null || fail "--export failed"
 head -n 1 "$out/data/words.bin" | grep -q "^snn-words 1$" || fail "bad export header"
 grep -a -q "^train 3600$" "$out/data/words.bin" || fail "export does not hold 3600 training words"
+[ -s "$out/data/lm_lstm_seed7.safetensors" ] || fail "no initial parameters exported"
 echo "ok"

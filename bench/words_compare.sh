@@ -4,6 +4,8 @@
 #
 #   bench/words_compare.sh [BUILD_DIR] [--rounds N] [--steps N] [--train]
 #
+# (--rounds 0 --train: the training runs alone)
+#
 # BUILD_DIR (default: build) holds the built examples/words/words and
 # bench/words_bench; nothing is built. The word lists must be installed
 # (scripts/train_words.sh installs them). Environment: PYTHON (default
@@ -29,9 +31,10 @@
 #    allocations per step.
 # 3. With --train, each network is then trained once by the example and
 #    once by the twin with the example's default settings (2 threads, the
-#    same epochs, batches and learning rate), and a second table shows the
-#    test accuracy (lang) or bits per character (lm) of both and their
-#    training times.
+#    same epochs, batches and learning rate, from the same parameters), and
+#    a second table shows the test accuracy (lang) or bits per character
+#    (lm) of both and their training times; the whole outputs are kept in
+#    BUILD_DIR/words-results.
 set -euo pipefail
 
 build=build
@@ -79,45 +82,56 @@ trap 'rm -rf "$log"' EXIT
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 min2() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
 
-for round in $(seq "$rounds"); do
-    for c in $cases; do
-        task=${c%%_*}
-        model=${c#*_}
-        snn1=$(SNN_NUM_THREADS=1 pin "$build/bench/words_bench" --steps "$steps" "$c")
-        snn2=$(SNN_NUM_THREADS=2 pin "$build/bench/words_bench" --steps "$steps" "$c")
-        min2 "$(echo "$snn1" | awk '{ print $2 }')" "$(echo "$snn2" | awk '{ print $2 }')" >> "$log/$c.snn"
-        echo "$snn1" "$snn2" | awk '{ print ($3 > $6) ? $3 : $6 }' >> "$log/$c.allocs"
-        # shellcheck disable=SC2086
-        OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "$task" \
-            --model "$model" --init "$rel_data/${c}_seed1.safetensors" --time-steps "$steps" |
-            awk '/^time best/ { print $4 }' >> "$log/$c.torch"
-        echo "round $round/$rounds $c: snn $(tail -n 1 "$log/$c.snn") ms, PyTorch $(tail -n 1 "$log/$c.torch") ms" >&2
+# Rounds of step times, then the table.
+timing() {
+    for round in $(seq "$rounds"); do
+        for c in $cases; do
+            snn1=$(SNN_NUM_THREADS=1 pin "$build/bench/words_bench" --steps "$steps" "$c")
+            snn2=$(SNN_NUM_THREADS=2 pin "$build/bench/words_bench" --steps "$steps" "$c")
+            min2 "$(echo "$snn1" | awk '{ print $2 }')" "$(echo "$snn2" | awk '{ print $2 }')" >> "$log/$c.snn"
+            echo "$snn1" "$snn2" | awk '{ print ($3 > $6) ? $3 : $6 }' >> "$log/$c.allocs"
+            # shellcheck disable=SC2086
+            OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "${c%%_*}" \
+                --model "${c#*_}" --init "$rel_data/${c}_seed1.safetensors" --time-steps "$steps" |
+                awk '/^time best/ { print $4 }' >> "$log/$c.torch"
+            echo "round $round/$rounds $c: snn $(tail -n 1 "$log/$c.snn") ms," \
+                 "PyTorch $(tail -n 1 "$log/$c.torch") ms" >&2
+        done
     done
-done
+    echo "| model | snn ms/step | PyTorch ms/step | ratio | snn allocations/step |"
+    echo "| --- | --- | --- | --- | --- |"
+    for c in $cases; do
+        awk -v c="$c" -v s="$(median < "$log/$c.snn")" -v t="$(median < "$log/$c.torch")" \
+            -v a="$(sort -g "$log/$c.allocs" | tail -n 1)" \
+            'BEGIN { printf "| %s | %.2f | %.2f | %.2fx | %s |\n", c, s, t, t / s, a }'
+    done
+}
 
-echo "| model | snn ms/step | PyTorch ms/step | ratio | snn allocations/step |"
-echo "| --- | --- | --- | --- | --- |"
-for c in $cases; do
-    s=$(median < "$log/$c.snn")
-    t=$(median < "$log/$c.torch")
-    a=$(sort -g "$log/$c.allocs" | tail -n 1)
-    awk -v c="$c" -v s="$s" -v t="$t" -v a="$a" \
-        'BEGIN { printf "| %s | %.2f | %.2f | %.2fx | %s |\n", c, s, t, t / s, a }'
-done
+# One training run of each side per network; their whole outputs are kept
+# in BUILD_DIR/words-results.
+training() {
+    results=$build/words-results
+    mkdir -p "$results"
+    echo "| model | snn | PyTorch | snn training s | PyTorch training s |"
+    echo "| --- | --- | --- | --- | --- |"
+    for c in $cases; do
+        pin "$build/examples/words/words" --task "${c%%_*}" --model "${c#*_}" --threads 2 \
+            > "$results/$c.snn.txt"
+        # shellcheck disable=SC2086
+        OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "${c%%_*}" \
+            --model "${c#*_}" --threads 2 --init "$rel_data/${c}_seed1.safetensors" \
+            > "$results/$c.torch.txt"
+        read -r s_metric s_time <<< "$(final_result "$results/$c.snn.txt")"
+        read -r t_metric t_time <<< "$(final_result "$results/$c.torch.txt")"
+        echo "| $c | $s_metric | $t_metric | $s_time | $t_time |"
+    done
+}
 
-[ "$train" -eq 1 ] || exit 0
-echo
-echo "| model | snn | PyTorch | snn training s | PyTorch training s |"
-echo "| --- | --- | --- | --- | --- |"
-for c in $cases; do
-    task=${c%%_*}
-    model=${c#*_}
-    pin "$build/examples/words/words" --task "$task" --model "$model" --threads 2 --quiet > "$log/$c.snn.txt"
-    # shellcheck disable=SC2086
-    OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "$task" --model "$model" --threads 2 \
-        --init "$rel_data/${c}_seed1.safetensors" > "$log/$c.torch.txt"
-    result() { sed -n 's/^final test \(accuracy\|bits per character\) \([0-9.%]*\) .*, \([0-9.]*\) s of training.*/\2 \3/p' "$1"; }
-    read -r s_metric s_time <<< "$(result "$log/$c.snn.txt")"
-    read -r t_metric t_time <<< "$(result "$log/$c.torch.txt")"
-    echo "| $c | $s_metric | $t_metric | $s_time | $t_time |"
-done
+# "final test accuracy 91.23% after ..., 120.3 s of training, ..." -> "91.23% 120.3"
+final_result() {
+    sed -n 's/^final test \(accuracy\|bits per character\) \([0-9.%]*\) .*, \([0-9.]*\) s of training.*/\2 \3/p' "$1"
+}
+
+[ "$rounds" -eq 0 ] || timing
+[ "$rounds" -eq 0 ] || [ "$train" -eq 0 ] || echo
+[ "$train" -eq 0 ] || training

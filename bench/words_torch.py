@@ -237,7 +237,7 @@ class SplitMix64:
         return z ^ (z >> 31)
 
     def below(self, bound):
-        limit = MASK64 - (MASK64 + 1) % bound
+        limit = MASK64 - MASK64 % bound
         while True:
             r = self.next()
             if r < limit:

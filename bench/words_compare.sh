@@ -30,8 +30,11 @@
 #    ms/step, ratio (PyTorch / snn: above 1, snn is faster), and snn's heap
 #    allocations per step.
 # 3. With --train, each network is then trained once by the example and
-#    once by the twin with the example's default settings (2 threads, the
-#    same epochs, batches and learning rate, from the same parameters), and
+#    once by the twin with the example's default settings (the same epochs,
+#    batches and learning rate, from the same parameters; snn on 2 threads,
+#    PyTorch on TORCH_THREADS, default 1: on a shared two-core machine its
+#    two OpenMP threads wait on each other and trained 3 to 7 times slower
+#    than one), and
 #    a second table shows the test accuracy (lang) or bits per character
 #    (lm) of both and their training times; the whole outputs are kept in
 #    BUILD_DIR/words-results.
@@ -66,6 +69,7 @@ build=$(cd "$build" && pwd)
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 cpus=${CPUS:-0,1}
+torch_threads=${TORCH_THREADS:-1}
 pin() { taskset -c "$cpus" "$@"; }
 
 data=$build/words-data
@@ -112,14 +116,14 @@ timing() {
 training() {
     results=$build/words-results
     mkdir -p "$results"
-    echo "| model | snn | PyTorch | snn training s | PyTorch training s |"
+    echo "| model | snn | PyTorch | snn training s | PyTorch training s ($torch_threads thread(s)) |"
     echo "| --- | --- | --- | --- | --- |"
     for c in $cases; do
         pin "$build/examples/words/words" --task "${c%%_*}" --model "${c#*_}" --threads 2 \
             > "$results/$c.snn.txt"
         # shellcheck disable=SC2086
         OPENBLAS_NUM_THREADS=1 pin $python bench/words_torch.py --data "$rel_data" --task "${c%%_*}" \
-            --model "${c#*_}" --threads 2 --init "$rel_data/${c}_seed1.safetensors" \
+            --model "${c#*_}" --threads "$torch_threads" --init "$rel_data/${c}_seed1.safetensors" \
             > "$results/$c.torch.txt"
         read -r s_metric s_time <<< "$(final_result "$results/$c.snn.txt")"
         read -r t_metric t_time <<< "$(final_result "$results/$c.torch.txt")"

@@ -66,6 +66,8 @@ struct Layer {
     double p = 0.0;               // dropout probability
     double eps = 1e-5;            // batchnorm, layernorm
     double momentum = 0.1;        // batchnorm
+    bool bidirectional = false;   // lstm, gru: a reverse direction too
+    bool last = false;            // lstm, gru: only the final hidden state
 
     // Filled by shape inference.
     Shape in, out;                // in: the shape of inputs[0]

@@ -18,7 +18,9 @@
     X(batchnorm)       \
     X(layernorm)       \
     X(dropout)         \
-    X(globalavgpool)
+    X(globalavgpool)   \
+    X(lstm)            \
+    X(gru)
 
 // The ops whose kernels are written on Backend primitives alone
 // (OpDesc::generic), which every backend runs: they have no cpu_op_<name>

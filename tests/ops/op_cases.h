@@ -165,6 +165,24 @@ constexpr OpCase kCases[] = {
      {"dropout_0_train"}},
     {OpKind::dropout, "image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, kMse,
      {"batchnorm2d_eval_dropout"}},
+
+    // lstm and gru: the sequence of states, one or both directions, the
+    // final state (last), no biases, stacked (the input gradient of a
+    // recurrent layer), the cross-entropy of a classifier on top.
+    {OpKind::lstm, "sequence", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_long_T40", "lstm_saturated"}},
+    {OpKind::lstm, "bidirectional", "input seq 4x3; lstm 3 bidirectional", 2, 1e-2f, kMse,
+     {"lstm_bidirectional_eval"}},
+    {OpKind::lstm, "bidirectional_last_xent", "input seq 4x3; lstm 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"lstm_bidirectional_last_xent"}},
+    {OpKind::lstm, "stacked_nobias", "input seq 4x2; lstm 3 nobias; lstm 2 last nobias", 2, 1e-2f, kMse,
+     {"lstm_stacked_nobias"}},
+    {OpKind::gru, "sequence", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_long_T40", "gru_saturated"}},
+    {OpKind::gru, "bidirectional", "input seq 4x3; gru 3 bidirectional", 2, 1e-2f, kMse,
+     {"gru_bidirectional_eval"}},
+    {OpKind::gru, "bidirectional_last_xent", "input seq 4x3; gru 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"gru_bidirectional_last_xent"}},
+    {OpKind::gru, "stacked_nobias", "input seq 4x2; gru 3 nobias; gru 2 last nobias", 2, 1e-2f, kMse,
+     {"gru_stacked_nobias"}},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

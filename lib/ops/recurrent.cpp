@@ -8,18 +8,6 @@
 
 namespace snn {
 
-RecurrentDims recurrent_dims(const Layer &l) {
-    RecurrentDims d;
-    d.F = l.in.c;
-    d.T = l.in.h;
-    d.H = l.units;
-    d.G = l.kind == OpKind::lstm ? 4 : 3;
-    d.dirs = l.bidirectional ? 2 : 1;
-    d.bias = l.bias;
-    d.last = l.last;
-    return d;
-}
-
 void recurrent_parse(const Statement &st, Layer &l, const char *op) {
     if (st.size() < 2 || !parse_int(st[1].text, 0, st[1].text.size(), false, &l.units))
         spec_error(st.size() < 2 ? st[0] : st[1], format("%s needs a positive hidden size", op).c_str(), "");
@@ -30,8 +18,8 @@ void recurrent_parse(const Statement &st, Layer &l, const char *op) {
         if (seen) {
             if (*seen)
                 spec_error(t, "",
-                           format("%s is given twice in one layer (first at position %zu)", t.text.c_str(),
-                                  (*seen)->pos));
+                           format("%s is given twice in one layer (first at position %zu: '%s')", t.text.c_str(),
+                                  (*seen)->pos, (*seen)->text.c_str()));
             *seen = &t;
         } else if (t.text == "nobias") {
             l.bias = false;

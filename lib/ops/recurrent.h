@@ -45,7 +45,17 @@ struct RecurrentDims {
     size_t aux_per_dir() const { return size_t(T * (GH() + 2 * H)); }
 };
 
-RecurrentDims recurrent_dims(const Layer &l);
+inline RecurrentDims recurrent_dims(const Layer &l) {
+    RecurrentDims d;
+    d.F = l.in.c;
+    d.T = l.in.h;
+    d.H = l.units;
+    d.G = l.kind == OpKind::lstm ? 4 : 3;
+    d.dirs = l.bidirectional ? 2 : 1;
+    d.bias = l.bias;
+    d.last = l.last;
+    return d;
+}
 
 // Direction d's kept values for a batch of n in a node's aux.
 struct RecurrentKept {

@@ -115,6 +115,39 @@ def export_residual():
     write_floats(os.path.join(HERE, "torch_residual_outputs.f32"), y)
 
 
+class RecurrentNet(nn.Module):
+    """A bidirectional LSTM, a GRU's final state and a dense layer, registered
+    as layers.<i> like ResidualNet, so the LSTM's and GRU's state_dict names
+    (weight_ih_l0, ..., bias_hh_l0_reverse) are the file's."""
+
+    SPEC = "input seq 5x3; lstm 4 bidirectional; gru 3 last; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.LSTM(3, 4, batch_first=True, bidirectional=True),
+            "2": nn.GRU(8, 3, batch_first=True),
+            "3": nn.Linear(3, 2),
+        })
+
+    def forward(self, x):
+        h, _ = self.layers["1"](x)
+        _, h_n = self.layers["2"](h)
+        return self.layers["3"](h_n[0])
+
+
+def export_recurrent():
+    model = RecurrentNet()
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, "torch_recurrent.safetensors"), RecurrentNet.SPEC, tensors)
+    model.load_state_dict(dict(tensors), strict=True)
+    x = torch.randn(4, 5, 3)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, "torch_recurrent_inputs.f32"), x)
+    write_floats(os.path.join(HERE, "torch_recurrent_outputs.f32"), y)
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     torch.manual_seed(1234)
@@ -130,6 +163,7 @@ def main():
            {0: 1, 3: 3, 6: 5}, torch.randn(3, 2, 6, 6))
 
     export_residual()
+    export_recurrent()
 
 
 if __name__ == "__main__":

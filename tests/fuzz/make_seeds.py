@@ -34,6 +34,9 @@ SPECS = [
     "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
     "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
     "input 6x6x1; conv 3 2 pad=1 name=c; layernorm; add c; softmax; flatten; dropout 0",
+    "input seq 6x3; lstm 4; lstm 2 last",
+    "input seq 5x2; gru 3 bidirectional last nobias; dense 2",
+    "input seq 4x3; lstm 5 bidirectional nobias name=r; gru 2 bidirectional",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -89,6 +92,10 @@ BAD_SPECS = {
     "bad-batchnorm-eps-zero.txt": "input 4; batchnorm eps=0",
     "bad-globalavgpool-vector.txt": "input 4; globalavgpool",
     "bad-concat-channels-overflow.txt": "input 1024x1024x1536 name=a; concat a",
+    "bad-lstm-vector-input.txt": "input 4; lstm 4",
+    "bad-gru-hidden-zero.txt": "input seq 4x3; gru 0",
+    "bad-lstm-last-twice.txt": "input seq 4x3; lstm 4 last bidirectional last",
+    "bad-gru-weights-too-large.txt": "input seq 2x16777216; gru 16777216 bidirectional",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).

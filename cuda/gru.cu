@@ -56,16 +56,22 @@ __global__ void gru_backward_kernel(RecurrentStep st, RecurrentBackward b) {
         float *dxp = b.dxp + (s * st.T + t) * 3 * H, *dhp = b.dhp + s * 3 * H;
         if (recurrent_active(st.k, len)) {
             const float *gates = b.gates + s * 3 * H;
-            const float dy = st.last ? 0.0f : b.dy[(s * st.T + t) * st.out_stride + st.out_offset + j];
+            const int64_t out = (s * st.T + t) * st.out_stride + st.out_offset + j;
+            const float dh = st.last ? b.dh[e] : b.dh[e] + b.dy[out];
             const GruCellGrad g =
-                gru_cell_grad(gates[j], gates[H + j], gates[2 * H + j], b.cell[e], b.h_prev[e], b.dh[e] + dy);
-            dxp[j] = dhp[j] = g.zr;
-            dxp[H + j] = dhp[H + j] = g.zz;
+                gru_cell_grad(gates[j], gates[H + j], gates[2 * H + j], b.cell[e], b.h_prev[e], dh);
+            dxp[j] = g.zr;
+            dhp[j] = g.zr;
+            dxp[H + j] = g.zz;
+            dhp[H + j] = g.zz;
             dxp[2 * H + j] = g.zn;
             dhp[2 * H + j] = g.hn;
             b.dh_prev[e] = g.h_prev;
         } else {
-            for (int64_t q = 0; q < 3; ++q) dxp[q * H + j] = dhp[q * H + j] = 0.0f;
+            for (int64_t q = 0; q < 3; ++q) {
+                dxp[q * H + j] = 0.0f;
+                dhp[q * H + j] = 0.0f;
+            }
             b.dh_prev[e] = b.dh[e];
         }
     }

@@ -55,17 +55,25 @@ __global__ void lstm_backward_kernel(RecurrentStep st, RecurrentBackward b) {
         float *dxp = b.dxp + (s * st.T + t) * 4 * H, *dhp = b.dhp + s * 4 * H;
         if (recurrent_active(st.k, len)) {
             const float *gates = b.gates + s * 4 * H;
-            const float dy = st.last ? 0.0f : b.dy[(s * st.T + t) * st.out_stride + st.out_offset + j];
+            const int64_t out = (s * st.T + t) * st.out_stride + st.out_offset + j;
+            const float dh = st.last ? b.dh[e] : b.dh[e] + b.dy[out];
             const LstmCellGrad g = lstm_cell_grad(gates[j], gates[H + j], gates[2 * H + j], gates[3 * H + j],
-                                                  b.cell[e], b.cell_prev[e], b.dh[e] + dy, b.dc[e]);
-            dxp[j] = dhp[j] = g.zi;
-            dxp[H + j] = dhp[H + j] = g.zf;
-            dxp[2 * H + j] = dhp[2 * H + j] = g.zg;
-            dxp[3 * H + j] = dhp[3 * H + j] = g.zo;
+                                                  b.cell[e], b.cell_prev[e], dh, b.dc[e]);
+            dxp[j] = g.zi;
+            dhp[j] = g.zi;
+            dxp[H + j] = g.zf;
+            dhp[H + j] = g.zf;
+            dxp[2 * H + j] = g.zg;
+            dhp[2 * H + j] = g.zg;
+            dxp[3 * H + j] = g.zo;
+            dhp[3 * H + j] = g.zo;
             b.dc[e] = g.c_prev;
             b.dh_prev[e] = 0.0f;
         } else {
-            for (int64_t q = 0; q < 4; ++q) dxp[q * H + j] = dhp[q * H + j] = 0.0f;
+            for (int64_t q = 0; q < 4; ++q) {
+                dxp[q * H + j] = 0.0f;
+                dhp[q * H + j] = 0.0f;
+            }
             b.dh_prev[e] = b.dh[e];
         }
     }

@@ -1,11 +1,15 @@
 // The time loop of the recurrent ops on the CPU (lstm, gru), for a cell
 // type that gives the per-row gate passes (cpu/lstm.cpp, cpu/gru.cpp). Per
-// direction: the input parts of every step in one sgemm, then per iteration
-// one sgemm of the previous hidden states by W_hh and one fused pass over
-// the batch's rows; backward the mirror, with W_ih's and W_hh's gradients
-// and the input gradient one sgemm each after the loop. Lengths, the
-// direction and `last` are handled here (ops/recurrent.h, engine/math.h's
-// recurrent_step); a cell sees only rows of active samples.
+// direction: the input parts of every step in one sgemm; then the batch is
+// split over the CPU threads, each running the whole time loop for its
+// samples (per iteration one sgemm of its previous hidden states by W_hh
+// and one fused pass over its rows), so the threads meet once per
+// direction rather than at every step; backward the mirror, with W_ih's and
+// W_hh's gradients and the input gradient one sgemm each after the loop.
+// Lengths, the direction and `last` are handled here (ops/recurrent.h,
+// engine/math.h's recurrent_step); a cell sees only rows of active samples.
+// Results depend on the thread count only through the row blocks of the
+// per-step products, so they are deterministic for a fixed one.
 //
 // A Cell has
 //   forward(H, xp, hp, b_ih, b_hh, cell_prev, h_prev, gates, cell, h)
@@ -18,9 +22,11 @@
 //     rest, dhp W_hh, is added by the loop).
 #pragma once
 
+#include <cblas.h>
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/thread_pool.h"
 #include "engine/math.h"
 #include "ops/op.h"
 #include "ops/recurrent.h"
@@ -29,7 +35,7 @@ namespace snn {
 
 namespace recurrent_cpu {
 
-inline int32_t length_of(const OpArgs &a, int64_t s, int64_t T) { return a.lengths ? a.lengths[s] : int32_t(T); }
+inline int32_t length_of(const int32_t *lengths, int64_t s, int64_t T) { return lengths ? lengths[s] : int32_t(T); }
 
 // sums[j] = sum over rows of m[r][j] (rows in order)
 inline void column_sums(const float *m, int64_t rows, int64_t cols, float *sums) {
@@ -38,114 +44,186 @@ inline void column_sums(const float *m, int64_t rows, int64_t cols, float *sums)
         for (int64_t j = 0; j < cols; ++j) sums[j] += m[r * cols + j];
 }
 
+// Below this many multiply-adds per direction and pass the time loop runs
+// on the calling thread alone.
+constexpr int64_t kParallelRecurrent = 1 << 20;
+inline int32_t workers_for(const RecurrentDims &d, int64_t n) {
+    return n * d.T * d.H * d.GH() >= kParallelRecurrent ? cpu_threads() : 1;
+}
+
+// One thread's share of a product (no further split): C[M][N] (+)= A[M][K]
+// B[N][K]^T (nt) or A[M][K] B[K][N] (nn), small ones in plain loops.
+constexpr int64_t kSmallProduct = 48 * 1024;
+inline void serial_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    if (M * N * K <= kSmallProduct)
+        small_gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, A, int(lda), B, int(ldb),
+                    accumulate ? 1.0f : 0.0f, C, int(ldc));
+}
+inline void serial_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                           int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    if (M * N * K <= kSmallProduct)
+        small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A, int(lda), B,
+                    int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));
+}
+
+// One direction of one pass, shared by the threads.
+struct Pass {
+    const OpArgs *a;
+    RecurrentDims d;
+    RecurrentWork w;
+    RecurrentKept kept;
+    const float *W;  // the node's parameters
+    int64_t dir;
+};
+
 template <class Cell>
 void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
     *workspace_bytes = recurrent_workspace_floats(recurrent_dims(l), max_batch, backward) * sizeof(float);
     return nullptr;
 }
 
-// xp = x W_ih^T ; per iteration k: hp = h_{k-1} W_hh^T, then each sample's
-// cell step (or, past its length, its state carried on); y the states at
-// their steps (0 at padded ones) or, with last, the state of iteration T-1.
+// A thread's samples [begin, end) through iterations 0..T-1: hp =
+// h_{k-1} W_hh^T, then each one's cell step at its step t (or, past its
+// length, its state carried on); y at t the state (0 at padded steps), or
+// with last the state of iteration T-1.
+template <class Cell>
+void forward_samples(void *ctx, int32_t worker, int32_t workers) {
+    const Pass &p = *static_cast<const Pass *>(ctx);
+    const RecurrentDims &d = p.d;
+    const OpArgs &a = *p.a;
+    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
+    int64_t begin, end;
+    split_range(n, workers, worker, &begin, &end);
+    if (begin == end) return;
+    const float *b_ih = d.bias ? p.W + d.b_ih(p.dir) : nullptr, *b_hh = d.bias ? p.W + d.b_hh(p.dir) : nullptr;
+    for (int64_t k = 0; k < T; ++k) {
+        const float *h_prev = k ? p.kept.h + (k - 1) * n * H : p.w.zeros;
+        const float *cell_prev = k ? p.kept.cell + (k - 1) * n * H : p.w.zeros;
+        float *hp = p.w.hp + begin * GH;
+        if (k)
+            serial_gemm_nt(end - begin, GH, H, h_prev + begin * H, H, p.W + d.w_hh(p.dir), H, hp, GH, false);
+        else
+            memset(hp, 0, size_t((end - begin) * GH) * sizeof(float));
+        for (int64_t s = begin; s < end; ++s) {
+            const int32_t len = length_of(a.lengths, s, T);
+            const int64_t t = recurrent_step(k, len, p.dir == 1), row = k * n + s;
+            float *h = p.kept.h + row * H;
+            if (recurrent_active(k, len)) {
+                Cell::forward(H, p.w.xp + (s * T + t) * GH, p.w.hp + s * GH, b_ih, b_hh, cell_prev + s * H,
+                              h_prev + s * H, p.kept.gates + row * GH, p.kept.cell + row * H, h);
+            } else {
+                memset(p.kept.gates + row * GH, 0, size_t(GH) * sizeof(float));
+                memcpy(p.kept.cell + row * H, cell_prev + s * H, size_t(H) * sizeof(float));
+                memcpy(h, h_prev + s * H, size_t(H) * sizeof(float));
+            }
+            if (d.last) continue;
+            float *y = a.y + (s * T + t) * DH + p.dir * H;
+            if (recurrent_active(k, len))
+                memcpy(y, h, size_t(H) * sizeof(float));
+            else
+                memset(y, 0, size_t(H) * sizeof(float));
+        }
+    }
+    if (d.last)
+        for (int64_t s = begin; s < end; ++s)
+            memcpy(a.y + s * DH + p.dir * H, p.kept.h + ((T - 1) * n + s) * H, size_t(H) * sizeof(float));
+}
+
+// xp = x W_ih^T, then the time loop, the batch split over the threads.
 template <class Cell>
 void forward(const OpArgs &a) {
-    const RecurrentDims d = recurrent_dims(*a.l);
-    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
-    const float *W = a.params + a.l->weight_offset;
-    const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
-    memset(w.zeros, 0, size_t(n * H) * sizeof(float));
-    for (int64_t dir = 0; dir < d.dirs; ++dir) {
-        const bool reverse = dir == 1;
-        const RecurrentKept kept = recurrent_kept(d, a.aux + a.l->aux_fixed, n, dir);
-        const float *b_ih = d.bias ? W + d.b_ih(dir) : nullptr, *b_hh = d.bias ? W + d.b_hh(dir) : nullptr;
-        gemm_nt(n * T, GH, d.F, a.x[0], d.F, W + d.w_ih(dir), d.F, w.xp, GH, false);
-        for (int64_t k = 0; k < T; ++k) {
-            const float *h_prev = k ? kept.h + (k - 1) * n * H : w.zeros;
-            const float *cell_prev = k ? kept.cell + (k - 1) * n * H : w.zeros;
-            if (k)
-                gemm_nt(n, GH, H, h_prev, H, W + d.w_hh(dir), H, w.hp, GH, false);
-            else
-                memset(w.hp, 0, size_t(n * GH) * sizeof(float));
-            for (int64_t s = 0; s < n; ++s) {
-                const int32_t len = length_of(a, s, T);
-                const int64_t t = recurrent_step(k, len, reverse), row = k * n + s;
-                float *h = kept.h + row * H;
-                if (recurrent_active(k, len)) {
-                    Cell::forward(H, w.xp + (s * T + t) * GH, w.hp + s * GH, b_ih, b_hh, cell_prev + s * H,
-                                  h_prev + s * H, kept.gates + row * GH, kept.cell + row * H, h);
-                } else {
-                    memset(kept.gates + row * GH, 0, size_t(GH) * sizeof(float));
-                    memcpy(kept.cell + row * H, cell_prev + s * H, size_t(H) * sizeof(float));
-                    memcpy(h, h_prev + s * H, size_t(H) * sizeof(float));
-                }
-                if (d.last) continue;
-                float *y = a.y + (s * T + t) * DH + dir * H;
-                if (recurrent_active(k, len))
-                    memcpy(y, h, size_t(H) * sizeof(float));
-                else
-                    memset(y, 0, size_t(H) * sizeof(float));
-            }
-        }
-        if (d.last)
-            for (int64_t s = 0; s < n; ++s)
-                memcpy(a.y + s * DH + dir * H, kept.h + ((T - 1) * n + s) * H, size_t(H) * sizeof(float));
+    Pass p{};
+    p.a = &a;
+    p.d = recurrent_dims(*a.l);
+    const int64_t n = a.n, GH = p.d.GH();
+    p.W = a.params + a.l->weight_offset;
+    p.w = recurrent_work(p.d, static_cast<float *>(a.workspace), n);
+    memset(p.w.zeros, 0, size_t(n * p.d.H) * sizeof(float));
+    for (p.dir = 0; p.dir < p.d.dirs; ++p.dir) {
+        p.kept = recurrent_kept(p.d, a.aux + a.l->aux_fixed, n, p.dir);
+        gemm_nt(n * p.d.T, GH, p.d.F, a.x[0], p.d.F, p.W + p.d.w_ih(p.dir), p.d.F, p.w.xp, GH, false);
+        parallel_run(workers_for(p.d, n), forward_samples<Cell>, &p);
     }
 }
 
-// Per iteration k from T-1 down: each active sample's cell gradients (dxp
-// at its step, dhp at k), then dh_{k-1} = direct part + dhp_k W_hh. After
-// the loop: dW_ih = dxp^T x, dW_hh = sum_k dhp_k^T h_{k-1}, the biases'
-// column sums, dx (+)= dxp W_ih.
+// A thread's samples [begin, end) through iterations T-1..0: each active
+// one's cell gradients (dxp at its step t, dhp at k, the direct part of
+// dh_prev; past its length zeros, dh carried on), then
+// dh_{k-1} = direct part + dhp_k W_hh.
+template <class Cell>
+void backward_samples(void *ctx, int32_t worker, int32_t workers) {
+    const Pass &p = *static_cast<const Pass *>(ctx);
+    const RecurrentDims &d = p.d;
+    const OpArgs &a = *p.a;
+    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
+    int64_t begin, end;
+    split_range(n, workers, worker, &begin, &end);
+    if (begin == end) return;
+    float *dh = p.w.dh, *dh_next = p.w.dh_next;
+    memset(p.w.dc + begin * H, 0, size_t((end - begin) * H) * sizeof(float));
+    for (int64_t s = begin; s < end; ++s)
+        if (d.last)
+            memcpy(dh + s * H, a.dy + s * DH + p.dir * H, size_t(H) * sizeof(float));
+        else
+            memset(dh + s * H, 0, size_t(H) * sizeof(float));
+    for (int64_t k = T - 1; k >= 0; --k) {
+        const float *h_prev = k ? p.kept.h + (k - 1) * n * H : p.w.zeros;
+        const float *cell_prev = k ? p.kept.cell + (k - 1) * n * H : p.w.zeros;
+        for (int64_t s = begin; s < end; ++s) {
+            const int32_t len = length_of(a.lengths, s, T);
+            const int64_t t = recurrent_step(k, len, p.dir == 1), row = k * n + s;
+            float *dxp = p.w.dxp + (s * T + t) * GH, *dhp = p.w.dhp + row * GH;
+            if (recurrent_active(k, len)) {
+                const float *dy = d.last ? nullptr : a.dy + (s * T + t) * DH + p.dir * H;
+                Cell::backward(H, p.kept.gates + row * GH, p.kept.cell + row * H, cell_prev + s * H,
+                               h_prev + s * H, dh + s * H, dy, p.w.dc + s * H, dxp, dhp, dh_next + s * H);
+            } else {
+                memset(dxp, 0, size_t(GH) * sizeof(float));
+                memset(dhp, 0, size_t(GH) * sizeof(float));
+                memcpy(dh_next + s * H, dh + s * H, size_t(H) * sizeof(float));
+            }
+        }
+        if (k)
+            serial_gemm_nn(end - begin, H, GH, p.w.dhp + (k * n + begin) * GH, GH, p.W + d.w_hh(p.dir), H,
+                           dh_next + begin * H, H, true);
+        float *swap = dh;
+        dh = dh_next;
+        dh_next = swap;
+    }
+}
+
+// The time loop backward, the batch split over the threads; then
+// dW_ih = dxp^T x, dW_hh = sum_k dhp_k^T h_{k-1}, the biases' column sums,
+// dx (+)= dxp W_ih.
 template <class Cell>
 void backward(const OpArgs &a) {
-    const RecurrentDims d = recurrent_dims(*a.l);
-    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
-    const float *W = a.params + a.l->weight_offset;
+    Pass p{};
+    p.a = &a;
+    p.d = recurrent_dims(*a.l);
+    const RecurrentDims &d = p.d;
+    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH();
+    p.W = a.params + a.l->weight_offset;
     float *dW = a.grads + a.l->weight_offset;
-    const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
-    memset(w.zeros, 0, size_t(n * H) * sizeof(float));
-    for (int64_t dir = 0; dir < d.dirs; ++dir) {
-        const bool reverse = dir == 1;
-        const RecurrentKept kept = recurrent_kept(d, a.aux + a.l->aux_fixed, n, dir);
-        float *dh = w.dh, *dh_next = w.dh_next;
-        memset(w.dc, 0, size_t(n * H) * sizeof(float));
-        for (int64_t s = 0; s < n; ++s)
-            if (d.last)
-                memcpy(dh + s * H, a.dy + s * DH + dir * H, size_t(H) * sizeof(float));
-            else
-                memset(dh + s * H, 0, size_t(H) * sizeof(float));
-        for (int64_t k = T - 1; k >= 0; --k) {
-            const float *h_prev = k ? kept.h + (k - 1) * n * H : w.zeros;
-            const float *cell_prev = k ? kept.cell + (k - 1) * n * H : w.zeros;
-            for (int64_t s = 0; s < n; ++s) {
-                const int32_t len = length_of(a, s, T);
-                const int64_t t = recurrent_step(k, len, reverse), row = k * n + s;
-                float *dxp = w.dxp + (s * T + t) * GH, *dhp = w.dhp + row * GH;
-                if (recurrent_active(k, len)) {
-                    const float *dy = d.last ? nullptr : a.dy + (s * T + t) * DH + dir * H;
-                    Cell::backward(H, kept.gates + row * GH, kept.cell + row * H, cell_prev + s * H,
-                                   h_prev + s * H, dh + s * H, dy, w.dc + s * H, dxp, dhp, dh_next + s * H);
-                } else {
-                    memset(dxp, 0, size_t(GH) * sizeof(float));
-                    memset(dhp, 0, size_t(GH) * sizeof(float));
-                    memcpy(dh_next + s * H, dh + s * H, size_t(H) * sizeof(float));
-                }
-            }
-            if (k) gemm_nn(n, H, GH, w.dhp + k * n * GH, GH, W + d.w_hh(dir), H, dh_next, H, true);
-            float *swap = dh;
-            dh = dh_next;
-            dh_next = swap;
-        }
-        gemm_tn(GH, d.F, n * T, w.dxp, GH, a.x[0], d.F, dW + d.w_ih(dir), d.F, false);
+    p.w = recurrent_work(d, static_cast<float *>(a.workspace), n);
+    memset(p.w.zeros, 0, size_t(n * H) * sizeof(float));
+    for (p.dir = 0; p.dir < d.dirs; ++p.dir) {
+        p.kept = recurrent_kept(d, a.aux + a.l->aux_fixed, n, p.dir);
+        parallel_run(workers_for(d, n), backward_samples<Cell>, &p);
+        gemm_tn(GH, d.F, n * T, p.w.dxp, GH, a.x[0], d.F, dW + d.w_ih(p.dir), d.F, false);
         if (T > 1)
-            gemm_tn(GH, H, (T - 1) * n, w.dhp + n * GH, GH, kept.h, H, dW + d.w_hh(dir), H, false);
+            gemm_tn(GH, H, (T - 1) * n, p.w.dhp + n * GH, GH, p.kept.h, H, dW + d.w_hh(p.dir), H, false);
         else
-            memset(dW + d.w_hh(dir), 0, size_t(GH * H) * sizeof(float));
+            memset(dW + d.w_hh(p.dir), 0, size_t(GH * H) * sizeof(float));
         if (d.bias) {
-            column_sums(w.dxp, n * T, GH, dW + d.b_ih(dir));
-            column_sums(w.dhp, n * T, GH, dW + d.b_hh(dir));
+            column_sums(p.w.dxp, n * T, GH, dW + d.b_ih(p.dir));
+            column_sums(p.w.dhp, n * T, GH, dW + d.b_hh(p.dir));
         }
-        if (a.dx[0]) gemm_nn(n * T, d.F, GH, w.dxp, GH, W + d.w_ih(dir), d.F, a.dx[0], d.F, dir > 0);
+        if (a.dx[0]) gemm_nn(n * T, d.F, GH, p.w.dxp, GH, p.W + d.w_ih(p.dir), d.F, a.dx[0], d.F, p.dir > 0);
     }
 }
 

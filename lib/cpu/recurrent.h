@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm512.h"
 #include "cpu/thread_pool.h"
 #include "engine/math.h"
 #include "ops/op.h"
@@ -52,8 +53,11 @@ inline int32_t workers_for(const RecurrentDims &d, int64_t n) {
 }
 
 // One thread's share of a product (no further split): C[M][N] (+)= A[M][K]
-// B[N][K]^T (nt) or A[M][K] B[K][N] (nn), small ones in plain loops.
-constexpr int64_t kSmallProduct = 48 * 1024;
+// B[N][K]^T (nt) or A[M][K] B[K][N] (nn), small ones in plain loops, and
+// for nn those up to 100^3 on gemm512's direct product where it runs
+// (OpenBLAS 0.3.21's small-matrix kernel for them allocates, see
+// cpu/gemm512.h), as gemm_nn does.
+constexpr int64_t kSmallProduct = 48 * 1024, kDirectProduct = 1000 * 1000;
 inline void serial_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                            int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K <= kSmallProduct)
@@ -66,6 +70,8 @@ inline void serial_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int6
                            int64_t ldb, float *C, int64_t ldc, bool accumulate) {
     if (M * N * K <= kSmallProduct)
         small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else if (M * N * K <= kDirectProduct && gemm512_available())
+        gemm512_nn_direct(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A, int(lda), B,
                     int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));

@@ -27,6 +27,10 @@ struct OpCase {
     // File stems in tests/golden/data whose spec holds the op, closest to
     // this option set first; unused entries are null.
     const char *goldens[kMaxGoldens];
+    // Sequence models: the per-sample lengths ("3,1,4": batch values in
+    // [1, T]), or null for full length. A case with lengths whose output is a
+    // sequence uses cross-entropy (the target losses refuse padded steps).
+    const char *lengths = nullptr;
 };
 
 constexpr snn_loss kMse = SNN_LOSS_MSE, kXent = SNN_LOSS_LOGIT_CROSSENTROPY;
@@ -166,23 +170,50 @@ constexpr OpCase kCases[] = {
     {OpKind::dropout, "image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, kMse,
      {"batchnorm2d_eval_dropout"}},
 
+    // Sequences [T][F]: the ops above acting on the last axis, with lengths
+    // (the cross-entropy of a sequence output leaves out padded steps).
+    {OpKind::input, "sequence", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "6,1,4"},
+    {OpKind::dense, "sequence", "input seq 4x3; dense 5 tanh; dense 2", 2, 1e-2f, kMse, {"seq_dense_tanh_mse"}},
+    {OpKind::dense, "sequence_lengths", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "2,6,1"},
+    {OpKind::layernorm, "sequence", "input seq 3x6; layernorm eps=0.001; sigmoid; dense 3", 2, 3e-3f, kXent,
+     {"seq_saturated_layernorm"}, "3,2"},
+    {OpKind::softmax, "sequence", "input seq 5x4; dense 4; softmax; dense 3", 3, 1e-2f, kXent,
+     {"seq_softmax_residual"}, "5,2,3"},
+    {OpKind::activation, "sequence", "input seq 5x4; dense 4; tanh; dense 3", 2, 1e-2f, kXent,
+     {"seq_saturated_layernorm"}, "1,5"},
+    {OpKind::add, "sequence", "input seq 5x4; dense 4 name=a; tanh; dense 4; add a; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::flatten, "sequence", "input seq 3x4; dense 2 tanh; flatten; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::dropout, "sequence", "input seq 4x3; dense 5 tanh; dropout 0.3; dense 2", 3, 1e-2f, kXent,
+     {"dropout_0_train"}, "4,1,3"},
+
     // lstm and gru: the sequence of states, one or both directions, the
     // final state (last), no biases, stacked (the input gradient of a
-    // recurrent layer), the cross-entropy of a classifier on top.
-    {OpKind::lstm, "sequence", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_long_T40", "lstm_saturated"}},
+    // recurrent layer), a classifier per step or on the final state; with
+    // lengths 1 and T among others.
+    {OpKind::lstm, "sequence", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_long_T40"}},
+    {OpKind::lstm, "sequence_lengths", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_lengths_1_and_T"}, "5,1,3"},
     {OpKind::lstm, "bidirectional", "input seq 4x3; lstm 3 bidirectional", 2, 1e-2f, kMse,
-     {"lstm_lengths_1_and_T", "lstm_bidirectional_eval"}},
+     {"lstm_lengths_1_and_T", "lstm_bidirectional_eval"}, "4,2"},
+    {OpKind::lstm, "bidirectional_xent_per_step", "input seq 5x3; lstm 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"lstm_lengths_1_and_T"}, "5,2,1"},
     {OpKind::lstm, "bidirectional_last_xent", "input seq 4x3; lstm 3 bidirectional last; dense 3", 3, 1e-2f,
-     kXent, {"lstm_bidirectional_last_xent"}},
+     kXent, {"lstm_bidirectional_last_xent", "lstm_saturated"}, "4,1,3"},
     {OpKind::lstm, "stacked_nobias", "input seq 4x2; lstm 3 nobias; lstm 2 last nobias", 2, 1e-2f, kMse,
-     {"lstm_stacked_nobias"}},
-    {OpKind::gru, "sequence", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_long_T40", "gru_saturated"}},
+     {"lstm_stacked_nobias"}, "1,4"},
+    {OpKind::gru, "sequence", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_long_T40"}},
+    {OpKind::gru, "sequence_lengths", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_lengths_1_and_T"}, "5,1,3"},
     {OpKind::gru, "bidirectional", "input seq 4x3; gru 3 bidirectional", 2, 1e-2f, kMse,
-     {"gru_lengths_1_and_T", "gru_bidirectional_eval"}},
+     {"gru_lengths_1_and_T", "gru_bidirectional_eval"}, "4,2"},
+    {OpKind::gru, "bidirectional_xent_per_step", "input seq 5x3; gru 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"gru_lengths_1_and_T"}, "5,2,1"},
     {OpKind::gru, "bidirectional_last_xent", "input seq 4x3; gru 3 bidirectional last; dense 3", 3, 1e-2f,
-     kXent, {"gru_bidirectional_last_xent"}},
+     kXent, {"gru_bidirectional_last_xent", "gru_saturated"}, "4,1,3"},
     {OpKind::gru, "stacked_nobias", "input seq 4x2; gru 3 nobias; gru 2 last nobias", 2, 1e-2f, kMse,
-     {"gru_stacked_nobias"}},
+     {"gru_stacked_nobias"}, "1,4"},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

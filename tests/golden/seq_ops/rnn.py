@@ -50,15 +50,15 @@ def builder(cls):
 BUILDERS = {"lstm": builder(LSTM), "gru": builder(GRU)}
 
 
-def scale_recurrent_weights(factor):
-    """Multiplies every recurrent layer's weights and biases by factor:
-    pre-activations of tens, saturated gates."""
-    def prepare(model):
-        with torch.no_grad():
-            for layer in model.layers:
-                if isinstance(layer, (nn.LSTM, nn.GRU)):
-                    for p in layer.parameters():
-                        p.mul_(factor)
+def saturate(factor):
+    """Multiplies the inputs and every recurrent layer's weights and biases
+    by factor: pre-activations of tens, gates at 0 and 1, tanh at +-1."""
+    def prepare(net, x):
+        for layer in net.layers:
+            if isinstance(layer, (nn.LSTM, nn.GRU)):
+                for p in layer.parameters():
+                    p.mul_(factor)
+        return x * factor
     return prepare
 
 
@@ -69,18 +69,18 @@ CASES = []
 for op in ("lstm", "gru"):
     CASES += [
         # 40 steps: gradients through a long chain of cells.
-        dict(name=op + "_long_T40", spec="input seq 40x3; %s 5" % op, loss="mse", batch=3, seed=11,
+        dict(name=op + "_long_t40", spec="input seq 40x3; %s 5" % op, loss="mse", batch=3, seed=11,
              lengths=None, mode="train", prepare=None, **SGD),
         # Pre-activations of tens: gates at 0 and 1, tanh at +-1.
         dict(name=op + "_saturated", spec="input seq 6x4; %s 5 last; dense 3" % op, loss="mse", batch=4,
-             seed=12, lengths=[6, 2, 6, 5], mode="train", prepare=scale_recurrent_weights(12.0), **ADAM),
+             seed=12, lengths=[6, 2, 6, 5], mode="train", prepare=saturate(4.0), **ADAM),
         # Lengths 1 and T in one batch, both directions.
-        dict(name=op + "_lengths_1_and_T", spec="input seq 7x3; %s 4 bidirectional" % op, loss="mse",
+        dict(name=op + "_lengths_1_and_t", spec="input seq 7x3; %s 4 bidirectional" % op, loss="xent",
              batch=4, seed=13, lengths=[7, 1, 4, 7], mode="train", prepare=None, **ADAM),
         # The final states of both directions under a classifier.
         dict(name=op + "_bidirectional_last_xent", spec="input seq 6x3; %s 4 bidirectional last; dense 3" % op,
              loss="xent", batch=3, seed=14, lengths=[6, 1, 3], mode="train", prepare=None, **ADAM),
-        dict(name=op + "_bidirectional_eval", spec="input seq 5x3; %s 3 bidirectional" % op, loss="mse",
+        dict(name=op + "_bidirectional_eval", spec="input seq 5x3; %s 3 bidirectional" % op, loss="xent",
              batch=2, seed=15, lengths=[5, 2], mode="eval", prepare=None, **SGD),
         # Stacked, no biases: the input gradient of the second layer.
         dict(name=op + "_stacked_nobias", spec="input seq 5x2; %s 3 nobias; %s 2 last nobias" % (op, op),

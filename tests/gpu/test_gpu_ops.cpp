@@ -1,8 +1,8 @@
 // The ops beyond dense, conv and pooling on the GPU against the CPU backend,
 // in training and in inference mode: batchnorm (images and vectors, in a
 // residual block with add and globalavgpool), layernorm, dropout, softmax
-// (vectors and images), each standalone activation, and dense layers with
-// gelu and silu joined by concat. Both sides start from equal parameters
+// (vectors and images), each standalone activation, lstm and gru, and dense
+// layers with gelu and silu joined by concat. Both sides start from equal parameters
 // and equal running statistics (random, so that weight, bias and the
 // inference statistics matter) and take the same passes; the outputs,
 // parameter gradients, input gradients and the state after every pass are
@@ -54,6 +54,8 @@ const Case kCases[] = {
     {"standalone activations of images",
      "input 5x5x2; conv 3 3 pad=1; gelu; conv 3 3 pad=1; sigmoid; flatten; dense 2"},
     {"dropout of images", "input 6x6x2; conv 3 2 pad=1; dropout 0.5; flatten; dense 3"},
+    {"lstm and gru, both directions and the final state",
+     "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3"},
     // More values per channel, per sample and per softmax than one block
     // of 256 threads holds, and odd counts for the reductions.
     {"batch 257 and 300 features",

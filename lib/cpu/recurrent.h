@@ -52,29 +52,34 @@ inline int32_t workers_for(const RecurrentDims &d, int64_t n) {
     return n * d.T * d.H * d.GH() >= kParallelRecurrent ? cpu_threads() : 1;
 }
 
-// One thread's share of a product (no further split): C[M][N] (+)= A[M][K]
-// B[N][K]^T (nt) or A[M][K] B[K][N] (nn), small ones in plain loops, and
-// for nn those up to 100^3 on gemm512's direct product where it runs
-// (OpenBLAS 0.3.21's small-matrix kernel for them allocates, see
-// cpu/gemm512.h), as gemm_nn does.
-constexpr int64_t kSmallProduct = 48 * 1024, kDirectProduct = 1000 * 1000;
-inline void serial_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                           int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K <= kSmallProduct)
-        small_gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+// The per-iteration products of one thread's rows (no further split):
+//   forward   hp[M][GH] = h[M][H] W_hh^T
+//   backward  dh[M][H] += dhp[M][GH] W_hh
+// With AVX-512 (gemm512_available) both are gemm512's direct product, which
+// reads its operands in place: the forward one from W_hh^T, transposed once
+// per pass into the workspace (w_hh_t), where OpenBLAS would pack W_hh
+// again at every iteration, about as long as the product itself at these
+// sizes. Otherwise small ones run in plain loops, larger ones on OpenBLAS.
+constexpr int64_t kSmallProduct = 48 * 1024;
+inline void step_forward_product(int64_t M, int64_t GH, int64_t H, const float *h, const float *w_hh,
+                                 const float *w_hh_t, float *hp) {
+    if (w_hh_t)
+        gemm512_nn_direct(M, GH, H, h, H, w_hh_t, GH, hp, GH, false);
+    else if (M * GH * H <= kSmallProduct)
+        small_gemm_nt(M, GH, H, h, H, w_hh, H, hp, GH, false);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, A, int(lda), B, int(ldb),
-                    accumulate ? 1.0f : 0.0f, C, int(ldc));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(GH), int(H), 1.0f, h, int(H), w_hh, int(H),
+                    0.0f, hp, int(GH));
 }
-inline void serial_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                           int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K <= kSmallProduct)
-        small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else if (M * N * K <= kDirectProduct && gemm512_available())
-        gemm512_nn_direct(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+inline void step_backward_product(int64_t M, int64_t H, int64_t GH, const float *dhp, const float *w_hh, float *dh,
+                                  bool direct) {
+    if (direct)
+        gemm512_nn_direct(M, H, GH, dhp, GH, w_hh, H, dh, H, true);
+    else if (M * H * GH <= kSmallProduct)
+        small_gemm_nn(M, H, GH, dhp, GH, w_hh, H, dh, H, true);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A, int(lda), B,
-                    int(ldb), accumulate ? 1.0f : 0.0f, C, int(ldc));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(H), int(GH), 1.0f, dhp, int(GH), w_hh,
+                    int(H), 1.0f, dh, int(H));
 }
 
 // One direction of one pass, shared by the threads.
@@ -84,12 +89,28 @@ struct Pass {
     RecurrentWork w;
     RecurrentKept kept;
     const float *W;  // the node's parameters
+    float *w_hh_t;   // W_hh^T [H][G*H] for gemm512, or null
     int64_t dir;
 };
 
+// The CPU's workspace: room for W_hh^T, then ops/recurrent.h's layout.
+inline size_t transposed_floats(const RecurrentDims &d) { return size_t(d.GH() * d.H); }
+inline Pass pass_of(const OpArgs &a) {
+    Pass p{};
+    p.a = &a;
+    p.d = recurrent_dims(*a.l);
+    p.W = a.params + a.l->weight_offset;
+    float *ws = static_cast<float *>(a.workspace);
+    p.w_hh_t = gemm512_available() ? ws : nullptr;
+    p.w = recurrent_work(p.d, ws + transposed_floats(p.d), a.n);
+    memset(p.w.zeros, 0, size_t(a.n * p.d.H) * sizeof(float));
+    return p;
+}
+
 template <class Cell>
 void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
-    *workspace_bytes = recurrent_workspace_floats(recurrent_dims(l), max_batch, backward) * sizeof(float);
+    const RecurrentDims d = recurrent_dims(l);
+    *workspace_bytes = (transposed_floats(d) + recurrent_workspace_floats(d, max_batch, backward)) * sizeof(float);
     return nullptr;
 }
 
@@ -112,7 +133,7 @@ void forward_samples(void *ctx, int32_t worker, int32_t workers) {
         const float *cell_prev = k ? p.kept.cell + (k - 1) * n * H : p.w.zeros;
         float *hp = p.w.hp + begin * GH;
         if (k)
-            serial_gemm_nt(end - begin, GH, H, h_prev + begin * H, H, p.W + d.w_hh(p.dir), H, hp, GH, false);
+            step_forward_product(end - begin, GH, H, h_prev + begin * H, p.W + d.w_hh(p.dir), p.w_hh_t, hp);
         else
             memset(hp, 0, size_t((end - begin) * GH) * sizeof(float));
         for (int64_t s = begin; s < end; ++s) {
@@ -143,15 +164,11 @@ void forward_samples(void *ctx, int32_t worker, int32_t workers) {
 // xp = x W_ih^T, then the time loop, the batch split over the threads.
 template <class Cell>
 void forward(const OpArgs &a) {
-    Pass p{};
-    p.a = &a;
-    p.d = recurrent_dims(*a.l);
+    Pass p = pass_of(a);
     const int64_t n = a.n, GH = p.d.GH();
-    p.W = a.params + a.l->weight_offset;
-    p.w = recurrent_work(p.d, static_cast<float *>(a.workspace), n);
-    memset(p.w.zeros, 0, size_t(n * p.d.H) * sizeof(float));
     for (p.dir = 0; p.dir < p.d.dirs; ++p.dir) {
         p.kept = recurrent_kept(p.d, a.aux + a.l->aux_fixed, n, p.dir);
+        if (p.w_hh_t) small_transpose(GH, p.d.H, p.W + p.d.w_hh(p.dir), p.d.H, p.w_hh_t);
         gemm_nt(n * p.d.T, GH, p.d.F, a.x[0], p.d.F, p.W + p.d.w_ih(p.dir), p.d.F, p.w.xp, GH, false);
         parallel_run(workers_for(p.d, n), forward_samples<Cell>, &p);
     }
@@ -195,8 +212,8 @@ void backward_samples(void *ctx, int32_t worker, int32_t workers) {
             }
         }
         if (k)
-            serial_gemm_nn(end - begin, H, GH, p.w.dhp + (k * n + begin) * GH, GH, p.W + d.w_hh(p.dir), H,
-                           dh_next + begin * H, H, true);
+            step_backward_product(end - begin, H, GH, p.w.dhp + (k * n + begin) * GH, p.W + d.w_hh(p.dir),
+                                  dh_next + begin * H, p.w_hh_t != nullptr);
         float *swap = dh;
         dh = dh_next;
         dh_next = swap;
@@ -208,15 +225,10 @@ void backward_samples(void *ctx, int32_t worker, int32_t workers) {
 // dx (+)= dxp W_ih.
 template <class Cell>
 void backward(const OpArgs &a) {
-    Pass p{};
-    p.a = &a;
-    p.d = recurrent_dims(*a.l);
+    Pass p = pass_of(a);
     const RecurrentDims &d = p.d;
     const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH();
-    p.W = a.params + a.l->weight_offset;
     float *dW = a.grads + a.l->weight_offset;
-    p.w = recurrent_work(d, static_cast<float *>(a.workspace), n);
-    memset(p.w.zeros, 0, size_t(n * H) * sizeof(float));
     for (p.dir = 0; p.dir < d.dirs; ++p.dir) {
         p.kept = recurrent_kept(d, a.aux + a.l->aux_fixed, n, p.dir);
         parallel_run(workers_for(d, n), backward_samples<Cell>, &p);

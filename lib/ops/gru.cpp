@@ -22,12 +22,10 @@ namespace snn {
 namespace {
 
 void parse(const Statement &st, Layer &l, const NameIndex &) { recurrent_parse(st, l, "gru"); }
-void infer(Layer &l, const std::vector<Layer> &layers, size_t i) { recurrent_infer(l, layers, i, 3); }
 std::string describe(const Layer &l, const std::vector<Layer> &) { return recurrent_describe(l, "gru"); }
-void init(const Layer &l, uint64_t seed, float *params, float *) { recurrent_init(l, seed, params); }
 
 }  // namespace
 
-const OpDesc op_gru{"gru", {"gru"}, parse, infer, describe, init, nullptr, nullptr, true, true};
+const OpDesc op_gru{"gru", {"gru"}, parse, recurrent_infer, describe, recurrent_init, nullptr, nullptr, true, true};
 
 }  // namespace snn

@@ -31,9 +31,9 @@ void recurrent_parse(const Statement &st, Layer &l, const char *op) {
     l.last = seen_last != nullptr;
 }
 
-void recurrent_infer(Layer &l, const std::vector<Layer> &layers, size_t i, int64_t gates) {
-    RecurrentDims d = recurrent_dims(l);
-    const int64_t gh = checked_mul(gates, d.H, kMaxElements, layers, i, "gate rows");
+void recurrent_infer(Layer &l, const std::vector<Layer> &layers, size_t i) {
+    const RecurrentDims d = recurrent_dims(l);
+    const int64_t gh = checked_mul(d.G, d.H, kMaxElements, layers, i, "gate rows");
     const int64_t per_dir = checked_mul(gh, d.F + d.H, kMaxElements, layers, i, "weights") + (d.bias ? 2 * gh : 0);
     l.weight_count = size_t(checked_mul(per_dir, d.dirs, kMaxElements, layers, i, "weights"));
     l.bias_count = 0;
@@ -61,7 +61,7 @@ std::string recurrent_describe(const Layer &l, const char *op) {
     return s;
 }
 
-void recurrent_init(const Layer &l, uint64_t seed, float *params) {
+void recurrent_init(const Layer &l, uint64_t seed, float *params, float *) {
     if (!params) return;
     Rng rng(seed);
     const double limit = 1.0 / std::sqrt(double(l.units));

@@ -98,11 +98,11 @@ inline RecurrentWork recurrent_work(const RecurrentDims &d, float *ws, int64_t n
 }
 
 // The descriptor's parts, for 'lstm H [bidirectional] [last] [nobias]' and
-// 'gru ...' (G gates).
+// 'gru ...'.
 void recurrent_parse(const Statement &st, Layer &l, const char *op);
-void recurrent_infer(Layer &l, const std::vector<Layer> &layers, size_t index, int64_t gates);
+void recurrent_infer(Layer &l, const std::vector<Layer> &layers, size_t index);
 std::string recurrent_describe(const Layer &l, const char *op);
-// Every parameter uniform in [-1/sqrt(H), 1/sqrt(H)], as PyTorch.
-void recurrent_init(const Layer &l, uint64_t seed, float *params);
+// Every parameter uniform in [-1/sqrt(H), 1/sqrt(H)], as PyTorch (no state).
+void recurrent_init(const Layer &l, uint64_t seed, float *params, float *state);
 
 }  // namespace snn

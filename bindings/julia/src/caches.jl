@@ -122,8 +122,9 @@ rngstate!(c::ForwardCache, state) = rngstate!(c, state.seed, state.passes)
 Copies `x` into the cache and sets the batch: a `Vector` is one sample, a
 `Matrix` is (features, batch), a 3-D array one (w, h, c) image and a 4-D array
 (w, h, c, batch); for a model of sequences (`input seq TxF`) a (features,
-steps) matrix is one sample and a (features, steps, batch) array a batch.
-Every sample's length becomes T (set lengths after, `set_lengths!`). Float32 arrays whose elements are adjacent (an `Array`, a
+steps) matrix is one sample and a (features, steps, batch) array a batch,
+and every sample's length becomes T (set lengths after, `set_lengths!`).
+Float32 arrays whose elements are adjacent (an `Array`, a
 `view(x, :, 3:10)` of whole columns, a `HostView`) pass by pointer, with no
 copy in Julia (see `by_pointer`); any other array (Float64, a
 non-contiguous view, a transpose) is converted into the cache's staging
@@ -387,7 +388,8 @@ when it is gathered (an `SNNError`).
 """
 function Dataset(samples::AbstractArray{<:Real}; labels=nothing, num_classes=nothing, device=:cpu)
     ndims(samples) in (2, 3, 4) ||
-        throw(ArgumentError("samples are (features, n), (features, steps, n) or (w, h, c, n), got size $(size(samples))"))
+        throw(ArgumentError("samples are (features, n), (features, steps, n) or (w, h, c, n), " *
+                            "got size $(size(samples))"))
     n = size(samples, ndims(samples))
     features = length(samples) ÷ max(n, 1)
     dev = device_index(device)

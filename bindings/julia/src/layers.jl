@@ -518,7 +518,8 @@ function emit!(b::SpecBuilder, s::SkipConnection)
     b
 end
 
-emit!(::SpecBuilder, ::Union{Static,Tokens}) = throw(ArgumentError("Static and Tokens may only begin the outermost Chain"))
+emit!(::SpecBuilder, ::Union{Static,Tokens}) =
+    throw(ArgumentError("Static and Tokens may only begin the outermost Chain"))
 emit!(b::SpecBuilder, x) = throw(ArgumentError("a Chain element must be a layer, a Chain, a SkipConnection or " *
                                                "an activation function, got $(repr(x))"))
 

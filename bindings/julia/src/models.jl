@@ -43,7 +43,8 @@ function check_built(m::Model, b::SpecBuilder)
         x, want = probe((shape..., 2)), snn_dimension(shape)
         is_softmax_over(f, x, want) || throw(DimensionMismatch(
             "$(repr(f)) on a batch of $shape samples is a softmax $(describe_dimension(shape, softmax_along(f, x))), " *
-            "where snn's softmax is over their $(dimension_names(shape)[want]) (softmax(x; dims=1) on vectors and sequences, " *
+            "where snn's softmax is over their $(dimension_names(shape)[want]) " *
+            "(softmax(x; dims=1) on vectors and sequences, " *
             "x -> softmax(x; dims=3) on images, or SNN.softmax on both)"))
     end
     check_declared(m, b.declared)

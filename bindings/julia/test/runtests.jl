@@ -794,8 +794,11 @@ end
         end
         total / counted
     end
-    seq_model() = (m = SNN.Model(SNN.Chain(Static((3, 5)), SNN.Dense(3 => 4, tanh), SNN.LayerNorm(4), SNN.Dense(4 => 6)));
-                   SNN.initialise!(m; seed=11); m)
+    function seq_model()
+        m = SNN.Model(SNN.Chain(Static((3, 5)), SNN.Dense(3 => 4, tanh), SNN.LayerNorm(4), SNN.Dense(4 => 6)))
+        SNN.initialise!(m; seed=11)
+        m
+    end
 
     @testset "sequences: the input, lengths and one label per step" begin
         @test SNN.spec(Static((3, 5)), SNN.Dense(4, tanh), SNN.LayerNorm(4), SNN.Dense(6)) ==

@@ -566,6 +566,8 @@ end
         if SNN.gpu_count() == 0
             e = errorof(() -> SNN.gpu(model))
             @test e isa SNNError && e.status in (SNN.SNN_ERR_GPU_PLUGIN_NOT_FOUND, SNN.SNN_ERR_GPU_DRIVER, SNN.SNN_ERR_NO_GPU)
+            d = errorof(() -> token_dataset(Int32[1 2; 3 4]; lengths=[2, 1], device=0))
+            @test d isa SNNError && d.status == e.status
             @test_throws SNNError SNN.move!(model, 0)
             @test SNN.to_best_device!(model) === :cpu
             @test p == SNN.get_parameters(model)        # nothing moved: the view is still good

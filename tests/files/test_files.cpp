@@ -878,7 +878,7 @@ std::vector<float> read_floats(const std::string &path) {
 TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
     const char *data_dir = getenv("SNN_TEST_DATA");
     ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
-    for (const char *name : {"torch_mlp", "torch_cnn"}) {
+    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq"}) {
         SCOPED_TRACE(name);
         const std::string base = std::string(data_dir) + "/" + name;
         snn_model *m = nullptr;

@@ -13,14 +13,15 @@ namespace snn {
 void init_parameters(const Network &net, uint64_t seed, float *params) {
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const Layer &l = net.layers[i];
-        // conv1d keeps its kernel size in kh (kw = 1), as conv's fans.
+        // conv1d keeps its kernel size in kh (kw = 1), as conv's fans; dense
+        // reads each step of a sequence, so its fan in is a step's features.
         const bool windowed = l.kind == OpKind::conv || l.kind == OpKind::conv1d;
         if (l.kind != OpKind::dense && !windowed) {
             if (op_desc(l.kind).init) op_desc(l.kind).init(l, layer_seed(seed, i), params + l.weight_offset, nullptr);
             continue;
         }
         double receptive = double(l.kh * l.kw);
-        double fan_in = double(l.in.c) * (windowed ? receptive : double(l.in.h * l.in.w));
+        double fan_in = windowed ? double(l.in.c) * receptive : double(l.in.row_size());
         double fan_out = double(l.units) * (windowed ? receptive : 1.0);
         Rng rng(layer_seed(seed, i));
         float *w = params + l.weight_offset;

@@ -112,9 +112,9 @@ BUILDERS = {"embedding": build_embedding, "posembed": build_posembed, "seqpool":
 def scaled(layer, factor):
     """Multiplies the weights of node `layer` by factor: saturated
     activations and large values after it."""
-    def prepare(model):
-        with torch.no_grad():
-            model[layer].weight.mul_(factor)
+    def prepare(net, x):
+        net.layers[layer].weight.mul_(factor)
+        return x
     return prepare
 
 

@@ -26,20 +26,47 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, size_t 
     return nullptr;
 }
 
-// col[r][j] = conv1d_lowered(r, j) for the nb samples from first
+// col[r][c K + k] = x[s][t' S - P + k D][c] (ops/seq_math.h's
+// conv1d_lowered) for the nb samples from first: per row and tap, the
+// step's channels, or zeros outside the sample's valid steps
 void lower(const Conv1dDims &d, const float *x, const int32_t *lengths, int64_t first, int64_t nb, float *col) {
-    const int64_t rows = nb * d.out_steps, cols = d.cols();
-    for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < cols; ++j) col[r * cols + j] = conv1d_lowered(d, x, lengths, first, r, j);
+    const int64_t cols = d.cols();
+    for (int64_t s = first; s < first + nb; ++s) {
+        const int64_t len = valid_steps(lengths, s, d.steps);
+        for (int64_t t = 0; t < d.out_steps; ++t) {
+            float *row = col + ((s - first) * d.out_steps + t) * cols;
+            for (int64_t k = 0; k < d.k; ++k) {
+                const int64_t ti = t * d.stride - d.pad + k * d.dilation;
+                if (ti < 0 || ti >= len) {
+                    for (int64_t c = 0; c < d.channels; ++c) row[c * d.k + k] = 0.0f;
+                    continue;
+                }
+                const float *step = x + (s * d.steps + ti) * d.channels;
+                for (int64_t c = 0; c < d.channels; ++c) row[c * d.k + k] = step[c];
+            }
+        }
+    }
 }
 
-// dx[s] = the adjoint of the lowering of dcol, for the nb samples from first
+// dx[s][ti][c] = the sum over taps k = 0, 1, ... of dcol where x[s][ti][c]
+// was copied to (conv1d_adjoint, the same order), for the nb samples from
+// first; 0 past each sample's length
 void lower_adjoint(const Conv1dDims &d, const float *dcol, const int32_t *lengths, int64_t first, int64_t nb,
                    float *dx) {
-    for (int64_t s = first; s < first + nb; ++s)
-        for (int64_t t = 0; t < d.steps; ++t)
-            for (int64_t c = 0; c < d.channels; ++c)
-                dx[(s * d.steps + t) * d.channels + c] = conv1d_adjoint(d, dcol, lengths, first, s, t, c);
+    const int64_t cols = d.cols();
+    for (int64_t s = first; s < first + nb; ++s) {
+        const int64_t len = valid_steps(lengths, s, d.steps);
+        for (int64_t ti = 0; ti < d.steps; ++ti) {
+            float *step = dx + (s * d.steps + ti) * d.channels;
+            for (int64_t c = 0; c < d.channels; ++c) step[c] = 0.0f;
+            for (int64_t k = 0; k < d.k && ti < len; ++k) {
+                const int64_t at = ti + d.pad - k * d.dilation;  // t' S
+                if (at < 0 || at % d.stride != 0 || at / d.stride >= d.out_steps) continue;
+                const float *row = dcol + ((s - first) * d.out_steps + at / d.stride) * cols;
+                for (int64_t c = 0; c < d.channels; ++c) step[c] += row[c * d.k + k];
+            }
+        }
+    }
 }
 
 // z = lower(x) W^T (+ b) ; y = act(z), z kept in aux for gelu and silu

@@ -1,6 +1,9 @@
-// Per-element formulas of the sequence ops that the CPU loops and the CUDA
-// kernels both evaluate (conv1d's lowering and its adjoint, seqpool's
-// maximum), written once so the two backends agree bit for bit.
+// Per-element formulas of the sequence ops (seqpool's maximum and input
+// gradient, conv1d's lowering and its adjoint) and conv1d's sizes, shared by
+// the CPU loops and the CUDA kernels so the two backends agree bit for bit.
+// The CPU lowers conv1d row by row (lib/cpu/conv1d.cpp), the same values
+// summed in the same order as conv1d_lowered and conv1d_adjoint here, which
+// the GPU evaluates one value per thread.
 #pragma once
 
 #include <stdint.h>

@@ -1,8 +1,9 @@
 // The CUDA plugin's kernels on the CPU: cuda/*.cu built against the emulated
 // runtime (cuda/emulation/) and run through the backend's own launch code
 // (the op kernel tables cuda_op_*, CudaBackend's losses, optimiser steps,
-// copies and checks, and the elementwise launchers of dense and conv),
-// compared with the CPU backend at odd sizes.
+// copies and checks, the elementwise launchers of dense and conv, and
+// conv1d's lowering), compared with the CPU backend (or plain loops) at odd
+// sizes.
 //
 // Every case runs under three schedules of each block's threads (in order,
 // reversed, shuffled), whose results must be identical bit for bit (the

@@ -213,7 +213,7 @@ constexpr OpCase kCases[] = {
     {OpKind::seqpool, "max", "input seq 7x2; dense 3 tanh; seqpool max", 4, 1e-3f, kMse,
      {"seq_pool_max", "seq_pool_max_full_eval"}, "7,1,2,5"},
     {OpKind::seqpool, "max_full_length", "input seq 4x3; seqpool max; dense 2", 3, 1e-3f, kMse,
-     {"seq_pool_max_full_eval"}},
+     {"seq_pool_max_full_eval", "seq_pool_max_ties"}},
     {OpKind::conv1d, "same_lengths", "input seq 8x3; conv1d 3 4 tanh pad=1; seqpool mean", 3, 1e-2f, kMse,
      {"seq_conv1d_same_lengths", "seq_posembed_conv_eval"}, "8,1,5"},
     {OpKind::conv1d, "stride_dilation", "input seq 11x2; conv1d 3 3 stride=2 pad=1 dilation=2; flatten; dense 2",

@@ -118,6 +118,12 @@ def scaled(layer, factor):
     return prepare
 
 
+def ties(net, x):
+    """Inputs rounded to -1, 0 and 1: maxima tied over several steps (the
+    gradient goes to the first, as torch.max)."""
+    return x.round().clamp(-1.0, 1.0)
+
+
 SGD = ("sgd", {"lr": 0.1, "momentum": 0.9})
 ADAM = ("adam", {"lr": 0.01})
 
@@ -149,6 +155,8 @@ CASES = [
     case("seq_pool_max", "input seq 7x2; dense 3 relu; seqpool max", "mse", SGD, 4, 7303,
          lengths=[7, 1, 2, 5], prepare=scaled(1, 30.0)),
     case("seq_pool_max_full_eval", "input seq 4x3; seqpool max; dense 2", "mse", SGD, 3, 7304, mode="eval"),
+    case("seq_pool_max_ties", "input seq 6x3; seqpool max; dense 2", "mse", SGD, 4, 7305, lengths=[6, 1, 4, 5],
+         prepare=ties),
     # conv1d: padding keeping T, stride and dilation, padding wider than the
     # kernel, one output step, saturated and inline gelu/silu activations.
     case("seq_conv1d_same_lengths", "input seq 8x3; conv1d 3 4 tanh pad=1; seqpool mean", "mse", SGD, 3,

@@ -176,6 +176,14 @@ namespace Snn.Tests
                 Assert.AreEqual(Status.Unsupported,
                                 Assert.Throws<SnnException>(() => vectorFwd.SetLengths(new[] { 1 })).Status);
             }
+            // a strided convolution changes the number of steps: no lengths
+            using (var strided = new Model("input seq 6x2; conv1d 3 4 stride=2"))
+            using (var fwd = strided.Preallocate(1))
+            {
+                Assert.AreEqual(new[] { 4, 2, 1 }, strided.LayerShape(1));
+                fwd.SetInputs(new float[12]);
+                Assert.AreEqual(Status.Unsupported, Assert.Throws<SnnException>(() => fwd.SetLengths(new[] { 3 })).Status);
+            }
         }
 
         [Test]

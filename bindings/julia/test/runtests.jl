@@ -982,7 +982,14 @@ end
         @test size(model(rand(Float32, 8, 20, 5))) == (2, 5)
         @test size(model(rand(Float32, 8, 20))) == (2,)                   # one sample
         @test_throws DimensionMismatch SNN.Model(SNN.Chain(Static((8, 20)), SNN.Conv1d(3, 4 => 16)))
-        close(model)
+        # a strided convolution changes the number of steps: no lengths
+        strided = SNN.Model(SNN.Chain(Static((2, 6)), SNN.Conv1d(3, 2 => 4; stride=2)))
+        @test SNN.output_shape(strided) == (4, 2)
+        sfwd = preallocate(strided, 1)
+        set_inputs!(sfwd, zeros(Float32, 2, 6))
+        e = errorof(() -> set_lengths!(sfwd, Int32[3]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        foreach(close, (sfwd, strided, model))
     end
 
     # A model, its caches and an Adam optimiser after one step, and what they hold.

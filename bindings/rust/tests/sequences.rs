@@ -159,6 +159,14 @@ fn lengths_out_of_range_and_misplaced_are_refused() {
     let mut fwd = vector.preallocate(1).unwrap();
     fwd.set_inputs(&[1.0, 2.0, 3.0]).unwrap();
     assert_eq!(fwd.set_lengths(&[1]).unwrap_err().kind(), ErrorKind::Unsupported);
+
+    // a strided convolution changes the number of steps: no lengths
+    let strided = Model::new("input seq 6x2; conv1d 3 4 stride=2").unwrap();
+    assert_eq!(strided.layer_shape(1).unwrap(), (4, 2, 1));
+    let mut fwd = strided.preallocate(1).unwrap();
+    fwd.set_inputs(&[0.5; 12]).unwrap();
+    let e = fwd.set_lengths(&[3]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
 }
 
 #[test]
@@ -217,6 +225,15 @@ fn token_ids_outside_the_vocabulary_are_refused() {
     let wide = Dataset::tokens(Device::Cpu, &[0, 1, 2, 10], 4, None, None).unwrap();
     let e = fwd.set_inputs_from_dataset(&wide, &[0]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Token, "{e}");
+
+    // lengths in a data set need every sequence layer to keep the steps
+    let strided = Model::new("input tokens 4 vocab=10; embedding 3; conv1d 2 2 stride=2").unwrap();
+    let mut fwd = strided.preallocate(1).unwrap();
+    let with_lengths = Dataset::tokens(Device::Cpu, &[0, 1, 2, 3], 4, Some(&[2]), None).unwrap();
+    let e = fwd.set_inputs_from_dataset(&with_lengths, &[0]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    let full = Dataset::tokens(Device::Cpu, &[0, 1, 2, 3], 4, None, None).unwrap();
+    fwd.set_inputs_from_dataset(&full, &[0]).unwrap();
 }
 
 #[test]

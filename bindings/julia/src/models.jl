@@ -171,6 +171,8 @@ function weight_size(m::Model, layer::Integer, count::Integer)
         (parse(Int, words[2]), input[1], output[1])
     elseif words[1] == "embedding"
         (output[1], input_sequence(m).vocab)
+    elseif words[1] == "posembed"
+        input
     elseif words[1] == "batchnorm"
         (input[end],)
     elseif words[1] == "layernorm"
@@ -205,7 +207,8 @@ model alive and refuses to be used after `close` or `move!`.
   (column `id + 1` is the vector of `id`).
 - batchnorm: `(channels,)`; layernorm: the sample's shape, `(n,)` or `(w, h, c)`,
   or `(features,)` on a sequence.
-- other layers (lstm, gru, attention, posembed): the flat weight, as
+- posembed: `(features, steps)`, snn's `[T][F]`: the sequence's own shape.
+- other layers (lstm, gru, attention): the flat weight, as
   `layer_parameters` lays it out.
 
 Throws an `ArgumentError` for a layer without weight.

@@ -972,7 +972,12 @@ end
         foreach(close, (fwd, bwd, wide, data, model))
     end
 
-    @testset "conv1d and seqpool: shapes and weights" begin
+    @testset "conv1d, posembed and seqpool: shapes and weights" begin
+        positions = SNN.Model(SNN.Chain(SNN.Tokens(6; vocab=4), SNN.Embedding(4 => 3), SNN.PosEmbed(),
+                                        SNN.SeqPool(:last)))
+        @test size(SNN.layer_weight(positions, 2)) == (3, 6)              # a (features, steps) weight
+        @test SNN.output_shape(positions) == (3,)
+        close(positions)
         model = SNN.Model(SNN.Chain(Static((8, 20)), SNN.Conv1d(3, 8 => 16, SNN.relu; pad=1), SNN.SeqPool(:mean),
                                     SNN.Dense(16 => 2)))
         @test SNN.output_shape(model) == (2,)

@@ -33,8 +33,9 @@ Pass pass(const snn_model *m, int64_t batch, const Floats &x, const Ints &ids, c
     } else {
         EXPECT_EQ(snn_set_tokens(fwd.get(), ids.data(), ids.size()), SNN_OK) << snn_last_error();
     }
-    if (!lengths.empty())
+    if (!lengths.empty()) {
         EXPECT_EQ(snn_set_lengths(fwd.get(), lengths.data(), lengths.size()), SNN_OK) << snn_last_error();
+    }
     EXPECT_EQ(snn_forward(fwd.get(), m), SNN_OK) << snn_last_error();
     Pass p;
     p.y.resize(size_t(batch) * output_size(m));

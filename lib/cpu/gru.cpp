@@ -34,7 +34,7 @@ __attribute__((always_inline)) inline void forward_row(int64_t H, const float *_
     }
 }
 
-SNN_MULTIVERSION
+SNN_MULTIVERSION_512
 void forward_rows(int64_t H, const float *xp, const float *hp, const float *b_ih, const float *b_hh,
                   const float *h_prev, float *gates, float *hn, float *h) {
     if (b_ih)
@@ -65,7 +65,7 @@ __attribute__((always_inline)) inline void backward_row(int64_t H, const float *
     memcpy(dhp, dxp, size_t(2 * H) * sizeof(float));
 }
 
-SNN_MULTIVERSION
+SNN_MULTIVERSION_512
 void backward_rows(int64_t H, const float *gates, const float *hn, const float *h_prev, const float *dh,
                    const float *dy, float *dxp, float *dhp, float *dh_prev) {
     if (dy)

@@ -205,6 +205,16 @@ SNN_HD float softmax_exp(float x, float max) { return exp_approx(x - max); }
 SNN_HD float softmax_y(float e, float total) { return e / total; }
 SNN_HD float softmax_dx(float y, float dy, float dot) { return y * (dy - dot); }
 
+// Attention (ops/attention.cpp): query t of a sample with `length` valid
+// steps of `steps` sees keys 0 .. attention_keys - 1 (the rest are masked,
+// probability exactly 0); always at least key 0. Its softmax runs over the
+// scaled scores z = scale * s with softmax_exp and softmax_y, its backward is
+// dz = softmax_dx, and ds = scale * dz.
+SNN_HD int64_t attention_keys(int64_t t, int64_t length, int64_t steps, bool causal) {
+    const int64_t keys = causal && t + 1 < steps ? t + 1 : steps;
+    return length < keys ? length : keys;
+}
+
 // MSE term: loss += (y - t)^2 / count ; dL/dy = 2 (y - t) / count
 SNN_HD float mse_term(float y, float t, float) { return (y - t) * (y - t); }
 SNN_HD float mse_grad(float y, float t, float, float inv_count) { return 2.0f * (y - t) * inv_count; }

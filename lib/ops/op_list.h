@@ -18,7 +18,8 @@
     X(batchnorm)       \
     X(layernorm)       \
     X(dropout)         \
-    X(globalavgpool)
+    X(globalavgpool)   \
+    X(attention)
 
 // The ops whose kernels are written on Backend primitives alone
 // (OpDesc::generic), which every backend runs: they have no cpu_op_<name>

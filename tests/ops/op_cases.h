@@ -165,6 +165,16 @@ constexpr OpCase kCases[] = {
      {"dropout_0_train"}},
     {OpKind::dropout, "image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, kMse,
      {"batchnorm2d_eval_dropout"}},
+
+    // attention: several heads, one head, a head per feature, causal.
+    {OpKind::attention, "heads2", "input seq 5x8; attention heads=2", 3, 1e-2f, kMse,
+     {"attention_heads2"}},
+    {OpKind::attention, "causal", "input seq 6x4; attention heads=2 causal", 3, 1e-2f, kMse,
+     {"attention_causal_lengths"}},
+    {OpKind::attention, "heads1", "input seq 4x6; attention heads=1", 2, 1e-2f, kMse,
+     {"attention_heads1_tiny"}},
+    {OpKind::attention, "head_per_feature", "input seq 4x4; attention heads=4 causal", 2, 1e-2f, kMse,
+     {"attention_heads_e_causal"}},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

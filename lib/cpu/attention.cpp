@@ -61,12 +61,17 @@ void masked_softmax_row(float *s, int64_t keys, int64_t steps, float scale) {
     for (int64_t j = keys; j < steps; ++j) s[j] = 0.0f;
 }
 
-// Row t of dP [T] in place: ds = scale * p (dp - sum(dp p)) (0 where p is).
+// Row t of dP [T] in place: ds = scale * dz (engine/math.h attention_dz),
+// 0 at masked keys.
 SNN_MULTIVERSION
 void masked_softmax_row_grad(const float *p, float *dp, int64_t keys, int64_t steps, float scale) {
-    float dot = 0.0f;
-    for (int64_t j = 0; j < keys; ++j) dot += dp[j] * p[j];
-    for (int64_t j = 0; j < keys; ++j) dp[j] = scale * softmax_dx(p[j], dp[j], dot);
+    int64_t m = 0;
+    for (int64_t j = 1; j < keys; ++j) m = p[j] > p[m] ? j : m;
+    const float pivot = dp[m];
+    double rest = 0.0;
+    for (int64_t j = 0; j < keys; ++j) rest += double(p[j]) * double(dp[j] - pivot);
+    const float r = float(rest);
+    for (int64_t j = 0; j < keys; ++j) dp[j] = scale * attention_dz(p[j], dp[j], pivot, r);
     for (int64_t j = keys; j < steps; ++j) dp[j] = 0.0f;
 }
 
@@ -104,7 +109,7 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
 }
 
 // Backward of item (s, h), given dC:
-//   dP = dC_h V_h^T ; dV_h = P^T dC_h ; dS = scale P (dP - rowsum(dP P))
+//   dP = dC_h V_h^T ; dV_h = P^T dC_h ; dS = scale P (dP - rowsum(dP P)) about a pivot
 //   dQ_h = dS K_h ; dK_h = dS^T Q_h
 void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);

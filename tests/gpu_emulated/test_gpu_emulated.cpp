@@ -69,6 +69,8 @@ const std::map<std::string, std::string> kKernelCases = {
     {"update_kernel", "Optimisers.Step"},
     {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
     {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
+    {"attention_softmax_forward_kernel", "AttentionEmulated.MaskedSoftmax"},
+    {"attention_softmax_backward_kernel", "AttentionEmulated.MaskedSoftmax"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {

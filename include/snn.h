@@ -98,6 +98,14 @@
  *     concat ID                previous output joined with layer ID's:
  *                              channels for images of equal HxW, features
  *                              for vectors
+ *     attention heads=H [causal]
+ *                              multi-head self-attention over a sequence
+ *                              [T][E], E divisible by H: exactly
+ *                              nn.MultiheadAttention(E, H, batch_first=True)
+ *                              on (x, x, x), keys past a sample's length
+ *                              masked (snn_set_lengths), with causal also
+ *                              keys after the query's step; parameters and
+ *                              their initial values as PyTorch's
  *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
  *   for add and concat to refer to; names are unique. A layer takes each
  *   option once (one activation, one stride=, one name=, ...): one given
@@ -744,6 +752,8 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *              num_batches_tracked [] (I64: a negative count is refused,
  *              one above 2^24 is held as 2^24, see snn_get_state)
  *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
+ *   attention  in_proj_weight [3E, E], in_proj_bias [3E],
+ *              out_proj.weight [E, E], out_proj.bias [E]
  * A torch module whose submodules are registered as layers.<i> loads these
  * tensors with load_state_dict(strict=True); PyTorch's safetensors readers
  * open the files. */

@@ -34,6 +34,7 @@ SPECS = [
     "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
     "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
     "input 6x6x1; conv 3 2 pad=1 name=c; layernorm; add c; softmax; flatten; dropout 0",
+    "input seq 6x8; attention heads=2 causal name=a; attention heads=8",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -89,6 +90,9 @@ BAD_SPECS = {
     "bad-batchnorm-eps-zero.txt": "input 4; batchnorm eps=0",
     "bad-globalavgpool-vector.txt": "input 4; globalavgpool",
     "bad-concat-channels-overflow.txt": "input 1024x1024x1536 name=a; concat a",
+    "bad-attention-heads-not-dividing.txt": "input seq 5x6; attention heads=4",
+    "bad-attention-vector-input.txt": "input 6; attention heads=2",
+    "bad-attention-scores-too-large.txt": "input seq 46341x2; attention heads=1",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).

@@ -18,7 +18,7 @@ namespace {
 void dense_forward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const DenseDims d = dense_dims(*a.l);
-    const int64_t n = a.n;
+    const int64_t n = rows_of(*a.l, a.n);
     if (n <= 0 || d.out <= 0) return;
     const float *w = a.params + a.l->weight_offset;
     const float *b = d.bias ? a.params + a.l->bias_offset : nullptr;
@@ -37,7 +37,7 @@ void dense_forward(const OpArgs &a) {
 void dense_backward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const DenseDims d = dense_dims(*a.l);
-    const int64_t n = a.n;
+    const int64_t n = rows_of(*a.l, a.n);
     const float *w = a.params + a.l->weight_offset;
     float *dw = a.grads + a.l->weight_offset;
     const float one = 1.0f, zero = 0.0f;

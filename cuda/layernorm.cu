@@ -85,9 +85,9 @@ __global__ void layernorm_input_grad_kernel(const float *x, const float *dy, flo
 void layernorm_forward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const Layer &l = *a.l;
-    const int64_t features = l.in.size();
-    if (a.n <= 0 || features <= 0) return;
-    SNN_LAUNCH(layernorm_forward_kernel, grid_of(a.n, "layernorm samples"), kThreads, cs.stream,
+    const int64_t features = l.in.row_size(), rows = rows_of(l, a.n);
+    if (rows <= 0 || features <= 0) return;
+    SNN_LAUNCH(layernorm_forward_kernel, grid_of(rows, "layernorm rows"), kThreads, cs.stream,
                a.x[0], a.y, a.params + l.weight_offset, a.params + l.bias_offset, aux_per_sample(a),
                features, l.eps);
     check_launch("layernorm_forward kernel");
@@ -97,15 +97,15 @@ void layernorm_forward(const OpArgs &a) {
 void layernorm_backward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const Layer &l = *a.l;
-    const int64_t features = l.in.size();
-    if (a.n <= 0 || features <= 0) return;
+    const int64_t features = l.in.row_size(), rows = rows_of(l, a.n);
+    if (rows <= 0 || features <= 0) return;
     const float *aux = aux_per_sample(a);
     SNN_LAUNCH(layernorm_param_grads_kernel, blocks_for(static_cast<size_t>(features)), kThreads,
                cs.stream, a.x[0], a.dy, aux, a.grads + l.weight_offset, a.grads + l.bias_offset,
-               a.n, features);
+               rows, features);
     check_launch("layernorm_param_grads kernel");
     if (a.dx[0] == nullptr) return;
-    SNN_LAUNCH(layernorm_input_grad_kernel, grid_of(a.n, "layernorm samples"), kThreads, cs.stream,
+    SNN_LAUNCH(layernorm_input_grad_kernel, grid_of(rows, "layernorm rows"), kThreads, cs.stream,
                a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, aux, features);
     check_launch("layernorm_input_grad kernel");
 }

@@ -85,17 +85,19 @@ struct Groups {
     int64_t channels, inner;
 };
 
+// A sequence is n * T rows of its features.
 Groups groups_of(const Layer &l) {
     if (l.in.is_image) return {l.in.c, l.in.h * l.in.w};
-    return {l.in.size(), 1};
+    return {l.in.row_size(), 1};
 }
 
 void softmax_forward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const Groups g = groups_of(*a.l);
-    if (a.n <= 0 || g.channels <= 0) return;
+    const int64_t rows = rows_of(*a.l, a.n);
+    if (rows <= 0 || g.channels <= 0) return;
     if (g.inner == 1) {
-        SNN_LAUNCH(softmax_rows_forward_kernel, grid_of(a.n, "softmax rows"), kThreads, cs.stream,
+        SNN_LAUNCH(softmax_rows_forward_kernel, grid_of(rows, "softmax rows"), kThreads, cs.stream,
                    a.x[0], a.y, g.channels);
     } else {
         const size_t groups = static_cast<size_t>(a.n * g.inner);
@@ -108,9 +110,10 @@ void softmax_forward(const OpArgs &a) {
 void softmax_backward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const Groups g = groups_of(*a.l);
-    if (a.dx[0] == nullptr || a.n <= 0 || g.channels <= 0) return;
+    const int64_t rows = rows_of(*a.l, a.n);
+    if (a.dx[0] == nullptr || rows <= 0 || g.channels <= 0) return;
     if (g.inner == 1) {
-        SNN_LAUNCH(softmax_rows_backward_kernel, grid_of(a.n, "softmax rows"), kThreads, cs.stream,
+        SNN_LAUNCH(softmax_rows_backward_kernel, grid_of(rows, "softmax rows"), kThreads, cs.stream,
                    a.y, a.dy, a.dx[0], g.channels);
     } else {
         const size_t groups = static_cast<size_t>(a.n * g.inner);

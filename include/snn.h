@@ -59,8 +59,13 @@
  *     layer, in the order of the spec; gradients use the same layout;
  *   - the state (batchnorm's running_mean, running_var, num_batches_tracked)
  *     lies in a second flat vector the same way (snn_get_state).
- *   A Julia array of size (features, batch) or (w, h, c, batch) is exactly
- *   this memory.
+ *   - a batch of sequences is [batch][time][features] (PyTorch's
+ *     batch_first), T steps of F features per sample; token ids are
+ *     [batch][time] int32 (snn_set_tokens). Samples shorter than T are
+ *     padded at the end and given their lengths (snn_set_lengths); the
+ *     output of a sequence model is [batch][T][outputs];
+ *   A Julia array of size (features, batch), (w, h, c, batch) or
+ *   (features, time, batch) is exactly this memory.
  *
  * Model spec.  A model is described by a short text, layers separated by ';'
  *   (or newlines), options separated by spaces. Each layer reads the output
@@ -68,7 +73,11 @@
  *   name, so a model is a graph (residual and branching networks):
  *     input N                  a vector of N features
  *     input HxWxC              an image of C channels, H rows, W columns
- *     dense N [act] [nobias] [init=I]
+ *     input seq TxF            a sequence of T steps of F features
+ *     input tokens T vocab=V   a sequence of T token ids in [0, V)
+ *                              (V <= 2^24), set with snn_set_tokens
+ *     dense N [act] [nobias] [init=I]   (on a sequence: on each step, as
+ *                              nn.Linear on the last axis: [T][F] -> [T][N])
  *     conv KHxKW OUT [act] [stride=S] [pad=P] [nobias] [init=I]
  *          (KH alone means KHxKH; stride=SHxSW and pad=PHxPW also work)
  *     maxpool KH[xKW] [stride=S]   (stride defaults to the pool size)
@@ -78,14 +87,18 @@
  *     relu | leaky_relu | tanh | sigmoid | gelu | silu
  *                              an activation as a layer of its own
  *     softmax                  over the features of a vector, or over the
- *                              channels of each pixel (nn.Softmax(dim=1))
+ *                              channels of each pixel (nn.Softmax(dim=1)),
+ *                              or over the features of each step of a
+ *                              sequence (nn.Softmax(dim=-1))
  *     batchnorm [eps=E] [momentum=M]
  *                              nn.BatchNorm2d on images, BatchNorm1d on
  *                              vectors (eps 1e-5, momentum 0.1 in [0, 1];
  *                              weight and bias, running statistics in the
  *                              state)
  *     layernorm [eps=E]        nn.LayerNorm over each sample's whole shape
- *                              (weight and bias of that shape); in both,
+ *                              (weight and bias of that shape), or over
+ *                              each step's F features of a sequence
+ *                              (nn.LayerNorm(F)); in both,
  *                              eps is a normal float32 up to 1, in
  *                              [1.17549435e-38, 1]
  *     dropout P                zeroes elements with probability P (0, or
@@ -266,7 +279,8 @@ enum {
     SNN_ERR_NO_GPU = 18,           /* CUDA works but sees no device */
     SNN_ERR_GPU_INDEX = 19,        /* device index out of range */
     SNN_ERR_CUDA = 20,             /* a CUDA, cuBLAS or cuDNN call failed */
-    SNN_ERR_INTERNAL = 21          /* a bug in snn: please report the message */
+    SNN_ERR_INTERNAL = 21,         /* a bug in snn: please report the message */
+    SNN_ERR_TOKEN = 22             /* a token id outside the model's vocabulary */
 };
 
 /* Static English text for a status code ("unknown status" for others).
@@ -515,6 +529,58 @@ SNN_API snn_status snn_outputs(const snn_forward_cache *cache, const float **dat
 SNN_API snn_status snn_get_outputs(const snn_forward_cache *cache, float *dst, size_t count);
 
 /* ======================================================================== */
+/* Sequences: token ids and lengths                                         */
+/* ======================================================================== */
+
+/* The input of a sequence model: *steps = T for 'input seq TxF' and
+ * 'input tokens T vocab=V' (0 when the input is not a sequence), *vocab = V
+ * for token ids (0 otherwise).
+ * Errors: SNN_ERR_NULL_ARGUMENT. */
+SNN_API snn_status snn_model_input_sequence(const snn_model *model, int64_t *steps, int64_t *vocab);
+
+/* Copies token ids, [batch][T] int32 for the cache's current batch
+ * (count = batch * T), into a cache of a model whose input is 'input tokens
+ * T vocab=V'. Every id must lie in [0, V): nothing is copied otherwise.
+ * Like snn_set_inputs, it resets the lengths to T (set them after).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_UNSUPPORTED (the model takes
+ * floats), SNN_ERR_COUNT, SNN_ERR_TOKEN (naming the sample, step and id). */
+SNN_API snn_status snn_set_tokens(snn_forward_cache *cache, const int32_t *tokens, size_t count);
+
+/* Gathers token ids by index: sample i of the batch is
+ * tokens[indices[i] * T ... + T); `tokens` holds sample_count samples. Sets
+ * the batch to n and resets the lengths to T.
+ * Errors: as snn_set_tokens, SNN_ERR_BATCH (n = 0 or n > max_batch),
+ * SNN_ERR_INVALID_ARGUMENT (an index < 0 or >= sample_count). */
+SNN_API snn_status snn_set_tokens_gather(snn_forward_cache *cache, const int32_t *tokens,
+                                         size_t sample_count, const int64_t *indices, size_t n);
+
+/* The valid steps of each sample of the inputs set last (n = their batch),
+ * each in [1, T]: sample s holds steps [0, lengths[s]) and padding after,
+ * which every op ignores where it matters, as PyTorch's packed sequences
+ * and key_padding_mask do: recurrent layers stop at each sample's length
+ * (their outputs at padded steps are 0 and 'last' takes the step at
+ * length - 1), attention masks padded keys, sequence pooling and the label
+ * losses leave padded steps out. Other ops compute padded steps like any
+ * other (their values are never read by the ones above). Setting inputs or
+ * tokens resets every length to T; lengths set after a forward pass count
+ * as new inputs (backprop then needs a new pass). A model whose sequence
+ * layers change the number of steps (conv1d with stride, or without
+ * padding) takes no lengths. Errors: SNN_ERR_NULL_ARGUMENT,
+ * SNN_ERR_UNSUPPORTED (the input is not a sequence, or the steps change),
+ * SNN_ERR_STATE (no inputs set for the current batch), SNN_ERR_COUNT (n
+ * differs from the inputs' batch), SNN_ERR_INVALID_ARGUMENT (a length
+ * outside [1, T]). */
+SNN_API snn_status snn_set_lengths(snn_forward_cache *cache, const int32_t *lengths, size_t n);
+
+/* Gathers lengths by index, for the samples gathered with the same indices:
+ * length i is lengths[indices[i]] (sample_count values); n must equal the
+ * inputs' batch. Errors: as snn_set_lengths, SNN_ERR_INVALID_ARGUMENT (an
+ * index out of range). */
+SNN_API snn_status snn_set_lengths_gather(snn_forward_cache *cache, const int32_t *lengths,
+                                          size_t sample_count, const int64_t *indices, size_t n);
+
+
+/* ======================================================================== */
 /* Losses and backpropagation                                               */
 /* ======================================================================== */
 
@@ -563,13 +629,20 @@ SNN_API void snn_backward_cache_destroy(snn_backward_cache *cache);
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_COUNT. */
 SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targets, size_t count);
 
-/* Class labels for SNN_LOSS_LOGIT_CROSSENTROPY, one per sample, copied.
- * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_BATCH (n = 0 or n > max_batch),
- * SNN_ERR_LABEL (a label < 0 or >= outputs; the message names it). */
+/* Class labels for SNN_LOSS_LOGIT_CROSSENTROPY, one per sample, copied; n
+ * labels for n samples. For a model whose output is a sequence of T steps
+ * of K values, one label per step: n = batch * T labels [batch][T], each in
+ * [0, K) or -1 to ignore the step; the loss is the mean over the steps
+ * counted, which leave out -1 and the padded steps of samples with lengths
+ * (snn_set_lengths), as PyTorch's ignore_index does (0 when none is left).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_BATCH (n = 0 or n > max_batch
+ * samples), SNN_ERR_COUNT (n not a multiple of T), SNN_ERR_LABEL (a label
+ * < 0 or >= outputs, other than a sequence's -1; the message names it). */
 SNN_API snn_status snn_set_labels(snn_backward_cache *cache, const int32_t *labels, size_t n);
 
 /* Gathers labels by index, as snn_set_inputs_gather: label i is
- * labels[indices[i]]. Errors as snn_set_labels, and SNN_ERR_INVALID_ARGUMENT
+ * labels[indices[i]] (for a sequence output, the T labels from
+ * labels[indices[i] * T]; sample_count counts samples). Errors as snn_set_labels, and SNN_ERR_INVALID_ARGUMENT
  * for an index out of [0, sample_count). */
 SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_t *labels,
                                          size_t sample_count, const int64_t *indices, size_t n);
@@ -895,16 +968,34 @@ SNN_API snn_status snn_dataset_create(int32_t device, const float *samples, size
 SNN_API void snn_dataset_destroy(snn_dataset *dataset);
 
 /* Gathers samples indices[0..n) of the data set into the cache (the batch
- * becomes n) / their labels into a backward cache. Errors: as the _gather
- * functions, SNN_ERR_DEVICE_MISMATCH (data set on another device),
- * SNN_ERR_COUNT (features differ from the model's inputs), SNN_ERR_STATE (the
- * data set has no labels), SNN_ERR_LABEL. */
+ * becomes n; a token data set's lengths too, else every length is T) /
+ * their labels into a backward cache. Errors: as the _gather functions,
+ * SNN_ERR_DEVICE_MISMATCH (data set on another device), SNN_ERR_COUNT
+ * (features or labels per sample differ from the model's), SNN_ERR_STATE
+ * (the data set has no labels), SNN_ERR_LABEL, SNN_ERR_UNSUPPORTED (token
+ * ids for a model of floats or the reverse; lengths for a model whose
+ * steps change), SNN_ERR_TOKEN (an id outside the model's vocabulary). */
 SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache,
                                                const snn_dataset *dataset,
                                                const int64_t *indices, size_t n);
 SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache,
                                                const snn_dataset *dataset,
                                                const int64_t *indices, size_t n);
+
+/* A data set of token ids (see snn_dataset_create): sample_count samples of
+ * `steps` ids (each in [0, 2^24]; a model's vocabulary is checked when
+ * batches are gathered, snn_set_inputs_from_dataset), optionally their
+ * lengths (NULL: every sample has `steps` steps; else each in [1, steps],
+ * gathered with the tokens by snn_set_inputs_from_dataset) and labels
+ * (NULL, or labels_per_sample per sample: 1 for a model with one output
+ * vector, `steps` for a sequence output, where -1 ignores a step).
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (zero sizes, a
+ * length outside [1, steps], a negative label other than a step's -1,
+ * labels_per_sample neither 1 nor steps), SNN_ERR_TOKEN (a negative id),
+ * the device errors of snn_gpu_status, SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_dataset_create_tokens(int32_t device, const int32_t *tokens, size_t sample_count,
+                                             size_t steps, const int32_t *lengths, const int32_t *labels,
+                                             size_t labels_per_sample, snn_dataset **out);
 
 /* ======================================================================== */
 /* Native GPU interoperation                                                */

@@ -144,6 +144,7 @@ SNN_API const char *snn_status_string(snn_status status) {
         case SNN_ERR_GPU_INDEX: return "GPU index out of range";
         case SNN_ERR_CUDA: return "a CUDA, cuBLAS or cuDNN call failed";
         case SNN_ERR_INTERNAL: return "internal error in snn";
+        case SNN_ERR_TOKEN: return "token id outside the vocabulary";
         default: return "unknown status";
     }
 }

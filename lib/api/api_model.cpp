@@ -18,6 +18,13 @@ const Layer &layer_at(const snn_model *model, int64_t layer) {
     return layers[size_t(layer)];
 }
 
+// Float inputs: refused for a model that takes token ids.
+void need_float_inputs(const ForwardCache &c) {
+    if (c.net.input().is_tokens)
+        fail(SNN_ERR_UNSUPPORTED, "the model's input is token ids (%s): use snn_set_tokens",
+             shape_text(c.net.input()).c_str());
+}
+
 }  // namespace
 
 extern "C" {
@@ -274,6 +281,7 @@ SNN_API snn_status snn_set_inputs(snn_forward_cache *cache, const float *inputs,
     return guarded(__func__, [&] {
         need(cache, "cache");
         ForwardCache &c = cache->c;
+        need_float_inputs(c);
         check_buffer(inputs, "inputs", count, batch_count(c.batch, input_features(c)));
         check_finite_host(inputs, count, "inputs");
         forward_set_inputs(c, inputs, "snn_set_inputs");
@@ -287,6 +295,7 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
         need_buffer(data, "data", sample_count);
         need_buffer(indices, "indices", n);
         ForwardCache &c = cache->c;
+        need_float_inputs(c);
         check_batch_n(n, c.max_batch);
         check_indices(indices, n, sample_count);
         forward_gather_inputs(c, data, indices, n, "snn_set_inputs_gather");
@@ -299,6 +308,7 @@ SNN_API snn_status snn_set_inputs_device(snn_forward_cache *cache, const float *
         need(cache, "cache");
         need_buffer(device_inputs, "device_inputs", count);
         ForwardCache &c = cache->c;
+        need_float_inputs(c);
         if (c.backend->device() == SNN_DEVICE_CPU)
             fail(SNN_ERR_DEVICE_MISMATCH, "the cache is on the CPU; use snn_set_inputs for host memory");
         check_buffer(device_inputs, "device_inputs", count, batch_count(c.batch, input_features(c)));
@@ -384,13 +394,29 @@ SNN_API snn_status snn_set_inputs_from_dataset(snn_forward_cache *cache, const s
         if (dataset->backend != c.backend)
             fail(SNN_ERR_DEVICE_MISMATCH, "the data set is on %s but the cache on %s",
                  device_name(dataset->backend->device()).c_str(), device_name(c.backend->device()).c_str());
+        const Shape &in = c.net.input();
+        if (dataset->tokens != in.is_tokens)
+            fail(SNN_ERR_UNSUPPORTED, "the data set holds %s but the model's input is %s",
+                 dataset->tokens ? "token ids" : "floats", shape_text(in).c_str());
         if (dataset->features != input_features(c))
-            fail(SNN_ERR_COUNT, "the data set has %zu features per sample, the model takes %zu",
-                 dataset->features, input_features(c));
+            fail(SNN_ERR_COUNT, "the data set has %zu %s per sample, the model takes %zu", dataset->features,
+                 dataset->tokens ? "tokens" : "features", input_features(c));
+        if (dataset->tokens && dataset->max_token >= c.net.layers.front().units)
+            fail(SNN_ERR_TOKEN, "the data set holds token id %d, outside the model's vocabulary [0, %lld)",
+                 dataset->max_token, (long long)c.net.layers.front().units);
+        if (dataset->has_lengths)
+            for (size_t i = 1; i < c.net.layers.size(); ++i)
+                if (c.net.layers[i].out.is_seq && c.net.layers[i].out.h != in.h)
+                    fail(SNN_ERR_UNSUPPORTED,
+                         "the data set has lengths but layer %zu's output has %lld steps, the input %lld: lengths "
+                         "need every sequence layer to keep the input's steps",
+                         i, (long long)c.net.layers[i].out.h, (long long)in.h);
         check_batch_n(n, c.max_batch);
         check_indices(indices, n, dataset->count);
         forward_gather_inputs_device(c, dataset->stream.get(), dataset->samples.f(), indices, n,
                                      "snn_set_inputs_from_dataset");
+        if (dataset->has_lengths)
+            forward_gather_lengths_device(c, dataset->stream.get(), dataset->lengths.i32(), indices, n);
     });
 }
 

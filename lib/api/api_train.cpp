@@ -9,16 +9,30 @@ using namespace snn;
 
 namespace {
 
-void check_labels(const int32_t *labels, const int64_t *indices, size_t n, int64_t classes) {
+// Labels of n samples, `per` per sample (rows of `labels`, by index when
+// indices is non-null): each in [0, classes), or -1 (a step to ignore) for
+// a sequence output.
+void check_labels(const int32_t *labels, const int64_t *indices, size_t n, size_t per, int64_t classes,
+                  bool sequence) {
     for (size_t i = 0; i < n; ++i) {
-        int32_t label = indices ? labels[indices[i]] : labels[i];
-        if (label < 0 || label >= classes)
-            fail(SNN_ERR_LABEL, "label %d of sample %zu is outside [0, %lld) (the model's outputs)",
-                 label, i, (long long)classes);
+        const int32_t *row = labels + (indices ? size_t(indices[i]) : i) * per;
+        for (size_t t = 0; t < per; ++t) {
+            const int32_t label = row[t];
+            if (label >= 0 && label < classes) continue;
+            if (sequence && label == -1) continue;
+            if (sequence)
+                fail(SNN_ERR_LABEL,
+                     "label %d of sample %zu, step %zu is outside [0, %lld) (the model's outputs per step) and "
+                     "is not -1 (ignore the step)",
+                     label, i, t, (long long)classes);
+            fail(SNN_ERR_LABEL, "label %d of sample %zu is outside [0, %lld) (the model's outputs)", label, i,
+                 (long long)classes);
+        }
     }
 }
 
-int64_t classes_of(const BackwardCache &b) { return b.net.output().size(); }
+int64_t classes_of(const BackwardCache &b) { return b.net.output().row_size(); }
+bool sequence_output(const BackwardCache &b) { return b.net.output().is_seq; }
 
 // Checks shared by both backprop entries.
 void check_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd, const snn_model *model) {
@@ -59,7 +73,7 @@ SNN_API snn_status snn_set_targets(snn_backward_cache *cache, const float *targe
     return guarded(__func__, [&] {
         need(cache, "cache");
         BackwardCache &b = cache->c;
-        check_batch_buffer(targets, "targets", count, size_t(classes_of(b)), b.max_batch);
+        check_batch_buffer(targets, "targets", count, size_t(b.net.output().size()), b.max_batch);
         check_finite_host(targets, count, "targets");
         backward_set_targets(b, targets, count);
     });
@@ -70,9 +84,13 @@ SNN_API snn_status snn_set_labels(snn_backward_cache *cache, const int32_t *labe
         need(cache, "cache");
         need_buffer(labels, "labels", n);
         BackwardCache &b = cache->c;
-        check_batch_n(n, b.max_batch);
-        check_labels(labels, nullptr, n, classes_of(b));
-        backward_set_labels(b, labels, n);
+        const size_t per = labels_per_sample(b.net);
+        if (n % per)
+            fail(SNN_ERR_COUNT, "expected batch x %zu labels (one per step of the output sequence), got %zu", per,
+                 n);
+        check_batch_n(n / per, b.max_batch);
+        check_labels(labels, nullptr, n / per, per, classes_of(b), sequence_output(b));
+        backward_set_labels(b, labels, n / per);
     });
 }
 
@@ -83,9 +101,12 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
         need_buffer(labels, "labels", sample_count);
         need_buffer(indices, "indices", n);
         BackwardCache &b = cache->c;
+        const size_t per = labels_per_sample(b.net);
+        if (sample_count > SIZE_MAX / per)
+            fail(SNN_ERR_INVALID_ARGUMENT, "sample_count %zu x %zu labels per sample is too large", sample_count, per);
         check_batch_n(n, b.max_batch);
         check_indices(indices, n, sample_count);
-        check_labels(labels, indices, n, classes_of(b));
+        check_labels(labels, indices, n, per, classes_of(b), sequence_output(b));
         backward_gather_labels(b, labels, indices, n);
     });
 }
@@ -101,9 +122,13 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const 
             fail(SNN_ERR_DEVICE_MISMATCH, "the data set is on %s but the cache on %s",
                  device_name(dataset->backend->device()).c_str(), device_name(b.backend->device()).c_str());
         if (dataset->host_labels.empty()) fail(SNN_ERR_STATE, "the data set was created without labels");
+        const size_t per = labels_per_sample(b.net);
+        if (dataset->labels_per_sample != per)
+            fail(SNN_ERR_COUNT, "the data set has %zu labels per sample, the model's output takes %zu",
+                 dataset->labels_per_sample, per);
         check_batch_n(n, b.max_batch);
         check_indices(indices, n, dataset->count);
-        check_labels(dataset->host_labels.data(), indices, n, classes_of(b));
+        check_labels(dataset->host_labels.data(), indices, n, per, classes_of(b), sequence_output(b));
         backward_gather_labels_device(b, dataset->stream.get(), dataset->labels.i32(), indices, n);
     });
 }
@@ -111,6 +136,8 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache, const 
 SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled) {
     return guarded(__func__, [&] {
         need(cache, "cache");
+        if (enabled && cache->c.net.input().is_tokens)
+            fail(SNN_ERR_UNSUPPORTED, "the model's inputs are token ids, which have no gradient");
         backward_set_input_gradient(cache->c, enabled != 0);
     });
 }

@@ -7,35 +7,38 @@
 namespace snn {
 namespace {
 
-// z = x W^T (+ b) ; y = act(z), bias and activation fused into one pass. For
+// z = x W^T (+ b) ; y = act(z), bias and activation fused into one pass, over
+// n rows (the samples, or every step of a batch of sequences). For
 // gelu and silu z is kept in aux (their derivatives need it).
 void forward(const OpArgs &a) {
     const DenseDims d = dense_dims(*a.l);
+    const int64_t n = rows_of(*a.l, a.n);
     const float *w = a.params + a.l->weight_offset, *b = a.params + a.l->bias_offset;
     float *z = act_uses_input(d.act) ? a.aux : a.y;
-    gemm_nt(a.n, d.out, d.in, a.x[0], d.in, w, d.in, z, d.out, false, scratch_of(a.s));
+    gemm_nt(n, d.out, d.in, a.x[0], d.in, w, d.in, z, d.out, false, scratch_of(a.s));
     if (d.bias)
-        for (int64_t i = 0; i < a.n; ++i) add_bias_row(z + i * d.out, b, d.out);
+        for (int64_t i = 0; i < n; ++i) add_bias_row(z + i * d.out, b, d.out);
     if (z != a.y)
-        activate_span(d.act, z, 0.0f, a.y, a.n * d.out);
+        activate_span(d.act, z, 0.0f, a.y, n * d.out);
     else
-        activate_inplace(d.act, a.y, a.n * d.out);
+        activate_inplace(d.act, a.y, n * d.out);
 }
 
 // dz = dy * act'(y or z) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W
 void backward(const OpArgs &a) {
     const DenseDims d = dense_dims(*a.l);
+    const int64_t n = rows_of(*a.l, a.n);
     const float *w = a.params + a.l->weight_offset;
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     float *dy = a.dy;
-    derivative_span(d.act, dy, act_uses_input(d.act) ? a.aux : a.y, dy, a.n * d.out);
-    gemm_tn(d.out, d.in, a.n, dy, d.out, a.x[0], d.in, dw, d.in, false);
+    derivative_span(d.act, dy, act_uses_input(d.act) ? a.aux : a.y, dy, n * d.out);
+    gemm_tn(d.out, d.in, n, dy, d.out, a.x[0], d.in, dw, d.in, false);
     if (d.bias) {
         for (int64_t o = 0; o < d.out; ++o) db[o] = 0.0f;
-        for (int64_t i = 0; i < a.n; ++i)
+        for (int64_t i = 0; i < n; ++i)
             for (int64_t o = 0; o < d.out; ++o) db[o] += dy[i * d.out + o];
     }
-    if (a.dx[0]) gemm_nn(a.n, d.in, d.out, dy, d.out, w, d.in, a.dx[0], d.in, false);
+    if (a.dx[0]) gemm_nn(n, d.in, d.out, dy, d.out, w, d.in, a.dx[0], d.in, false);
 }
 
 }  // namespace

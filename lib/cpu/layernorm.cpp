@@ -1,11 +1,12 @@
-// Layer normalisation on the CPU (ops/layernorm.cpp): each sample's F values
-// are normalised by their own mean and biased variance. aux holds, per
-// sample, [mean, 1/sqrt(var + eps)]. The statistics and the backward sums are
+// Layer normalisation on the CPU (ops/layernorm.cpp): each row's F values (a
+// sample, or a step of a sequence) are normalised by their own mean and
+// biased variance. aux holds, per row, [mean, 1/sqrt(var + eps)]. The statistics and the backward sums are
 // accumulated in double, in a fixed order: the result does not depend on the
 // thread count.
 #include <math.h>
 
 #include "engine/math.h"
+#include "ops/dims.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -14,10 +15,10 @@ namespace {
 // mean, var over the sample ; aux = [mean, invstd] ; y = (x - mean) invstd weight + bias
 void forward(const OpArgs &a) {
     const Layer &l = *a.l;
-    const int64_t f_count = l.in.size();
+    const int64_t f_count = l.in.row_size(), rows = rows_of(l, a.n);
     const float *weight = a.params + l.weight_offset, *bias = a.params + l.bias_offset;
     float *stats = a.aux + l.aux_fixed;
-    for (int64_t s = 0; s < a.n; ++s) {
+    for (int64_t s = 0; s < rows; ++s) {
         const float *x = a.x[0] + s * f_count;
         float *y = a.y + s * f_count;
         double sum = 0.0;
@@ -37,13 +38,13 @@ void forward(const OpArgs &a) {
 // dx = invstd (g - sum(g) / F - xhat sum(g xhat) / F), g = dy weight, per sample
 void backward(const OpArgs &a) {
     const Layer &l = *a.l;
-    const int64_t f_count = l.in.size();
+    const int64_t f_count = l.in.row_size(), rows = rows_of(l, a.n);
     const float *weight = a.params + l.weight_offset;
     float *dweight = a.grads + l.weight_offset, *dbias = a.grads + l.bias_offset;
     const float *stats = a.aux + l.aux_fixed;
     for (int64_t f = 0; f < f_count; ++f) {
         double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        for (int64_t s = 0; s < a.n; ++s) {
+        for (int64_t s = 0; s < rows; ++s) {
             const int64_t k = s * f_count + f;
             const float dy = a.dy[k];
             const float xhat = norm_xhat(a.x[0][k], stats[2 * s], stats[2 * s + 1]);
@@ -54,7 +55,7 @@ void backward(const OpArgs &a) {
         dbias[f] = float(sum_dy);
     }
     if (!a.dx[0]) return;
-    for (int64_t s = 0; s < a.n; ++s) {
+    for (int64_t s = 0; s < rows; ++s) {
         const float *x = a.x[0] + s * f_count, *dy = a.dy + s * f_count;
         float *dx = a.dx[0] + s * f_count;
         const float mean = stats[2 * s], invstd = stats[2 * s + 1];

@@ -23,19 +23,31 @@ void elementwise_loss(const LossArgs &a) {
 // (y - t)^2 ; dy = 2 (y - t) / (n k)
 void loss_mse(const LossArgs &a) { elementwise_loss<mse_loss>(a); }
 
-// L = mean over rows of -log softmax(y)[label] ; dy = (softmax(y) - onehot) / n
+// L = mean over the m rows that count of -log softmax(y)[label] ;
+// dy = (softmax(y) - onehot) / m, 0 on the other rows. Every row counts but
+// a sequence's ignored and padded steps (label_row_counts).
 void loss_logit_crossentropy(const LossArgs &a) {
     const int64_t n = a.n, k = a.k;
-    const float inv = 1.0f / float(n);
+    int64_t m = n;
+    if (a.sequence) {
+        m = 0;
+        for (int64_t i = 0; i < n; ++i) m += label_row_counts(a.labels, a.lengths, a.steps, i);
+    }
+    const float inv = m ? 1.0f / float(m) : 0.0f;
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         const float *row = a.y + i * k;
+        float *dy = a.dy + i * k;
+        if (a.sequence && !label_row_counts(a.labels, a.lengths, a.steps, i)) {
+            for (int64_t j = 0; j < k; ++j) dy[j] = 0.0f;
+            continue;
+        }
         const int32_t label = a.labels[i];
         const XentRow r = xent_row(row, k);
         sum += double(xent_row_loss(r, row[label]));
-        for (int64_t j = 0; j < k; ++j) a.dy[i * k + j] = xent_grad(r, row[j], j, label, inv);
+        for (int64_t j = 0; j < k; ++j) dy[j] = xent_grad(r, row[j], j, label, inv);
     }
-    *a.loss = float(sum / double(n));
+    *a.loss = m ? float(sum / double(m)) : 0.0f;
 }
 
 // huber(y - t; delta) ; dy = clamp(y - t, -delta, delta) / (n k)

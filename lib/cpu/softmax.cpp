@@ -15,6 +15,7 @@ struct Axis {
 
 Axis axis_of(const OpArgs &a) {
     const Shape &s = a.l->out;
+    if (s.is_seq) return {a.n * s.steps(), s.c, 1};  // each step's features
     const int64_t c = s.is_image ? s.c : s.size();
     const int64_t p = s.is_image ? s.h * s.w : 1;
     return {a.n * p, c, p};

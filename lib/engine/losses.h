@@ -68,12 +68,15 @@ struct LossArgs {
     // Rows and values per row: batch and outputs, or for a sequence output
     // [batch][T][F] n = batch * T rows of k = F values.
     int64_t n = 0, k = 0;
-    // Sequence outputs: T, and the valid steps per sample ([batch], device
-    // memory, or null for full length). A label loss ignores the rows of
-    // padded steps (t >= lengths[sample]) and the rows labelled -1, and
-    // averages over the others (0 when none is left).
+    // Sequence outputs (sequence true): T steps per sample, and the valid
+    // steps per sample ([batch], device memory, or null for full length). A
+    // label loss ignores the rows of padded steps (t >= lengths[sample])
+    // and the rows labelled -1, and averages over the others (0 when none
+    // is left; math.h label_row_counts).
+    bool sequence = false;
     int64_t steps = 1;
     const int32_t *lengths = nullptr;
+    float *scale = nullptr;  // one device float of scratch (the averaging factor)
     const float *y = nullptr;         // outputs [n][k]
     const float *targets = nullptr;   // [n][k] (LossInput::targets)
     const int32_t *labels = nullptr;  // [n], validated on upload (LossInput::labels; -1 ignores a row of a sequence)

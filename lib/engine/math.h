@@ -301,6 +301,13 @@ SNN_HD XentRow xent_row(const float *y, int64_t k) {
     return r;
 }
 
+// Whether row i of a label loss over a sequence output ([batch][T] rows)
+// counts: its label is not -1 and its step lies within the sample's length
+// (lengths null: every step does).
+SNN_HD bool label_row_counts(const int32_t *labels, const int32_t *lengths, int64_t steps, int64_t i) {
+    return labels[i] >= 0 && (lengths == nullptr || i % steps < lengths[i / steps]);
+}
+
 SNN_HD float xent_row_loss(const XentRow &r, float y_label) {
     return (r.max - y_label) + log1pf(r.rest);
 }

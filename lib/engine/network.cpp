@@ -368,6 +368,8 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
         aux += floats;
     }
     c.workspace = DeviceBuffer(be, ws);
+    if (net.input().is_seq) c.lengths = DeviceBuffer(be, size_t(max_batch) * sizeof(int32_t));
+    if (net.input().is_tokens) c.token_staging.assign(size_t(max_batch) * size_t(net.input().steps()), 0.0f);
 }
 
 void forward_cache_follow(ForwardCache &c, const Model &m) {
@@ -387,6 +389,10 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
             copy_across(*c.backend, c.stream.get(), c.auxes[i], *to.backend, to.stream.get(), to.auxes[i],
                         (l.aux_fixed + size_t(n) * l.aux_per_sample) * sizeof(float));
     }
+    if (c.has_lengths)
+        copy_across(*c.backend, c.stream.get(), c.lengths.get(), *to.backend, to.stream.get(), to.lengths.get(),
+                    size_t(c.input_batch) * sizeof(int32_t));
+    to.has_lengths = c.has_lengths;
     to.batch = c.batch;
     to.input_batch = c.input_batch;
     to.forward_batch = c.forward_batch;
@@ -436,6 +442,7 @@ void forward_pass(ForwardCache &c, Model &m) {
     else
         be.wait_mark(s, m.stream.get());
     OpArgs a = pass_args(be, s, m, m.state_ptr(), n, c.training, c.workspace.get());
+    a.lengths = c.has_lengths ? c.lengths.i32() : nullptr;
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
         if (l.alias) continue;
@@ -475,14 +482,14 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.max_batch = max_batch;
     for (size_t i = 0; i < kLossCount; ++i) b.loss_params[i] = loss_desc(LossKind(i)).param.default_value;
     const size_t out = size_t(net.output().size());
-    const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float),
-                                    size_t(max_batch) * sizeof(int32_t));
+    const size_t labels = size_t(max_batch) * labels_per_sample(net);
+    const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float), labels * sizeof(int32_t));
     b.stream = OwnedStream(be, staging, allow_tf32_enabled());
     const size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
     b.grads = DeviceBuffer(be, net.param_count * sizeof(float));
     b.targets = DeviceBuffer(be, batch_floats(max_batch, out) * sizeof(float));
-    b.labels = DeviceBuffer(be, size_t(max_batch) * sizeof(int32_t));
-    b.loss = DeviceBuffer(be, sizeof(float));
+    b.labels = DeviceBuffer(be, labels * sizeof(int32_t));
+    b.loss = DeviceBuffer(be, 2 * sizeof(float));  // the loss, and LossArgs::scale
     b.input_grad = DeviceBuffer(be, batch_floats(max_batch, size_t(net.input().size())) * sizeof(float));
     b.arena_plan = plan_backward(net, max_batch);
     b.arena = DeviceBuffer(be, b.arena_plan.floats * sizeof(float));
@@ -513,7 +520,7 @@ void backward_cache_follow(BackwardCache &b, const Model &m) {
     };
     const size_t outputs = size_t(b.net.output().size()), inputs = size_t(b.net.input().size());
     carry(b.targets, to.targets, b.targets_batch, outputs, sizeof(float));
-    carry(b.labels, to.labels, b.labels_batch, 1, sizeof(int32_t));
+    carry(b.labels, to.labels, b.labels_batch, labels_per_sample(b.net), sizeof(int32_t));
     carry(b.grads, to.grads, b.grads_batch < 0 ? -1 : 1, b.net.param_count, sizeof(float));
     carry(b.input_grad, to.input_grad, b.input_grad_batch, inputs, sizeof(float));
     to.targets_batch = b.targets_batch;
@@ -550,6 +557,7 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     std::fill(b.written.begin(), b.written.end(), 0);
     b.written[owner[L - 1]] = 1;
     OpArgs a = pass_args(be, s, m, nullptr, n, f.forward_training, b.workspace.get());
+    a.lengths = f.has_lengths ? f.lengths.i32() : nullptr;
     a.grads = b.grads.f();
     for (size_t i = L - 1; i >= 1; --i) {
         const Layer &l = layers[i];
@@ -616,11 +624,21 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     const int64_t n = f.forward_batch;
     be.wait(s, f.stream.get());
     be.wait_mark(s, m.stream.get());
+    const Shape &out = m.net.output();
+    if (d.input == LossInput::targets && out.is_seq && f.has_lengths)
+        fail(SNN_ERR_UNSUPPORTED,
+             "%s averages over every output value, padded steps included; with lengths set, use a label loss "
+             "(which ignores padded steps) or snn_backprop_with_output_gradient with zeros at padded steps",
+             d.name);
     LossArgs a;
     a.be = &be;
     a.s = s;
-    a.n = n;
-    a.k = m.net.output().size();
+    a.n = n * out.steps();
+    a.k = out.row_size();
+    a.sequence = out.is_seq;
+    a.steps = out.steps();
+    a.lengths = f.has_lengths ? f.lengths.i32() : nullptr;
+    a.scale = b.loss.f() + 1;
     a.y = f.acts.back();
     a.targets = b.targets.f();
     a.labels = b.labels.i32();

@@ -189,6 +189,14 @@ struct ForwardCache {
     std::vector<float *> auxes;  // auxes[i] the values node i keeps, or null
     LayerPlans plans;
     DeviceBuffer workspace;
+    // Sequence models: the valid steps per sample of the inputs set
+    // ([max_batch] int32 on the device), used while has_lengths; setting
+    // inputs clears it (every sample full length).
+    DeviceBuffer lengths;
+    bool has_lengths = false;
+    // Token models: the floats snn_set_tokens converts ids into (host,
+    // max_batch x T), so setting tokens allocates nothing.
+    std::vector<float> token_staging;
 };
 
 void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
@@ -233,6 +241,8 @@ void backward_cache_follow(BackwardCache &c, const Model &m);
 // Throws SNN_ERR_STATE when the targets or labels the loss reads are not set
 // for a batch of n.
 void check_loss_inputs(const BackwardCache &b, const LossDesc &d, int64_t n);
+// Labels per sample: 1, or T for a sequence output (one per step).
+inline size_t labels_per_sample(const Network &net) { return size_t(net.output().steps()); }
 // Loss and gradients; *loss_host written when non-null. Throws
 // SNN_ERR_INVALID_ARGUMENT for an unknown loss id and as check_loss_inputs.
 void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t loss, float *loss_host);

@@ -1,6 +1,7 @@
 // Transfers between a caller's buffers and models or caches (see transfers.h).
 #include "engine/transfers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -27,19 +28,35 @@ std::string state_problem(const Network &net, const float *state, const char *wh
 // ---- data sets -------------------------------------------------------------------
 
 void dataset_init(Dataset &d, Backend &be, const float *samples, size_t count, size_t features,
-                  const int32_t *labels) {
+                  const int32_t *labels, size_t labels_per_sample) {
     d.backend = &be;
     d.count = count;
     d.features = features;
+    d.labels_per_sample = labels_per_sample;
     d.stream = OwnedStream(be, 0, false);
     d.samples = DeviceBuffer(be, count * features * sizeof(float));
     be.upload(d.stream.get(), d.samples.get(), samples, count * features * sizeof(float));
     if (labels) {
-        d.host_labels.assign(labels, labels + count);
-        d.labels = DeviceBuffer(be, count * sizeof(int32_t));
-        be.upload(d.stream.get(), d.labels.get(), labels, count * sizeof(int32_t));
+        const size_t k = count * labels_per_sample;
+        d.host_labels.assign(labels, labels + k);
+        d.labels = DeviceBuffer(be, k * sizeof(int32_t));
+        be.upload(d.stream.get(), d.labels.get(), labels, k * sizeof(int32_t));
     }
     be.synchronize(d.stream.get());
+}
+
+void dataset_init_tokens(Dataset &d, Backend &be, const int32_t *tokens, size_t count, size_t steps,
+                         const int32_t *lengths, const int32_t *labels, size_t labels_per_sample) {
+    std::vector<float> ids(tokens, tokens + count * steps);
+    dataset_init(d, be, ids.data(), count, steps, labels, labels_per_sample);
+    d.tokens = true;
+    d.max_token = *std::max_element(tokens, tokens + count * steps);
+    if (lengths) {
+        d.lengths = DeviceBuffer(be, count * sizeof(int32_t));
+        be.upload(d.stream.get(), d.lengths.get(), lengths, count * sizeof(int32_t));
+        be.synchronize(d.stream.get());
+        d.has_lengths = true;
+    }
 }
 
 // ---- models ----------------------------------------------------------------------
@@ -95,6 +112,7 @@ namespace {
 void inputs_written(ForwardCache &c, int64_t n, const char *by) {
     c.batch = n;
     c.input_batch = n;
+    c.has_lengths = false;
     c.pass.inputs_replaced_by = by;
 }
 }  // namespace
@@ -122,6 +140,47 @@ void forward_gather_inputs_device(ForwardCache &c, Stream *samples_stream, const
     inputs_written(c, int64_t(n), by);
 }
 
+void forward_set_tokens(ForwardCache &c, const int32_t *host, const char *by) {
+    const size_t count = size_t(c.batch) * input_features(c);
+    float *staging = c.token_staging.data();
+    for (size_t i = 0; i < count; ++i) staging[i] = float(host[i]);
+    c.backend->upload(c.stream.get(), c.acts[0], staging, count * sizeof(float));
+    inputs_written(c, c.batch, by);
+}
+
+void forward_gather_tokens(ForwardCache &c, const int32_t *host, const int64_t *indices, size_t n, const char *by) {
+    const size_t steps = input_features(c);
+    float *staging = c.token_staging.data();
+    for (size_t i = 0; i < n; ++i)
+        for (size_t t = 0; t < steps; ++t) staging[i * steps + t] = float(host[size_t(indices[i]) * steps + t]);
+    c.backend->upload(c.stream.get(), c.acts[0], staging, n * steps * sizeof(float));
+    inputs_written(c, int64_t(n), by);
+}
+
+namespace {
+void lengths_written(ForwardCache &c, const char *by) {
+    c.has_lengths = true;
+    c.pass.inputs_replaced_by = by;
+}
+}  // namespace
+
+void forward_set_lengths(ForwardCache &c, const int32_t *host) {
+    c.backend->upload(c.stream.get(), c.lengths.get(), host, size_t(c.input_batch) * sizeof(int32_t));
+    lengths_written(c, "snn_set_lengths");
+}
+
+void forward_gather_lengths(ForwardCache &c, const int32_t *host, const int64_t *indices, size_t n) {
+    c.backend->gather_upload(c.stream.get(), c.lengths.get(), host, indices, n, sizeof(int32_t));
+    lengths_written(c, "snn_set_lengths_gather");
+}
+
+void forward_gather_lengths_device(ForwardCache &c, Stream *lengths_stream, const int32_t *lengths,
+                                   const int64_t *indices, size_t n) {
+    c.backend->wait(c.stream.get(), lengths_stream);
+    c.backend->gather_device(c.stream.get(), c.lengths.get(), lengths, indices, n, sizeof(int32_t));
+    lengths_written(c, "snn_set_inputs_from_dataset");
+}
+
 size_t forward_output_count(const ForwardCache &c) {
     if (c.forward_batch < 0) fail(SNN_ERR_STATE, "no forward pass yet");
     return size_t(c.forward_batch) * output_features(c);
@@ -139,19 +198,22 @@ void backward_set_targets(BackwardCache &b, const float *host, size_t count) {
 }
 
 void backward_set_labels(BackwardCache &b, const int32_t *host, size_t n) {
-    b.backend->upload(b.stream.get(), b.labels.get(), host, n * sizeof(int32_t));
+    const size_t per = labels_per_sample(b.net);
+    b.backend->upload(b.stream.get(), b.labels.get(), host, n * per * sizeof(int32_t));
     b.labels_batch = int64_t(n);
 }
 
 void backward_gather_labels(BackwardCache &b, const int32_t *host, const int64_t *indices, size_t n) {
-    b.backend->gather_upload(b.stream.get(), b.labels.get(), host, indices, n, sizeof(int32_t));
+    const size_t per = labels_per_sample(b.net);
+    b.backend->gather_upload(b.stream.get(), b.labels.get(), host, indices, n, per * sizeof(int32_t));
     b.labels_batch = int64_t(n);
 }
 
 void backward_gather_labels_device(BackwardCache &b, Stream *labels_stream, const int32_t *labels,
                                    const int64_t *indices, size_t n) {
+    const size_t per = labels_per_sample(b.net);
     b.backend->wait(b.stream.get(), labels_stream);
-    b.backend->gather_device(b.stream.get(), b.labels.get(), labels, indices, n, sizeof(int32_t));
+    b.backend->gather_device(b.stream.get(), b.labels.get(), labels, indices, n, per * sizeof(int32_t));
     b.labels_batch = int64_t(n);
 }
 

@@ -28,14 +28,26 @@ std::string state_problem(const Network &net, const float *state, const char *wh
 struct Dataset {
     Backend *backend = nullptr;
     OwnedStream stream;
-    DeviceBuffer samples, labels;
+    DeviceBuffer samples, labels, lengths;
     std::vector<int32_t> host_labels;  // for validating gathered labels on the host
     size_t count = 0, features = 0;
+    size_t labels_per_sample = 1;
+    // Token data sets: ids stored as floats (features = T per sample), the
+    // largest id (checked against a model's vocabulary), and optionally
+    // per-sample lengths (has_lengths).
+    bool tokens = false;
+    int32_t max_token = 0;
+    bool has_lengths = false;
 };
-// Uploads count x features samples and, when labels is non-null, count
-// labels (already checked) to `be`, and waits for the upload.
+// Uploads count x features samples and, when labels is non-null, count x
+// labels_per_sample labels (already checked) to `be`, and waits for the
+// upload.
 void dataset_init(Dataset &d, Backend &be, const float *samples, size_t count, size_t features,
-                  const int32_t *labels);
+                  const int32_t *labels, size_t labels_per_sample = 1);
+// The same for token ids (count x steps, already checked >= 0) and
+// optionally lengths (count values in [1, steps], checked).
+void dataset_init_tokens(Dataset &d, Backend &be, const int32_t *tokens, size_t count, size_t steps,
+                         const int32_t *lengths, const int32_t *labels, size_t labels_per_sample);
 
 // ---- models ----------------------------------------------------------------------
 // Host copies of all parameters or all state (param_count / state_count
@@ -66,6 +78,18 @@ void forward_set_inputs_device(ForwardCache &c, const float *device, const char 
 void forward_gather_inputs(ForwardCache &c, const float *host, const int64_t *indices, size_t n, const char *by);
 void forward_gather_inputs_device(ForwardCache &c, Stream *samples_stream, const float *samples,
                                   const int64_t *indices, size_t n, const char *by);
+// Token ids (the model's input is 'input tokens', ids already checked
+// against its vocabulary): batch x T ids of the current batch, or rows
+// indices[0..n) of a host array (the batch becomes n), converted to floats.
+void forward_set_tokens(ForwardCache &c, const int32_t *host, const char *by);
+void forward_gather_tokens(ForwardCache &c, const int32_t *host, const int64_t *indices, size_t n, const char *by);
+// Lengths of the samples of the inputs set (input_batch values in [1, T],
+// checked), from host memory, rows of a host array or of a data set's
+// device lengths; they count as a change of the inputs for backprop.
+void forward_set_lengths(ForwardCache &c, const int32_t *host);
+void forward_gather_lengths(ForwardCache &c, const int32_t *host, const int64_t *indices, size_t n);
+void forward_gather_lengths_device(ForwardCache &c, Stream *lengths_stream, const int32_t *lengths,
+                                   const int64_t *indices, size_t n);
 // forward_batch x outputs floats of the last pass (SNN_ERR_STATE when none).
 size_t forward_output_count(const ForwardCache &c);
 void forward_get_outputs(const ForwardCache &c, float *dst);
@@ -73,7 +97,8 @@ void forward_get_outputs(const ForwardCache &c, float *dst);
 // ---- backward caches -------------------------------------------------------------
 // Targets: whole samples of `outputs` floats, count already checked.
 void backward_set_targets(BackwardCache &b, const float *host, size_t count);
-// Labels of n samples (n in [1, max_batch], labels and indices checked):
+// Labels of n samples (n in [1, max_batch], labels and indices checked;
+// labels_per_sample(net) labels per sample, one per step of a sequence output):
 // from host memory, rows of a host array, or rows of a data set's device
 // labels (labels_stream orders after their upload).
 void backward_set_labels(BackwardCache &b, const int32_t *host, size_t n);

@@ -21,6 +21,6 @@ std::string describe(const Layer &, const std::vector<Layer> &) { return "softma
 
 }  // namespace
 
-const OpDesc op_softmax{"softmax", {"softmax"}, parse, infer, describe, nullptr, nullptr, nullptr};
+const OpDesc op_softmax{"softmax", {"softmax"}, parse, infer, describe, nullptr, nullptr, nullptr, true};
 
 }  // namespace snn

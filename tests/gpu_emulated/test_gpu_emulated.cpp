@@ -66,6 +66,7 @@ const std::map<std::string, std::string> kKernelCases = {
     {"elementwise_loss_kernel", "Losses.Mse"},
     {"finish_sum_kernel", "Losses.Mse"},
     {"xent_kernel", "Losses.CrossEntropy"},
+    {"count_rows_kernel", "Losses.SequenceCrossEntropy"},
     {"update_kernel", "Optimisers.Step"},
     {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
     {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
@@ -710,6 +711,59 @@ TEST(Losses, CrossEntropy) {
         expect_loss_matches_cpu("xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k), [&](Side side) {
             return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
         });
+    }
+    launched.check();
+}
+
+// Cross-entropy over a sequence output: batch x T rows, labels -1 and steps
+// past a sample's length left out of the mean (their dy 0); lengths null
+// (full length) too.
+TEST(Losses, SequenceCrossEntropy) {
+    Launched launched({"count_rows_kernel", "xent_kernel", "finish_sum_kernel"});
+    const struct {
+        int64_t batch, steps, k;
+        bool lengths;
+    } shapes[] = {{1, 1, 3, true}, {3, 5, 7, true}, {33, 17, 5, true}, {4, 9, 11, false}, {257, 40, 3, true}};
+    for (const auto &sh : shapes) {
+        const int64_t n = sh.batch * sh.steps;
+        const size_t count = static_cast<size_t>(n * sh.k);
+        const Floats y = uniform(count, count, -30.0f, 30.0f);
+        std::mt19937_64 random(count + 7);
+        std::vector<int32_t> labels(n), lengths(sh.batch);
+        for (int32_t &l : labels) l = random() % 5 == 0 ? -1 : static_cast<int32_t>(random() % sh.k);
+        for (int32_t &l : lengths) l = 1 + static_cast<int32_t>(random() % sh.steps);
+        lengths[0] = static_cast<int32_t>(sh.steps);
+        const auto run = [&](Side side) {
+            Buffer<float> yb(side, y), dy(side, nans(count)), loss(side, nans(2));
+            Buffer<int32_t> lb(side, labels), len(side, lengths);
+            LossArgs a;
+            a.be = side.be;
+            a.s = side.s;
+            a.n = n;
+            a.k = sh.k;
+            a.y = yb.get();
+            a.labels = lb.get();
+            a.dy = dy.get();
+            a.loss = loss.get();
+            a.sequence = true;
+            a.steps = sh.steps;
+            a.lengths = sh.lengths ? len.get() : nullptr;
+            a.scale = loss.get() + 1;
+            side.be->loss_kernel(LossKind::logit_crossentropy)(a);
+            Floats out = dy.read();
+            out.push_back(loss.read()[0]);
+            return out;
+        };
+        const std::string what = "sequence xent " + std::to_string(sh.batch) + "x" + std::to_string(sh.steps) +
+                                 "x" + std::to_string(sh.k);
+        expect_loss_matches_cpu(what, run);
+        // Rows left out have no gradient.
+        const Floats cpu = run(cpu_side());
+        for (int64_t i = 0; i < n; ++i) {
+            const bool counts = labels[i] >= 0 && (!sh.lengths || i % sh.steps < lengths[i / sh.steps]);
+            if (!counts)
+                for (int64_t j = 0; j < sh.k; ++j) EXPECT_EQ(cpu[i * sh.k + j], 0.0f) << what << " row " << i;
+        }
     }
     launched.check();
 }

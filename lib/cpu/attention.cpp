@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/multiversion.h"
+#include "cpu/reduce.h"
 #include "cpu/thread_pool.h"
 #include "engine/math.h"
 #include "ops/op.h"
@@ -44,19 +45,15 @@ View view_of(const OpArgs &a, const Dims &d) {
 }
 
 // Row t of a sample's scores s [T] in place: p_j = softmax_j(scale * s) over
-// the keys it sees, 0 for the others.
+// the keys it sees, 0 for the others. Sums in 8 interleaved partial sums
+// (cpu/reduce.h), so the loops vectorise.
 SNN_MULTIVERSION
 void masked_softmax_row(float *s, int64_t keys, int64_t steps, float scale) {
-    float most = scale * s[0];
-    for (int64_t j = 0; j < keys; ++j) {
-        s[j] = scale * s[j];
-        most = s[j] > most ? s[j] : most;
-    }
-    float total = 0.0f;
-    for (int64_t j = 0; j < keys; ++j) {
-        s[j] = softmax_exp(s[j], most);
-        total += s[j];
-    }
+    for (int64_t j = 0; j < keys; ++j) s[j] = scale * s[j];
+    float most = s[0];
+    for (int64_t j = 1; j < keys; ++j) most = s[j] > most ? s[j] : most;
+    for (int64_t j = 0; j < keys; ++j) s[j] = softmax_exp(s[j], most);
+    const float total = lane_sum<float, 8>(keys, [s](int64_t j) { return s[j]; });
     for (int64_t j = 0; j < keys; ++j) s[j] = softmax_y(s[j], total);
     for (int64_t j = keys; j < steps; ++j) s[j] = 0.0f;
 }
@@ -68,10 +65,9 @@ void masked_softmax_row_grad(const float *p, float *dp, int64_t keys, int64_t st
     int64_t m = 0;
     for (int64_t j = 1; j < keys; ++j) m = p[j] > p[m] ? j : m;
     const float pivot = dp[m];
-    double rest = 0.0;
-    for (int64_t j = 0; j < keys; ++j) rest += double(p[j]) * double(dp[j] - pivot);
-    const float r = float(rest);
-    for (int64_t j = 0; j < keys; ++j) dp[j] = scale * attention_dz(p[j], dp[j], pivot, r);
+    const float rest = float(
+        lane_sum<double, 4>(keys, [p, dp, pivot](int64_t j) { return double(p[j]) * double(dp[j] - pivot); }));
+    for (int64_t j = 0; j < keys; ++j) dp[j] = scale * attention_dz(p[j], dp[j], pivot, rest);
     for (int64_t j = keys; j < steps; ++j) dp[j] = 0.0f;
 }
 
@@ -138,8 +134,13 @@ struct Plan {
     int32_t workers;  // [T][T] slots planned for dP
 };
 
-int32_t workers_for(const Plan &p, int64_t items) {
-    return int32_t(std::max<int64_t>(1, std::min<int64_t>({int64_t(cpu_threads()), int64_t(p.workers), items})));
+// Below this many multiply-adds over all items, one thread does the work
+// (as the CPU backend's products: cpu_backend.cpp).
+constexpr int64_t kParallelItems = 512 * 1024;
+
+int32_t workers_for(const Plan &p, const Dims &d, int64_t n) {
+    if (n * d.h * 2 * d.t * d.t * d.d < kParallelItems) return 1;
+    return int32_t(std::max<int64_t>(1, std::min<int64_t>({int64_t(cpu_threads()), int64_t(p.workers), n * d.h})));
 }
 
 // Backward workspace: dC [n][T][E], dqkv [n][T][3E], then dP per worker.
@@ -176,7 +177,7 @@ void forward(const OpArgs &a) {
     gemm_nt(rows, 3 * d.e, d.e, a.x[0], d.e, v.w_in, d.e, v.qkv, 3 * d.e, false, scratch_of(a.s));
     add_bias_rows(v.qkv, v.b_in, rows, 3 * d.e);
     Job job{&d, a.n, a.lengths, v, nullptr, nullptr, nullptr};
-    parallel_run(workers_for(*static_cast<Plan *>(a.plan), a.n * d.h), forward_worker, &job);
+    parallel_run(workers_for(*static_cast<Plan *>(a.plan), d, a.n), forward_worker, &job);
     gemm_nt(rows, d.e, d.e, v.ctx, d.e, v.w_out, d.e, a.y, d.e, false, scratch_of(a.s));
     add_bias_rows(a.y, v.b_out, rows, d.e);
 }
@@ -194,7 +195,7 @@ void backward(const OpArgs &a) {
     column_sums(db_out, a.dy, rows, d.e);
     gemm_nn(rows, d.e, d.e, a.dy, d.e, v.w_out, d.e, dctx, d.e, false);
     Job job{&d, a.n, a.lengths, v, dctx, dqkv, dp};
-    parallel_run(workers_for(*static_cast<Plan *>(a.plan), a.n * d.h), backward_worker, &job);
+    parallel_run(workers_for(*static_cast<Plan *>(a.plan), d, a.n), backward_worker, &job);
     gemm_tn(3 * d.e, d.e, rows, dqkv, 3 * d.e, a.x[0], d.e, dw_in, d.e, false);
     column_sums(db_in, dqkv, rows, 3 * d.e);
     if (a.dx[0]) gemm_nn(rows, d.e, 3 * d.e, dqkv, 3 * d.e, v.w_in, d.e, a.dx[0], d.e, false);

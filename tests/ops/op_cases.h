@@ -175,6 +175,10 @@ constexpr OpCase kCases[] = {
      {"attention_heads1_tiny"}},
     {OpKind::attention, "head_per_feature", "input seq 4x4; attention heads=4 causal", 2, 1e-2f, kMse,
      {"attention_heads_e_causal"}},
+    // Near the words example's transformer (T = 20, 4 heads; E = 32, half
+    // its features, to keep the finite differences quick).
+    {OpKind::attention, "steps20", "input seq 20x32; attention heads=4 causal", 2, 1e-2f, kMse,
+     {"attention_saturated", "attention_saturated_eval"}},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

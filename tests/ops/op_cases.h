@@ -27,6 +27,10 @@ struct OpCase {
     // File stems in tests/golden/data whose spec holds the op, closest to
     // this option set first; unused entries are null.
     const char *goldens[kMaxGoldens];
+    // Sequence models: the per-sample lengths ("3,1,4": batch values in
+    // [1, T]), or null for full length. A case with lengths whose output is a
+    // sequence uses cross-entropy (the target losses refuse padded steps).
+    const char *lengths = nullptr;
 };
 
 constexpr snn_loss kMse = SNN_LOSS_MSE, kXent = SNN_LOSS_LOGIT_CROSSENTROPY;
@@ -166,19 +170,44 @@ constexpr OpCase kCases[] = {
     {OpKind::dropout, "image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, kMse,
      {"batchnorm2d_eval_dropout"}},
 
-    // attention: several heads, one head, a head per feature, causal.
-    {OpKind::attention, "heads2", "input seq 5x8; attention heads=2", 3, 1e-2f, kMse,
-     {"attention_heads2"}},
-    {OpKind::attention, "causal", "input seq 6x4; attention heads=2 causal", 3, 1e-2f, kMse,
-     {"attention_causal_lengths"}},
-    {OpKind::attention, "heads1", "input seq 4x6; attention heads=1", 2, 1e-2f, kMse,
-     {"attention_heads1_tiny"}},
+    // Sequences [T][F]: the ops above acting on the last axis, with lengths
+    // (the cross-entropy of a sequence output leaves out padded steps).
+    {OpKind::input, "sequence", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "6,1,4"},
+    {OpKind::dense, "sequence", "input seq 4x3; dense 5 tanh; dense 2", 2, 1e-2f, kMse, {"seq_dense_tanh_mse"}},
+    {OpKind::dense, "sequence_lengths", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "2,6,1"},
+    {OpKind::layernorm, "sequence", "input seq 3x6; layernorm eps=0.001; sigmoid; dense 3", 2, 3e-3f, kXent,
+     {"seq_saturated_layernorm"}, "3,2"},
+    {OpKind::softmax, "sequence", "input seq 5x4; dense 4; softmax; dense 3", 3, 1e-2f, kXent,
+     {"seq_softmax_residual"}, "5,2,3"},
+    {OpKind::activation, "sequence", "input seq 5x4; dense 4; tanh; dense 3", 2, 1e-2f, kXent,
+     {"seq_saturated_layernorm"}, "1,5"},
+    {OpKind::add, "sequence", "input seq 5x4; dense 4 name=a; tanh; dense 4; add a; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::flatten, "sequence", "input seq 3x4; dense 2 tanh; flatten; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::dropout, "sequence", "input seq 4x3; dense 5 tanh; dropout 0.3; dense 2", 3, 1e-2f, kXent,
+     {"dropout_0_train"}, "4,1,3"},
+
+    // attention: several heads, one head, a head per feature, causal, with
+    // lengths 1 and T in one batch; in a pre-norm block with the
+    // cross-entropy of every valid step.
+    {OpKind::attention, "heads2", "input seq 5x8; attention heads=2", 3, 1e-2f, kXent, {"attention_heads2"},
+     "5,1,3"},
+    {OpKind::attention, "causal", "input seq 6x4; attention heads=2 causal", 3, 1e-2f, kXent,
+     {"attention_causal_lengths"}, "6,2,1"},
+    {OpKind::attention, "heads1", "input seq 4x6; attention heads=1", 2, 1e-2f, kXent, {"attention_heads1_tiny"},
+     "4,1"},
     {OpKind::attention, "head_per_feature", "input seq 4x4; attention heads=4 causal", 2, 1e-2f, kMse,
      {"attention_heads_e_causal"}},
+    {OpKind::attention, "block_crossentropy",
+     "input seq 6x8; dense 8 name=h; layernorm; attention heads=2 causal; add h; dense 5", 3, 1e-2f, kXent,
+     {"attention_block_xent"}, "6,1,4"},
     // Near the words example's transformer (T = 20, 4 heads; E = 32, half
     // its features, to keep the finite differences quick).
-    {OpKind::attention, "steps20", "input seq 20x32; attention heads=4 causal", 2, 1e-2f, kMse,
-     {"attention_saturated", "attention_saturated_eval"}},
+    {OpKind::attention, "steps20", "input seq 20x32; attention heads=4 causal", 2, 1e-2f, kXent,
+     {"attention_saturated", "attention_saturated_eval"}, "20,7"},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

@@ -204,9 +204,11 @@ constexpr OpCase kCases[] = {
     {OpKind::attention, "block_crossentropy",
      "input seq 6x8; dense 8 name=h; layernorm; attention heads=2 causal; add h; dense 5", 3, 1e-2f, kXent,
      {"attention_block_xent"}, "6,1,4"},
-    // Near the words example's transformer (T = 20, 4 heads; E = 32, half
-    // its features, to keep the finite differences quick).
-    {OpKind::attention, "steps20", "input seq 20x32; attention heads=4 causal", 2, 1e-2f, kXent,
+    // The words example's length, T = 20. (Few features: the GPU mode's
+    // parameters, all in [0.5, 1.5], make scores of the order of E^3, whose
+    // float32 rounding decides the rows that nearly tie, differently on
+    // each backend.)
+    {OpKind::attention, "steps20", "input seq 20x8; attention heads=4 causal", 2, 1e-2f, kXent,
      {"attention_saturated", "attention_saturated_eval"}, "20,7"},
 };
 

@@ -376,7 +376,8 @@ SNN_API snn_status snn_model_describe(const snn_model *model, char *buf, size_t 
 SNN_API snn_status snn_model_layer_count(const snn_model *model, int64_t *count);
 
 /* The output shape of layer `layer` as channels, height, width. A vector of
- * N features is reported as N x 1 x 1. Errors: SNN_ERR_INVALID_ARGUMENT for a
+ * N features is reported as N x 1 x 1, a sequence of T steps of F features
+ * (or token ids, F = 1) as F x T x 1. Errors: SNN_ERR_INVALID_ARGUMENT for a
  * layer index out of range. */
 SNN_API snn_status snn_model_layer_shape(const snn_model *model, int64_t layer,
                                          int64_t *channels, int64_t *height, int64_t *width);

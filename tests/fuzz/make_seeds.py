@@ -34,6 +34,8 @@ SPECS = [
     "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
     "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
     "input 6x6x1; conv 3 2 pad=1 name=c; layernorm; add c; softmax; flatten; dropout 0",
+    "input seq 7x3 name=x; dense 3 gelu; layernorm eps=0.01; add x; softmax; dense 2",
+    "input seq 1x1; flatten; dense 1",
     "input seq 6x8; attention heads=2 causal name=a; attention heads=8",
 ]
 
@@ -194,6 +196,12 @@ def bad_models():
 
 def main():
     rng = random.Random(7)
+    # fuzz_sequence builds its model from the bytes: seeds of random bytes.
+    seeds = random.Random(11)
+    os.makedirs(os.path.join(HERE, "corpus", "sequence"), exist_ok=True)
+    for i in range(48):
+        with open(os.path.join(HERE, "corpus", "sequence", "seed%02d.bin" % i), "wb") as f:
+            f.write(bytes(seeds.randrange(256) for _ in range(160)))
     for i, spec in enumerate(SPECS):
         with open(os.path.join(HERE, "corpus", "spec", "spec%02d.txt" % i), "w") as f:
             f.write(spec)

@@ -761,8 +761,7 @@ TEST(Losses, SequenceCrossEntropy) {
         const Floats cpu = run(cpu_side());
         for (int64_t i = 0; i < n; ++i) {
             const bool counts = labels[i] >= 0 && (!sh.lengths || i % sh.steps < lengths[i / sh.steps]);
-            if (!counts)
-                for (int64_t j = 0; j < sh.k; ++j) EXPECT_EQ(cpu[i * sh.k + j], 0.0f) << what << " row " << i;
+            for (int64_t j = 0; !counts && j < sh.k; ++j) EXPECT_EQ(cpu[i * sh.k + j], 0.0f) << what << " row " << i;
         }
     }
     launched.check();

@@ -160,7 +160,9 @@ Feed make_feed(const OpCase &c, const snn_model *model, int64_t n, Random &rng) 
     }
     if (c.lengths) {  // a batch other than the case's (timing) repeats them
         const std::vector<int32_t> given = parse_lengths(c.lengths);
-        if (n == c.batch) EXPECT_EQ(int64_t(given.size()), n) << "the case's lengths must give one per sample";
+        if (n == c.batch) {
+            EXPECT_EQ(int64_t(given.size()), n) << "the case's lengths must give one per sample";
+        }
         for (int64_t i = 0; i < n; ++i) f.lengths.push_back(given[size_t(i) % given.size()]);
     }
     f.targets = rng.uniform_vector(size_t(n) * f.k * size_t(f.out_steps), -1.0f, 1.0f);
@@ -172,19 +174,22 @@ Feed make_feed(const OpCase &c, const snn_model *model, int64_t n, Random &rng) 
 
 // Sets the feed's inputs (and lengths) on the cache.
 void set_feed(snn_forward_cache *fwd, const Feed &f) {
-    if (f.tokens)
+    if (f.tokens) {
         EXPECT_EQ(snn_set_tokens(fwd, f.ids.data(), f.ids.size()), SNN_OK) << snn_last_error();
-    else
+    } else {
         EXPECT_EQ(snn_set_inputs(fwd, f.x.data(), f.x.size()), SNN_OK) << snn_last_error();
-    if (!f.lengths.empty())
+    }
+    if (!f.lengths.empty()) {
         EXPECT_EQ(snn_set_lengths(fwd, f.lengths.data(), f.lengths.size()), SNN_OK) << snn_last_error();
+    }
 }
 
 void set_loss_inputs(snn_backward_cache *bwd, const OpCase &c, const Feed &f) {
-    if (c.loss == SNN_LOSS_MSE)
+    if (c.loss == SNN_LOSS_MSE) {
         EXPECT_EQ(snn_set_targets(bwd, f.targets.data(), f.targets.size()), SNN_OK) << snn_last_error();
-    else
+    } else {
         EXPECT_EQ(snn_set_labels(bwd, f.labels.data(), f.labels.size()), SNN_OK) << snn_last_error();
+    }
 }
 
 Floats run_feed(snn_forward_cache *fwd, const snn_model *model, const Feed &f) {
@@ -238,7 +243,9 @@ void Op::gradient_check(bool training) {
     Forward fwd = make_forward(model, c.batch);
     Backward bwd = make_backward(model, c.batch);
     ASSERT_EQ(snn_cache_set_training(fwd.get(), training ? 1 : 0), SNN_OK);
-    if (!f.tokens) ASSERT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
+    if (!f.tokens) {
+        ASSERT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
+    }
     set_loss_inputs(bwd.get(), c, f);
 
     auto outputs = [&]() {
@@ -253,8 +260,9 @@ void Op::gradient_check(bool training) {
     EXPECT_NEAR(loss, loss_of(c, y, f), 1e-6 * (1.0 + std::fabs(loss)));
     const Floats grads = grads_of(bwd.get(), model);
     Floats input_grads(f.x.size());
-    if (!f.tokens)
+    if (!f.tokens) {
         ASSERT_EQ(snn_get_input_gradients(bwd.get(), input_grads.data(), input_grads.size()), SNN_OK);
+    }
 
     double worst = 0.0;
     auto loss_at = [&]() { return loss_of(c, outputs(), f); };

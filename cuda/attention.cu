@@ -8,9 +8,8 @@
 // head; each product is H batched calls of n (instead of copying Q, K and V
 // head-major first). Masking and softmax are one kernel, a block per row of
 // scores, its max and sum reduced in float by block_max and block_sum; its
-// backward the same, about a pivot key (engine/math.h attention_dz), its sum
-// in double. Row r of the n*H*T rows is query r % T of item r / T =
-// (sample, head).
+// backward the same, about a pivot key (engine/math.h attention_dz). Row r
+// of the n*H*T rows is query r % T of item r / T = (sample, head).
 //
 // cuBLAS is column-major; a row-major matrix is, read column-major, its
 // transpose, so row-major C = op(A) op(B) is the column-major product
@@ -59,24 +58,23 @@ __global__ void attention_softmax_forward_kernel(float *p, const int32_t *length
 // masked keys. The pivot m is the first key with the row's largest p.
 __global__ void attention_softmax_backward_kernel(const float *p, float *dp, const int32_t *lengths,
                                                   int64_t steps, int64_t heads, float scale, bool causal) {
-    __shared__ float most_buf[kThreads];
-    __shared__ double sum_buf[kThreads];
+    __shared__ float buf[kThreads];
     const int64_t r = blockIdx.x, t = r % steps, sample = r / steps / heads;
     const int64_t keys = attention_keys(t, lengths ? lengths[sample] : steps, steps, causal);
     const float *prow = p + r * steps;
     float *row = dp + r * steps;
     float most = -INFINITY;
     for (int64_t j = threadIdx.x; j < keys; j += kThreads) most = fmaxf(most, prow[j]);
-    most = block_max(most, most_buf);
+    most = block_max(most, buf);
     float first = -INFINITY;  // -(index of the first key with p == most)
     for (int64_t j = threadIdx.x; j < keys; j += kThreads)
         if (prow[j] == most) first = fmaxf(first, -(float)j);
-    const int64_t m = (int64_t)-block_max(first, most_buf);
+    const int64_t m = (int64_t)-block_max(first, buf);
     const float pivot = row[m];
-    double rest = 0.0;
-    for (int64_t j = threadIdx.x; j < keys; j += kThreads) rest += (double)prow[j] * (double)(row[j] - pivot);
+    float rest = 0.0f;
+    for (int64_t j = threadIdx.x; j < keys; j += kThreads) rest += prow[j] * (row[j] - pivot);
     // block_sum's barriers also see every thread read row[m] before it is written.
-    const float total = (float)block_sum(rest, sum_buf);
+    const float total = block_sum(rest, buf);
     for (int64_t j = threadIdx.x; j < steps; j += kThreads)
         row[j] = j < keys ? scale * attention_dz(prow[j], row[j], pivot, total) : 0.0f;
 }

@@ -65,8 +65,7 @@ void masked_softmax_row_grad(const float *p, float *dp, int64_t keys, int64_t st
     int64_t m = 0;
     for (int64_t j = 1; j < keys; ++j) m = p[j] > p[m] ? j : m;
     const float pivot = dp[m];
-    const float rest = float(
-        lane_sum<double, 4>(keys, [p, dp, pivot](int64_t j) { return double(p[j]) * double(dp[j] - pivot); }));
+    const float rest = lane_sum<float, 8>(keys, [p, dp, pivot](int64_t j) { return p[j] * (dp[j] - pivot); });
     for (int64_t j = 0; j < keys; ++j) dp[j] = scale * attention_dz(p[j], dp[j], pivot, rest);
     for (int64_t j = keys; j < steps; ++j) dp[j] = 0.0f;
 }

@@ -83,7 +83,10 @@ struct Job {
     float *dp;           // backward: [T][T] per worker
 };
 
-// Items (sample, head) are split evenly over the workers.
+// Items (sample, head) are split evenly over the workers. Keys at and past
+// a sample's length get probability 0, so the products of an item run over
+// its first `length` keys only (rows of K and V, columns of S and P); the
+// softmax passes write the zeros of the others.
 // Forward of item (s, h): S = Q_h K_h^T ; P = masked softmax(scale S) ; C_h = P V_h
 void forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);
@@ -92,20 +95,25 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
     int64_t b, e;
     split_range(j.n * d.h, workers, worker, &b, &e);
     for (int64_t item = b; item < e; ++item) {
-        const int64_t s = item / d.h, h = item % d.h;
+        const int64_t s = item / d.h, h = item % d.h, length = length_of(j.lengths, s, d.t);
         const float *q = j.v.qkv + s * d.t * ld + h * d.d, *k = q + d.e, *v = q + 2 * d.e;
         float *p = j.v.p + item * d.t * d.t;
-        gemm_nt(d.t, d.t, d.d, q, ld, k, ld, p, d.t, false);
-        const int64_t length = length_of(j.lengths, s, d.t);
+        gemm_nt(d.t, length, d.d, q, ld, k, ld, p, d.t, false);
         for (int64_t t = 0; t < d.t; ++t)
             masked_softmax_row(p + t * d.t, attention_keys(t, length, d.t, d.causal), d.t, d.scale);
-        gemm_nn(d.t, d.d, d.t, p, d.t, v, ld, j.v.ctx + s * d.t * d.e + h * d.d, d.e, false);
+        gemm_nn(d.t, d.d, length, p, d.t, v, ld, j.v.ctx + s * d.t * d.e + h * d.d, d.e, false);
     }
+}
+
+// Zeroes rows [from, T) of an item's block [T][D] with leading dimension ld.
+void zero_rows(float *x, int64_t from, const Dims &d, int64_t ld) {
+    for (int64_t t = from; t < d.t; ++t)
+        for (int64_t c = 0; c < d.d; ++c) x[t * ld + c] = 0.0f;
 }
 
 // Backward of item (s, h), given dC:
 //   dP = dC_h V_h^T ; dV_h = P^T dC_h ; dS = scale P (dP - rowsum(dP P)) about a pivot
-//   dQ_h = dS K_h ; dK_h = dS^T Q_h
+//   dQ_h = dS K_h ; dK_h = dS^T Q_h   (dK and dV 0 at padded keys)
 void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);
     const Dims &d = *j.d;
@@ -114,18 +122,19 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     int64_t b, e;
     split_range(j.n * d.h, workers, worker, &b, &e);
     for (int64_t item = b; item < e; ++item) {
-        const int64_t s = item / d.h, h = item % d.h;
+        const int64_t s = item / d.h, h = item % d.h, length = length_of(j.lengths, s, d.t);
         const float *q = j.v.qkv + s * d.t * ld + h * d.d, *k = q + d.e, *v = q + 2 * d.e;
         const float *p = j.v.p + item * d.t * d.t, *dc = j.dctx + s * d.t * d.e + h * d.d;
         float *dq = j.dqkv + s * d.t * ld + h * d.d, *dk = dq + d.e, *dv = dq + 2 * d.e;
-        gemm_nt(d.t, d.t, d.d, dc, d.e, v, ld, dp, d.t, false);
-        gemm_tn(d.t, d.d, d.t, p, d.t, dc, d.e, dv, ld, false);
-        const int64_t length = length_of(j.lengths, s, d.t);
+        gemm_nt(d.t, length, d.d, dc, d.e, v, ld, dp, d.t, false);
+        gemm_tn(length, d.d, d.t, p, d.t, dc, d.e, dv, ld, false);
+        zero_rows(dv, length, d, ld);
         for (int64_t t = 0; t < d.t; ++t)
             masked_softmax_row_grad(p + t * d.t, dp + t * d.t, attention_keys(t, length, d.t, d.causal), d.t,
                                     d.scale);
-        gemm_nn(d.t, d.d, d.t, dp, d.t, k, ld, dq, ld, false);
-        gemm_tn(d.t, d.d, d.t, dp, d.t, q, ld, dk, ld, false);
+        gemm_nn(d.t, d.d, length, dp, d.t, k, ld, dq, ld, false);
+        gemm_tn(length, d.d, d.t, dp, d.t, q, ld, dk, ld, false);
+        zero_rows(dk, length, d, ld);
     }
 }
 

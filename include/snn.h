@@ -111,6 +111,23 @@
  *     concat ID                previous output joined with layer ID's:
  *                              channels for images of equal HxW, features
  *                              for vectors
+ *     embedding D [pad=P]      token ids -> a sequence [T][D], row id of a
+ *                              weight [V][D] (nn.Embedding; starts N(0, 1);
+ *                              with pad=P the row P starts at zero and gets
+ *                              no gradient, as padding_idx)
+ *     posembed                 adds a learned weight [T][F] to a sequence
+ *                              (nn.Embedding(T, F) of arange(T); starts
+ *                              N(0, 0.02))
+ *     seqpool last|mean|max    a sequence [T][F] -> a vector [F] over each
+ *                              sample's valid steps: the last one, their
+ *                              mean, their maximum (the gradient to the
+ *                              first maximum)
+ *     conv1d K OUT [act] [stride=S] [pad=P] [dilation=D] [nobias] [init=I]
+ *                              nn.Conv1d over a sequence [T][C] (channels
+ *                              last) -> [T'][OUT], T' = floor((T + 2P -
+ *                              D(K-1) - 1) / S) + 1; weights [OUT][C][K],
+ *                              then the bias; steps past a sample's length
+ *                              count as zeros
  *     attention heads=H [causal]
  *                              multi-head self-attention over a sequence
  *                              [T][E], E divisible by H: exactly

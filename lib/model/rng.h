@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <cmath>
+
 namespace snn {
 
 inline uint64_t splitmix64(uint64_t &state) {
@@ -42,5 +44,34 @@ private:
 // The seed of node `index`'s own stream, so a node's values do not depend on
 // the nodes before it.
 inline uint64_t layer_seed(uint64_t seed, uint64_t index) { return seed ^ (0xD1B54A32D192ED03ull * (index + 1)); }
+
+// Natural logarithm of x > 0 from exactly rounded operations:
+// x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)).
+inline double portable_log(double x) {
+    int e = 0;
+    double m = std::frexp(x, &e);  // exact
+    if (m < 0.70710678118654752440) {
+        m *= 2.0;
+        e -= 1;
+    }
+    double t = (m - 1.0) / (m + 1.0);
+    double t2 = t * t;
+    double term = t, sum = 0.0;
+    for (int k = 1; k <= 41; k += 2) {
+        sum += term / k;
+        term *= t2;
+    }
+    return 2.0 * sum + e * 0.69314718055994530942;
+}
+
+// Standard normal by Marsaglia's polar method.
+inline double normal(Rng &rng) {
+    for (;;) {
+        double u = 2.0 * rng.uniform() - 1.0;
+        double v = 2.0 * rng.uniform() - 1.0;
+        double s = u * u + v * v;
+        if (s > 0.0 && s < 1.0) return u * std::sqrt(-2.0 * portable_log(s) / s);
+    }
+}
 
 }  // namespace snn

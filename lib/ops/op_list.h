@@ -19,6 +19,10 @@
     X(layernorm)       \
     X(dropout)         \
     X(globalavgpool)   \
+    X(embedding)       \
+    X(posembed)        \
+    X(seqpool)         \
+    X(conv1d)          \
     X(attention)
 
 // The ops whose kernels are written on Backend primitives alone

@@ -191,6 +191,10 @@ int main(void) {
         run_case("input 6x6x2 name=x; conv 3 4 pad=1 gelu name=a; layernorm; concat x; silu; softmax; "
                  "globalavgpool; flatten; dense 8 gelu; batchnorm; dropout 0.5; dense 3",
                  SNN_LOSS_MSE, SNN_OPTIMISER_SGD, 1, 16);
+        /* sequence ops: conv1d's lowered products in the workspace */
+        run_case("input seq 24x8; posembed; conv1d 3 16 relu pad=1; conv1d 5 12 gelu stride=2 dilation=2; "
+                 "seqpool max; dense 3",
+                 SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 1, 16);
         /* examples/fashion_mnist's networks (--model simplenns, default,
          * resnet: batchnorm with running statistics, residual adds,
          * dropout) at small batches */

@@ -115,6 +115,61 @@ def export_residual():
     write_floats(os.path.join(HERE, "torch_residual_outputs.f32"), y)
 
 
+class SeqNet(nn.Module):
+    """A sequence model, its submodules registered as layers.<i> as snn's
+    file names them: posembed is nn.Embedding(T, F) added at arange(T),
+    conv1d nn.Conv1d over channels-last steps."""
+
+    SPEC = "input seq 7x3; posembed; conv1d 3 4 tanh stride=2 pad=2 dilation=2; seqpool max; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.Embedding(7, 3),
+            "2": nn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2),
+            "4": nn.Linear(4, 2),
+        })
+
+    def forward(self, x):
+        L = self.layers
+        h = x + L["1"](torch.arange(x.shape[1]))
+        h = torch.tanh(L["2"](h.transpose(1, 2))).transpose(1, 2)
+        return L["4"](h.max(dim=1).values)
+
+
+class TokenNet(nn.Module):
+    """Token ids through nn.Embedding with a padding row, a convolution and
+    mean pooling (the ids are the input file's floats)."""
+
+    SPEC = "input tokens 6 vocab=9; embedding 5 pad=1; conv1d 2 3 relu; seqpool mean; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.Embedding(9, 5, padding_idx=1),
+            "2": nn.Conv1d(5, 3, 2),
+            "4": nn.Linear(3, 2),
+        })
+
+    def forward(self, ids):
+        L = self.layers
+        h = L["1"](ids.long())
+        h = torch.relu(L["2"](h.transpose(1, 2))).transpose(1, 2)
+        return L["4"](h.mean(dim=1))
+
+
+def export_module(name, model, x):
+    """Writes the module's state_dict under its own names, which load back
+    into it strictly, and its outputs for x."""
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, name + ".safetensors"), model.SPEC, tensors)
+    model.load_state_dict(dict(tensors), strict=True)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, name + "_inputs.f32"), x)
+    write_floats(os.path.join(HERE, name + "_outputs.f32"), y)
+
+
 class AttentionNet(nn.Module):
     """Causal multi-head self-attention over a sequence [T][E], as snn's
     attention op: the module registered as layers.1, so its state_dict names
@@ -165,6 +220,8 @@ def main():
            {0: 1, 3: 3, 6: 5}, torch.randn(3, 2, 6, 6))
 
     export_residual()
+    export_module("torch_seq", SeqNet(), torch.randn(4, 7, 3))
+    export_module("torch_tokens", TokenNet(), torch.randint(0, 9, (3, 6)).float())
     export_attention()
 
 

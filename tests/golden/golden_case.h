@@ -192,14 +192,13 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     if (!g.training) GOLDEN_CALL(snn_cache_set_training(fwd.get(), 0));
     GOLDEN_CALL(snn_preallocate_grads(model.get(), g.batch, &raw_bwd));
     snn_handles::Backward bwd(raw_bwd);
-    GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
-
     // Token models: "tokens" (ids) in place of "inputs", and no input
-    // gradient; sequence models may give "lengths".
+    // gradient (snn_set_input_gradient refuses to ask for one); sequence
+    // models may give "lengths".
     const bool tokens = g.arrays.count("tokens") > 0;
+    if (!tokens) GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
     std::vector<float> inputs;
     if (tokens) {
-        GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 0));
         const std::vector<double> &t = g.arrays.at("tokens");
         const std::vector<int32_t> ids(t.begin(), t.end());
         GOLDEN_CALL(snn_set_tokens(fwd.get(), ids.data(), ids.size()));

@@ -190,6 +190,41 @@ constexpr OpCase kCases[] = {
     {OpKind::dropout, "sequence", "input seq 4x3; dense 5 tanh; dropout 0.3; dense 2", 3, 1e-2f, kXent,
      {"dropout_0_train"}, "4,1,3"},
 
+    // embedding (repeated ids), posembed, seqpool (every mode at lengths 1,
+    // T and between) and conv1d (padding keeping T, stride and dilation,
+    // padding wider than the kernel, one output step, inline activations).
+    // The pad row of embedding pad=P gets no gradient though it moves the
+    // loss, as torch's padding_idx: its goldens check it, not the finite
+    // differences.
+    {OpKind::embedding, "mean", "input tokens 6 vocab=5; embedding 4; seqpool mean; dense 3", 4, 1e-2f, kXent,
+     {"seq_embedding_pad_mean"}, "6,1,3,6"},
+    {OpKind::embedding, "flatten", "input tokens 3 vocab=4; embedding 2; flatten; dense 2", 5, 1e-2f, kMse,
+     {"seq_embedding_flatten", "seq_embedding_last_eval"}},
+    {OpKind::embedding, "sequence_output", "input tokens 5 vocab=7; embedding 6; dense 3", 3, 1e-2f, kXent,
+     {"seq_embedding_last_eval"}, "5,2,1"},
+    {OpKind::posembed, "max", "input seq 5x4; posembed; seqpool max; dense 2", 3, 1e-3f, kMse,
+     {"seq_posembed_max"}, "5,1,2"},
+    {OpKind::posembed, "sequence_output", "input seq 4x3; dense 3 tanh; posembed; dense 2", 2, 1e-2f, kXent,
+     {"seq_posembed_conv_eval"}, "1,4"},
+    {OpKind::seqpool, "last", "input seq 6x3; dense 4 tanh; seqpool last", 4, 1e-2f, kMse, {"seq_pool_last"},
+     "1,6,3,5"},
+    {OpKind::seqpool, "mean", "input seq 6x3; dense 4; seqpool mean; dense 2", 3, 1e-2f, kXent,
+     {"seq_pool_mean"}, "6,1,4"},
+    {OpKind::seqpool, "max", "input seq 7x2; dense 3 tanh; seqpool max", 4, 1e-3f, kMse,
+     {"seq_pool_max", "seq_pool_max_full_eval"}, "7,1,2,5"},
+    {OpKind::seqpool, "max_full_length", "input seq 4x3; seqpool max; dense 2", 3, 1e-3f, kMse,
+     {"seq_pool_max_full_eval", "seq_pool_max_ties"}},
+    {OpKind::conv1d, "same_lengths", "input seq 8x3; conv1d 3 4 tanh pad=1; seqpool mean", 3, 1e-2f, kMse,
+     {"seq_conv1d_same_lengths", "seq_posembed_conv_eval"}, "8,1,5"},
+    {OpKind::conv1d, "stride_dilation", "input seq 11x2; conv1d 3 3 stride=2 pad=1 dilation=2; flatten; dense 2",
+     3, 1e-2f, kXent, {"seq_conv1d_stride_dilation"}},
+    {OpKind::conv1d, "wide_pad_nobias", "input seq 3x2; conv1d 2 3 pad=3 nobias sigmoid; flatten; dense 2", 2,
+     1e-2f, kMse, {"seq_conv1d_wide_pad_nobias"}},
+    {OpKind::conv1d, "one_step_relu", "input seq 5x4; conv1d 5 3 relu; flatten", 3, 1e-3f, kMse,
+     {"seq_conv1d_one_step"}},
+    {OpKind::conv1d, "gelu_silu", "input seq 6x3; conv1d 3 4 gelu pad=1; conv1d 1 3 silu", 3, 1e-2f, kXent,
+     {"seq_conv1d_gelu_silu_eval"}, "6,2,1"},
+
     // attention: several heads, one head, a head per feature, causal, with
     // lengths 1 and T in one batch; in a pre-norm block with the
     // cross-entropy of every valid step.

@@ -122,10 +122,34 @@ const InitCase kInitCases[] = {
     // Dense over an image input: fan_in counts every feature.
     {"he_uniform_dense_over_image", "input 10x10x4; flatten; dense 300 init=he_uniform", 400, 300,
      true, 6.0, false},
+    // Dense over a sequence reads each step: fan_in is a step's features.
+    {"glorot_uniform_dense_over_sequence", "input seq 50x400; dense 300", 400, 300, true, 6.0, true},
+    // conv1d 5 64 over 32 channels: fan_in 32*5, fan_out 64*5.
+    {"glorot_uniform_conv1d", "input seq 9x32; conv1d 5 64", 160, 320, true, 6.0, true},
+    {"he_normal_conv1d", "input seq 9x32; conv1d 5 64 init=he_normal", 160, 320, false, 2.0, false},
+    // nn.Embedding's N(0, 1), and posembed's N(0, 0.02).
+    {"normal_embedding", "input tokens 4 vocab=400; embedding 300", 1, 0, false, 1.0, false},
+    {"normal_posembed", "input seq 400x300; posembed", 1, 0, false, 0.0004, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Formulas, Initialiser, ::testing::ValuesIn(kInitCases),
                          [](const ::testing::TestParamInfo<InitCase> &info) { return info.param.name; });
+
+// As torch.nn.Embedding's padding_idx: the pad row starts at zero, the
+// others are drawn; the same seed gives the same rows.
+TEST(Init, EmbeddingPadRowStartsAtZero) {
+    Model m = make_model("input tokens 3 vocab=6; embedding 4 pad=2");
+    ASSERT_EQ(snn_model_init(m.get(), 8), SNN_OK);
+    const std::vector<float> p = get_params(m.get());
+    for (size_t row = 0; row < 6; ++row)
+        for (size_t f = 0; f < 4; ++f) {
+            if (row == 2) EXPECT_EQ(p[row * 4 + f], 0.0f) << "pad row, feature " << f;
+            else EXPECT_NE(p[row * 4 + f], 0.0f) << "row " << row << ", feature " << f;
+        }
+    Model again = make_model("input tokens 3 vocab=6; embedding 4 pad=2");
+    ASSERT_EQ(snn_model_init(again.get(), 8), SNN_OK);
+    EXPECT_TRUE(bit_identical(get_params(again.get()), p));
+}
 
 TEST(Init, ZerosGivesZeroWeights) {
     Model m = make_model("input 8x8x2; conv 3x3 4 init=zeros; flatten; dense 5 init=zeros");

@@ -31,8 +31,9 @@ Pass xent_pass(const snn_model *m, const Floats &x, const Ints &lengths, const I
     Forward fwd = make_forward(m, batch);
     Backward bwd = make_backward(m, batch);
     EXPECT_EQ(snn_set_inputs(fwd.get(), x.data(), x.size()), SNN_OK) << snn_last_error();
-    if (!lengths.empty())
+    if (!lengths.empty()) {
         EXPECT_EQ(snn_set_lengths(fwd.get(), lengths.data(), lengths.size()), SNN_OK) << snn_last_error();
+    }
     EXPECT_EQ(snn_set_labels(bwd.get(), labels.data(), labels.size()), SNN_OK) << snn_last_error();
     EXPECT_EQ(snn_forward(fwd.get(), m), SNN_OK) << snn_last_error();
     Pass p;
@@ -304,6 +305,95 @@ TEST(TokenDataset, RefusesBadValues) {
     EXPECT_EQ(snn_set_inputs_from_dataset(fwd.get(), ds, idx, 2), SNN_ERR_UNSUPPORTED);
     EXPECT_EQ(snn_set_tokens(fwd.get(), tokens.data(), tokens.size()), SNN_ERR_UNSUPPORTED);
     snn_dataset_destroy(ds);
+}
+
+// Token ids: checked against the vocabulary before anything is copied;
+// floats, input gradients and float data sets refused for a token model.
+TEST(Tokens, IdsOutsideTheVocabularyAreRefused) {
+    Model m = make_model("input tokens 3 vocab=5; embedding 2; flatten; dense 2");
+    int64_t steps = 0, vocab = 0;
+    ASSERT_EQ(snn_model_input_sequence(m.get(), &steps, &vocab), SNN_OK);
+    EXPECT_EQ(steps, 3);
+    EXPECT_EQ(vocab, 5);
+    EXPECT_EQ(input_size(m.get()), 3u);
+    EXPECT_EQ(describe(m.get()), "input tokens 3 vocab=5; embedding 2; flatten; dense 2");
+    Forward fwd = make_forward(m.get(), 2);
+    const Ints good = {0, 4, 2, 1, 3, 0};
+    ASSERT_EQ(snn_set_tokens(fwd.get(), good.data(), good.size()), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_forward(fwd.get(), m.get()), SNN_OK);
+    Floats before(4);
+    ASSERT_EQ(snn_get_outputs(fwd.get(), before.data(), before.size()), SNN_OK);
+    for (int32_t bad : {5, -1, 1 << 30}) {
+        const Ints ids = {0, 4, 2, 1, bad, 0};
+        EXPECT_EQ(snn_set_tokens(fwd.get(), ids.data(), ids.size()), SNN_ERR_TOKEN) << bad;
+        EXPECT_NE(std::string(snn_last_error()).find("sample 1, step 1"), std::string::npos) << snn_last_error();
+        const int64_t idx[2] = {1, 0};
+        EXPECT_EQ(snn_set_tokens_gather(fwd.get(), ids.data(), 2, idx, 2), SNN_ERR_TOKEN);
+    }
+    EXPECT_EQ(snn_set_tokens(fwd.get(), good.data(), 5), SNN_ERR_COUNT);
+    // Nothing was copied: the last pass's inputs still stand.
+    ASSERT_EQ(snn_forward(fwd.get(), m.get()), SNN_OK);
+    Floats after(4);
+    ASSERT_EQ(snn_get_outputs(fwd.get(), after.data(), after.size()), SNN_OK);
+    EXPECT_EQ(before, after);
+
+    const Floats x(6, 1.0f);
+    EXPECT_EQ(snn_set_inputs(fwd.get(), x.data(), x.size()), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(snn_last_error()).find("snn_set_tokens"), std::string::npos) << snn_last_error();
+    Backward bwd = make_backward(m.get(), 2);
+    EXPECT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_ERR_UNSUPPORTED);
+    EXPECT_EQ(snn_set_input_gradient(bwd.get(), 0), SNN_OK);
+    snn_dataset *floats = nullptr;
+    ASSERT_EQ(snn_dataset_create(SNN_DEVICE_CPU, x.data(), 2, 3, nullptr, &floats), SNN_OK);
+    const int64_t idx[2] = {0, 1};
+    EXPECT_EQ(snn_set_inputs_from_dataset(fwd.get(), floats, idx, 2), SNN_ERR_UNSUPPORTED);
+    snn_dataset_destroy(floats);
+}
+
+// Gathering tokens, lengths and labels from a token data set equals setting
+// the same rows from the host; ids beyond the model's vocabulary refused.
+TEST(Tokens, DatasetEqualsHostRows) {
+    Model m = make_model("input tokens 4 vocab=6; embedding 3; dense 6");
+    const Ints ids = {1, 2, 3, 4, 5, 0, 1, 2, 3, 3, 3, 3};
+    const Ints lengths = {4, 2, 1}, labels = {0, 1, 2, 3, 4, -1, 0, 1, 5, 5, 5, 5};
+    snn_dataset *ds = nullptr;
+    ASSERT_EQ(snn_dataset_create_tokens(SNN_DEVICE_CPU, ids.data(), 3, 4, lengths.data(), labels.data(), 4, &ds),
+              SNN_OK);
+    const int64_t idx[2] = {2, 1};
+    float loss[2] = {0, 0};
+    for (int way = 0; way < 2; ++way) {
+        Forward f = make_forward(m.get(), 2);
+        Backward b = make_backward(m.get(), 2);
+        if (way == 0) {
+            ASSERT_EQ(snn_set_inputs_from_dataset(f.get(), ds, idx, 2), SNN_OK) << snn_last_error();
+            ASSERT_EQ(snn_set_labels_from_dataset(b.get(), ds, idx, 2), SNN_OK) << snn_last_error();
+        } else {
+            ASSERT_EQ(snn_set_tokens_gather(f.get(), ids.data(), 3, idx, 2), SNN_OK);
+            ASSERT_EQ(snn_set_lengths_gather(f.get(), lengths.data(), 3, idx, 2), SNN_OK);
+            ASSERT_EQ(snn_set_labels_gather(b.get(), labels.data(), 3, idx, 2), SNN_OK);
+        }
+        ASSERT_EQ(snn_forward(f.get(), m.get()), SNN_OK);
+        ASSERT_EQ(snn_backprop(b.get(), f.get(), m.get(), SNN_LOSS_LOGIT_CROSSENTROPY, &loss[way]), SNN_OK);
+    }
+    EXPECT_EQ(loss[0], loss[1]);
+    Model small = make_model("input tokens 4 vocab=5; embedding 3; dense 5");
+    Forward f = make_forward(small.get(), 2);
+    EXPECT_EQ(snn_set_inputs_from_dataset(f.get(), ds, idx, 2), SNN_ERR_TOKEN);
+    Model per_sample = make_model("input tokens 4 vocab=6; embedding 3; seqpool mean; dense 6");
+    Backward b = make_backward(per_sample.get(), 2);
+    EXPECT_EQ(snn_set_labels_from_dataset(b.get(), ds, idx, 2), SNN_ERR_COUNT);
+    snn_dataset_destroy(ds);
+}
+
+// A model whose sequence layers change the number of steps takes no lengths.
+TEST(Lengths, RefusedWhenTheStepsChange) {
+    Model m = make_model("input seq 8x2; conv1d 3 4 stride=2; seqpool mean; dense 2");
+    Forward f = make_forward(m.get(), 1);
+    const Floats x(16, 0.5f);
+    ASSERT_EQ(snn_set_inputs(f.get(), x.data(), x.size()), SNN_OK);
+    const Ints l = {5};
+    EXPECT_EQ(snn_set_lengths(f.get(), l.data(), l.size()), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(snn_last_error()).find("keep the input's steps"), std::string::npos) << snn_last_error();
 }
 
 }  // namespace

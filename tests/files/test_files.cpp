@@ -996,6 +996,8 @@ TEST_F(Files, APyTorchTokenModelGivesItsOutputsAndNames) {
     EXPECT_EQ(tensor_entries(saved), torch_names);
     EXPECT_EQ(torch_names.count("layers.2.weight\"dtype\":\"F32\",\"shape\":[3,5,2]"), 1u);
     snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
 
 // torch.nn.MultiheadAttention's state_dict as snn names its tensors: a file
 // saved by snn has exactly the names, dtypes and shapes of PyTorch's.

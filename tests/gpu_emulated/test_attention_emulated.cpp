@@ -1,10 +1,10 @@
 // The attention op's CUDA kernels (cuda/attention.cu: the mask + softmax
 // kernel and its backward, between the emulated cuBLAS products) against the
 // CPU's, through both kernel tables, with per-sample lengths: one head, a
-// head per feature, causal, lengths 1 and T in one batch, rows longer than a
-// block, saturated scores. Each run is repeated under the three schedules of
-// a block's threads, which must give the same bits; the CPU sums its rows in
-// another order, so the comparison has a tolerance.
+// head per feature, causal, lengths 1 and T in one batch, a batch of one,
+// rows longer than a block, saturated scores. Each run is repeated under the
+// three schedules of a block's threads, which must give the same bits; the
+// CPU sums its rows in another order, so the comparison has a tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -171,6 +171,8 @@ TEST(AttentionEmulated, MaskedSoftmax) {
     check("input seq 6x4; attention heads=2 causal", {6, 2, 1, 4}, 1.0f, 1e-5f);
     check("input seq 4x6; attention heads=1", {1, 4}, 1.0f, 1e-5f);
     check("input seq 4x4; attention heads=4 causal", {3, 4}, 1.0f, 1e-5f);
+    // One sample: cuBLAS's plain product instead of the batched one.
+    check("input seq 4x4; attention heads=2 causal", {3}, 1.0f, 1e-5f);
     // Saturated: inputs x 30 make nearly one-hot rows.
     check("input seq 5x8; attention heads=2 causal", {5, 2}, 30.0f, 1e-4f);
     // Rows longer than a block's 256 threads.

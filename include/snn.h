@@ -128,6 +128,14 @@
  *                              D(K-1) - 1) / S) + 1; weights [OUT][C][K],
  *                              then the bias; steps past a sample's length
  *                              count as zeros
+ *     attention heads=H [causal]
+ *                              multi-head self-attention over a sequence
+ *                              [T][E], E divisible by H: exactly
+ *                              nn.MultiheadAttention(E, H, batch_first=True)
+ *                              on (x, x, x), keys past a sample's length
+ *                              masked (snn_set_lengths), with causal also
+ *                              keys after the query's step; parameters and
+ *                              their initial values as PyTorch's
  *     lstm H [bidirectional] [last] [nobias]
  *     gru H [bidirectional] [last] [nobias]
  *                              nn.LSTM / nn.GRU (batch_first, one layer,
@@ -848,6 +856,8 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *              num_batches_tracked [] (I64: a negative count is refused,
  *              one above 2^24 is held as 2^24, see snn_get_state)
  *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
+ *   attention  in_proj_weight [3E, E], in_proj_bias [3E],
+ *              out_proj.weight [E, E], out_proj.bias [E]
  *   lstm, gru  weight_ih_l0 [G*H, F], weight_hh_l0 [G*H, H], bias_ih_l0 [G*H],
  *              bias_hh_l0 [G*H] (G = 4 gates i, f, g, o; 3 for gru: r, z, n),
  *              then the same with suffix _reverse when bidirectional

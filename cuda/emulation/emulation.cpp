@@ -490,24 +490,6 @@ cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STA
 cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *, size_t) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 
-cublasStatus_t cublasSgemm_64(cublasHandle_t, cublasOperation_t transa, cublasOperation_t transb, int64_t m,
-                              int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda, const float *B,
-                              int64_t ldb, const float *beta, float *C, int64_t ldc) {
-    if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
-    for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < m; ++i) {
-            float sum = 0.0f;
-            for (int64_t p = 0; p < k; ++p) {
-                const float a = transa == CUBLAS_OP_N ? A[i + p * lda] : A[p + i * lda];
-                const float b = transb == CUBLAS_OP_N ? B[p + j * ldb] : B[j + p * ldb];
-                sum += a * b;
-            }
-            float &c = C[i + j * ldc];
-            c = *beta == 0.0f ? *alpha * sum : *alpha * sum + *beta * c;
-        }
-    return CUBLAS_STATUS_SUCCESS;
-}
-
 const char *cublasGetStatusString(cublasStatus_t status) {
     return status == CUBLAS_STATUS_SUCCESS ? "success" : "failure";
 }

@@ -205,6 +205,22 @@ SNN_HD float softmax_exp(float x, float max) { return exp_approx(x - max); }
 SNN_HD float softmax_y(float e, float total) { return e / total; }
 SNN_HD float softmax_dx(float y, float dy, float dot) { return y * (dy - dot); }
 
+// Attention (ops/attention.cpp): query t of a sample with `length` valid
+// steps of `steps` sees keys 0 .. attention_keys - 1 (the rest are masked,
+// probability exactly 0); always at least key 0. Its softmax runs over the
+// scaled scores z = scale * s with softmax_exp and softmax_y.
+SNN_HD int64_t attention_keys(int64_t t, int64_t length, int64_t steps, bool causal) {
+    const int64_t keys = causal && t + 1 < steps ? t + 1 : steps;
+    return length < keys ? length : keys;
+}
+// Its backward, dz_j = p_j (dp_j - sum_k p_k dp_k), is taken about a pivot,
+// dp_m of the row's most probable key m (the first of equals), as
+//   dz_j = p_j ((dp_j - dp_m) - rest),  rest = sum_k p_k (dp_k - dp_m)
+// (the same where sum p = 1): where p is nearly one-hot, dp_j - sum p dp
+// cancels, while here key m's term is exactly 0 and rest is a sum of small
+// terms. Then ds = scale * dz.
+SNN_HD float attention_dz(float p, float dp, float dp_pivot, float rest) { return p * ((dp - dp_pivot) - rest); }
+
 // Recurrent layers (lstm, gru) over a sequence of T steps, PyTorch's
 // packed sequences: at iteration k (0..T-1) of a direction, sample s of
 // length len runs its step k (forward) or len - 1 - k (reverse) while

@@ -63,6 +63,8 @@ struct Layer {
     int64_t units = 0;            // dense: outputs; conv: output channels
     int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
     Act act = Act::identity;
+    int64_t heads = 0;            // attention: heads=H
+    bool causal = false;          // attention: each step attends to steps up to itself
     bool bias = true;
     Init init = Init::glorot_uniform;
     double p = 0.0;               // dropout probability

@@ -23,6 +23,7 @@
     X(posembed)        \
     X(seqpool)         \
     X(conv1d)          \
+    X(attention)       \
     X(lstm)            \
     X(gru)
 

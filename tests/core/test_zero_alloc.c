@@ -212,6 +212,9 @@ int main(void) {
         run_sequence_case("input seq 6x5; dense 8 gelu name=a; layernorm; dense 8; add a; softmax; dense 4",
                           SNN_OPTIMISER_ADAM, 16);
         run_sequence_case("input seq 6x5; dense 8 tanh; flatten; dense 3", SNN_OPTIMISER_SGD, 16);
+        /* attention on one thread (batch 8) and over the workers (batch 16) */
+        run_sequence_case("input seq 20x64; dense 64 name=h; layernorm; attention heads=4 causal; add h; dense 5",
+                          SNN_OPTIMISER_ADAM, 16);
         /* clipping by the gradient norm, with each optimiser */
         max_grad_norm = 0.5;
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_SGD, 0, 16);

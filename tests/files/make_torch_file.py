@@ -191,6 +191,41 @@ def export_module(name, model, x):
     write_floats(os.path.join(HERE, name + "_outputs.f32"), y)
 
 
+class AttentionNet(nn.Module):
+    """Causal multi-head self-attention over a sequence [T][E], as snn's
+    attention op: the module registered as layers.1, so its state_dict names
+    (in_proj_weight, out_proj.weight, ...) are snn's."""
+
+    SPEC = "input seq 5x8; attention heads=2 causal"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({"1": nn.MultiheadAttention(8, 2, batch_first=True)})
+
+    def forward(self, x):
+        mask = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), 1)
+        y, _ = self.layers["1"](x, x, x, attn_mask=mask, need_weights=False)
+        return y
+
+
+def export_attention():
+    """Random biases too (PyTorch starts them at zero), then the outputs of a
+    batch of full-length sequences."""
+    model = AttentionNet()
+    with torch.no_grad():
+        model.layers["1"].in_proj_bias.uniform_(-0.5, 0.5)
+        model.layers["1"].out_proj.bias.uniform_(-0.5, 0.5)
+    model.eval()
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, "torch_attention.safetensors"), AttentionNet.SPEC, tensors)
+    model.load_state_dict(dict(tensors), strict=True)
+    x = torch.randn(3, 5, 8)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, "torch_attention_inputs.f32"), x)
+    write_floats(os.path.join(HERE, "torch_attention_outputs.f32"), y)
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     torch.manual_seed(1234)
@@ -208,6 +243,7 @@ def main():
     export_residual()
     export_module("torch_seq", SeqNet(), torch.randn(4, 7, 3))
     export_module("torch_tokens", TokenNet(), torch.randint(0, 9, (3, 6)).float())
+    export_attention()
     export_module("torch_recurrent", RecurrentNet(), torch.randn(4, 5, 3))
 
 

@@ -878,7 +878,7 @@ std::vector<float> read_floats(const std::string &path) {
 TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
     const char *data_dir = getenv("SNN_TEST_DATA");
     ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
-    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq", "torch_recurrent"}) {
+    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq", "torch_attention", "torch_recurrent"}) {
         SCOPED_TRACE(name);
         const std::string base = std::string(data_dir) + "/" + name;
         snn_model *m = nullptr;
@@ -996,6 +996,22 @@ TEST_F(Files, APyTorchTokenModelGivesItsOutputsAndNames) {
     EXPECT_EQ(tensor_entries(saved), torch_names);
     EXPECT_EQ(torch_names.count("layers.2.weight\"dtype\":\"F32\",\"shape\":[3,5,2]"), 1u);
     snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
+// torch.nn.MultiheadAttention's state_dict as snn names its tensors: a file
+// saved by snn has exactly the names, dtypes and shapes of PyTorch's.
+TEST_F(Files, APyTorchAttentionFileKeepsItsNames) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_attention";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    const std::string saved = path("attention.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.1.out_proj.weight\"dtype\":\"F32\",\"shape\":[8,8]"), 1u);
     snn_model_destroy(m);
 }
 

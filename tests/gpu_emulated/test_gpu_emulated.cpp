@@ -84,6 +84,8 @@ const std::map<std::string, std::string> kKernelCases = {
     {"seqpool_backward_kernel", "Ops.Seqpool"},
     {"conv1d_lower_kernel", "Ops.Conv1dLowering"},
     {"conv1d_lower_adjoint_kernel", "Ops.Conv1dLowering"},
+    {"attention_softmax_forward_kernel", "AttentionEmulated.MaskedSoftmax"},
+    {"attention_softmax_backward_kernel", "AttentionEmulated.MaskedSoftmax"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {

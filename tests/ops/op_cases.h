@@ -225,6 +225,27 @@ constexpr OpCase kCases[] = {
     {OpKind::conv1d, "gelu_silu", "input seq 6x3; conv1d 3 4 gelu pad=1; conv1d 1 3 silu", 3, 1e-2f, kXent,
      {"seq_conv1d_gelu_silu_eval"}, "6,2,1"},
 
+    // attention: several heads, one head, a head per feature, causal, with
+    // lengths 1 and T in one batch; in a pre-norm block with the
+    // cross-entropy of every valid step.
+    {OpKind::attention, "heads2", "input seq 5x8; attention heads=2", 3, 1e-2f, kXent, {"attention_heads2"},
+     "5,1,3"},
+    {OpKind::attention, "causal", "input seq 6x4; attention heads=2 causal", 3, 1e-2f, kXent,
+     {"attention_causal_lengths"}, "6,2,1"},
+    {OpKind::attention, "heads1", "input seq 4x6; attention heads=1", 2, 1e-2f, kXent, {"attention_heads1_tiny"},
+     "4,1"},
+    {OpKind::attention, "head_per_feature", "input seq 4x4; attention heads=4 causal", 2, 1e-2f, kMse,
+     {"attention_heads_e_causal"}},
+    {OpKind::attention, "block_crossentropy",
+     "input seq 6x8; dense 8 name=h; layernorm; attention heads=2 causal; add h; dense 5", 3, 1e-2f, kXent,
+     {"attention_block_xent"}, "6,1,4"},
+    // The words example's length, T = 20. (Few features: the GPU mode's
+    // parameters, all in [0.5, 1.5], make scores of the order of E^3, whose
+    // float32 rounding decides the rows that nearly tie, differently on
+    // each backend.)
+    {OpKind::attention, "steps20", "input seq 20x8; attention heads=4 causal", 2, 1e-2f, kXent,
+     {"attention_saturated", "attention_saturated_eval"}, "20,7"},
+
     // lstm and gru: the sequence of states, one or both directions, the
     // final state (last), no biases, stacked (the input gradient of a
     // recurrent layer), a classifier per step or on the final state; with

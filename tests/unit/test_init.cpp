@@ -195,3 +195,40 @@ TEST(Init, RecurrentParametersAreUniformInOneOverSqrtH) {
 }
 
 }  // namespace
+
+namespace {
+
+// attention as nn.MultiheadAttention: in_proj_weight xavier_uniform
+// (limit sqrt(6 / (E + 3E))), out_proj.weight uniform(+-1/sqrt(E)) (variance
+// limit^2 / 3), both biases zero; seeded like every layer.
+TEST(Init, AttentionAsPyTorch) {
+    const char *spec = "input seq 4x64; attention heads=4";
+    Model m = make_model(spec), again = make_model(spec);
+    ASSERT_EQ(snn_model_init(m.get(), 99), SNN_OK);
+    ASSERT_EQ(snn_model_init(again.get(), 99), SNN_OK);
+    const std::vector<float> p = get_params(m.get());
+    EXPECT_TRUE(bit_identical(p, get_params(again.get())));
+    const size_t e = 64;
+    ASSERT_EQ(p.size(), 4 * e * e + 4 * e);
+    struct Block {
+        size_t begin, count;
+        double limit;
+    } blocks[] = {{0, 3 * e * e, std::sqrt(6.0 / (4.0 * e))}, {3 * e * e + 3 * e, e * e, 1.0 / std::sqrt(double(e))}};
+    for (const Block &b : blocks) {
+        double sum = 0.0, squares = 0.0, most = 0.0;
+        for (size_t i = b.begin; i < b.begin + b.count; ++i) {
+            sum += p[i];
+            squares += double(p[i]) * p[i];
+            most = std::fmax(most, std::fabs(p[i]));
+        }
+        const double mean = sum / double(b.count), variance = squares / double(b.count);
+        EXPECT_LE(most, b.limit);
+        EXPECT_GE(most, 0.99 * b.limit);
+        EXPECT_NEAR(mean, 0.0, 0.02 * b.limit);
+        EXPECT_NEAR(variance, b.limit * b.limit / 3.0, 0.05 * b.limit * b.limit / 3.0);
+    }
+    for (size_t i = 0; i < 3 * e; ++i) EXPECT_EQ(p[3 * e * e + i], 0.0f) << "in_proj_bias " << i;
+    for (size_t i = 0; i < e; ++i) EXPECT_EQ(p[4 * e * e + 3 * e + i], 0.0f) << "out_proj.bias " << i;
+}
+
+}  // namespace

@@ -127,7 +127,7 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         {"input 4; swish", SNN_ERR_SPEC, "unknown layer (expected input, dense, conv, maxpool, avgpool, flatten, add, "
                                          "concat, relu, leaky_relu, tanh, sigmoid, gelu, silu, softmax, batchnorm, "
                                          "layernorm, dropout, globalavgpool, embedding, posembed, seqpool, "
-                                         "conv1d, lstm, gru)"},
+                                         "conv1d, attention, lstm, gru)"},
         {"input seq 4x3; lstm 0", SNN_ERR_SPEC, "spec position 21 ('0'): lstm needs a positive hidden size"},
         {"input seq 4x3; gru", SNN_ERR_SPEC, "spec position 16 ('gru'): gru needs a positive hidden size"},
         {"input seq 4x3; lstm 4 reverse", SNN_ERR_SPEC,
@@ -614,6 +614,44 @@ TEST(Layout, Conv1dWeightsAreOutChannelTap) {
     const std::vector<float> y = run(f.get(), m.get(), x);
     // T' = 6 + 2 - 4 - 1 + 1 = 4 steps of [out 0, out 1]; out 1 = x[t + 3][1].
     EXPECT_EQ(y, (std::vector<float>{0, 7, 0, 9, 0, 11, 0, 0}));
+}
+
+// attention heads=H [causal]: its canonical text, its parameters (PyTorch's
+// in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias), and its
+// errors: heads missing, zero, not dividing the features, given twice; an
+// unknown option; an input that is not a sequence; scores too large.
+TEST(Spec, AttentionCanonicalTextAndParameters) {
+    Model m = make_model("input seq 5x6;attention   heads=2 causal name=a; attention heads=3");
+    EXPECT_EQ(describe(m.get()), "input seq 5x6; attention heads=2 causal name=a; attention heads=3");
+    EXPECT_EQ(param_count(m.get()), 2u * (3 * 36 + 3 * 6 + 36 + 6));
+}
+
+TEST(SpecErrors, AttentionOptionsAndShapes) {
+    struct Case {
+        const char *spec;
+        snn_status status;
+        const char *message;
+    } cases[] = {
+        {"input seq 5x6; attention", SNN_ERR_SPEC, "('attention'): attention needs heads=H (the number of heads)"},
+        {"input seq 5x6; attention heads=0", SNN_ERR_SPEC, "spec position 26 ('heads=0'): heads must be a positive"},
+        {"input seq 5x6; attention heads=x", SNN_ERR_SPEC, "heads must be a positive integer"},
+        {"input seq 5x6; attention heads=4", SNN_ERR_SHAPE,
+         "layer 1 (attention heads=4): 6 features do not split into 4 heads"},
+        {"input seq 5x6; attention heads=2 mask", SNN_ERR_SPEC,
+         "spec position 34: unknown option 'mask' for attention (expected heads=H, causal or name=...)"},
+        {"input seq 5x6; attention heads=2 heads=3", SNN_ERR_SPEC, "heads= is given twice in one layer"},
+        {"input seq 5x6; attention heads=2 causal causal", SNN_ERR_SPEC,
+         "spec position 41 ('causal'): causal is given twice in one layer"},
+        {"input 6; attention heads=2", SNN_ERR_SHAPE, "is not a sequence; attention takes sequences"},
+        {"input 4x4x2; attention heads=2", SNN_ERR_SHAPE, "is not a sequence; attention takes sequences"},
+        {"input seq 46341x2; attention heads=1", SNN_ERR_SHAPE, "scores per head too large"},
+        {"input seq 4096x256; attention heads=256", SNN_ERR_SHAPE, "attention scores per sample too large"},
+    };
+    for (const Case &c : cases) {
+        std::string msg;
+        EXPECT_EQ(create_status(c.spec, &msg), c.status) << c.spec << ": " << msg;
+        EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << ": " << msg;
+    }
 }
 
 }  // namespace

@@ -111,6 +111,41 @@
  *     concat ID                previous output joined with layer ID's:
  *                              channels for images of equal HxW, features
  *                              for vectors
+ *     embedding D [pad=P]      token ids -> a sequence [T][D], row id of a
+ *                              weight [V][D] (nn.Embedding; starts N(0, 1);
+ *                              with pad=P the row P starts at zero and gets
+ *                              no gradient, as padding_idx)
+ *     posembed                 adds a learned weight [T][F] to a sequence
+ *                              (nn.Embedding(T, F) of arange(T); starts
+ *                              N(0, 0.02))
+ *     seqpool last|mean|max    a sequence [T][F] -> a vector [F] over each
+ *                              sample's valid steps: the last one, their
+ *                              mean, their maximum (the gradient to the
+ *                              first maximum)
+ *     conv1d K OUT [act] [stride=S] [pad=P] [dilation=D] [nobias] [init=I]
+ *                              nn.Conv1d over a sequence [T][C] (channels
+ *                              last) -> [T'][OUT], T' = floor((T + 2P -
+ *                              D(K-1) - 1) / S) + 1; weights [OUT][C][K],
+ *                              then the bias; steps past a sample's length
+ *                              count as zeros
+ *     attention heads=H [causal]
+ *                              multi-head self-attention over a sequence
+ *                              [T][E], E divisible by H: exactly
+ *                              nn.MultiheadAttention(E, H, batch_first=True)
+ *                              on (x, x, x), keys past a sample's length
+ *                              masked (snn_set_lengths), with causal also
+ *                              keys after the query's step; parameters and
+ *                              their initial values as PyTorch's
+ *     lstm H [bidirectional] [last] [nobias]
+ *     gru H [bidirectional] [last] [nobias]
+ *                              nn.LSTM / nn.GRU (batch_first, one layer,
+ *                              zero initial state) over a sequence TxF: the
+ *                              hidden states TxH (Tx2H bidirectional:
+ *                              forward, then reverse features), or with
+ *                              last the final state H (2H), PyTorch's h_n;
+ *                              a sample shorter than T runs as a packed
+ *                              sequence (its padded steps output 0);
+ *                              parameters start uniform in +-1/sqrt(H)
  *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
  *   for add and concat to refer to; names are unique. A layer takes each
  *   option once (one activation, one stride=, one name=, ...): one given
@@ -368,7 +403,8 @@ SNN_API snn_status snn_model_describe(const snn_model *model, char *buf, size_t 
 SNN_API snn_status snn_model_layer_count(const snn_model *model, int64_t *count);
 
 /* The output shape of layer `layer` as channels, height, width. A vector of
- * N features is reported as N x 1 x 1. Errors: SNN_ERR_INVALID_ARGUMENT for a
+ * N features is reported as N x 1 x 1, a sequence of T steps of F features
+ * (or token ids, F = 1) as F x T x 1. Errors: SNN_ERR_INVALID_ARGUMENT for a
  * layer index out of range. */
 SNN_API snn_status snn_model_layer_shape(const snn_model *model, int64_t layer,
                                          int64_t *channels, int64_t *height, int64_t *width);
@@ -376,7 +412,10 @@ SNN_API snn_status snn_model_layer_shape(const snn_model *model, int64_t layer,
 /* Where layer `layer`'s parameters lie in the flat vector: weights at
  * [weight_offset, weight_offset + weight_count), bias at
  * [bias_offset, bias_offset + bias_count). Layers without parameters (input,
- * pooling, flatten) and layers without bias report counts of 0. */
+ * pooling, flatten) and layers without bias report counts of 0. Recurrent
+ * layers (lstm, gru) report all their tensors as weights and a bias count of
+ * 0: their two directions interleave weights and biases (PyTorch's order,
+ * see "Model files"). */
 SNN_API snn_status snn_model_layer_params(const snn_model *model, int64_t layer,
                                           size_t *weight_offset, size_t *weight_count,
                                           size_t *bias_offset, size_t *bias_count);
@@ -817,6 +856,11 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *              num_batches_tracked [] (I64: a negative count is refused,
  *              one above 2^24 is held as 2^24, see snn_get_state)
  *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
+ *   attention  in_proj_weight [3E, E], in_proj_bias [3E],
+ *              out_proj.weight [E, E], out_proj.bias [E]
+ *   lstm, gru  weight_ih_l0 [G*H, F], weight_hh_l0 [G*H, H], bias_ih_l0 [G*H],
+ *              bias_hh_l0 [G*H] (G = 4 gates i, f, g, o; 3 for gru: r, z, n),
+ *              then the same with suffix _reverse when bidirectional
  * A torch module whose submodules are registered as layers.<i> loads these
  * tensors with load_state_dict(strict=True); PyTorch's safetensors readers
  * open the files. */

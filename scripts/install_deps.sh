@@ -7,6 +7,7 @@ packages=(
   build-essential pkg-config meson ninja-build python3
   libopenblas-dev zlib1g-dev nlohmann-json3-dev libgtest-dev
   dataset-fashion-mnist
+  wamerican wfrench wngerman witalian wspanish wportuguese wdutch wswedish wpolish
   valgrind clang libclang-rt-14-dev
   mono-mcs nunit-console libnunit-cil-dev
   libopenmpi-dev openmpi-bin

@@ -1,7 +1,7 @@
 // cuBLAS for the emulated CUDA build (cuda_runtime.h beside this file): the
 // handle calls the backend makes for every stream, which succeed and do
-// nothing. No product is provided: dense.cu is not part of the emulated
-// build.
+// nothing, and the single-precision products (cublas_gemm.cpp), plain loops
+// column-major as cuBLAS defines them.
 #pragma once
 
 #include "cuda_runtime.h"
@@ -27,3 +27,19 @@ cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void *workspace, size_t
 cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 const char *cublasGetStatusString(cublasStatus_t status);
 const char *cublasGetStatusName(cublasStatus_t status);
+
+typedef enum {
+    CUBLAS_OP_N = 0,
+    CUBLAS_OP_T = 1,
+} cublasOperation_t;
+
+// C = alpha op(A) op(B) + beta C, column-major, C m x n.
+cublasStatus_t cublasSgemm_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                              int64_t m, int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda,
+                              const float *B, int64_t ldb, const float *beta, float *C, int64_t ldc);
+// The same for batch products i, A + i strideA, B + i strideB, C + i strideC.
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                                         const float *A, int lda, long long strideA, const float *B, int ldb,
+                                         long long strideB, const float *beta, float *C, int ldc,
+                                         long long strideC, int batchCount);

@@ -16,6 +16,8 @@
 namespace snn {
 
 enum class Init : int32_t { glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_normal, zeros };
+// What seqpool keeps of a sequence: its last valid step, their mean or maximum.
+enum class SeqPool : int32_t { last, mean, max };
 
 // Shape of one sample: c x h x w; a vector of n features is n x 1 x 1 with
 // is_image false. A sequence of T steps of F features ([time][features],
@@ -61,11 +63,18 @@ struct Layer {
     int64_t units = 0;            // dense: outputs; conv: output channels
     int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
     Act act = Act::identity;
+    int64_t heads = 0;            // attention: heads=H
+    bool causal = false;          // attention: each step attends to steps up to itself
     bool bias = true;
     Init init = Init::glorot_uniform;
     double p = 0.0;               // dropout probability
     double eps = 1e-5;            // batchnorm, layernorm
     double momentum = 0.1;        // batchnorm
+    int64_t dilation = 1;         // conv1d (kernel size in kh, stride in sh, padding in ph)
+    int64_t pad_index = -1;       // embedding: pad=P, the row kept at zero, or -1
+    SeqPool pool = SeqPool::last; // seqpool
+    bool bidirectional = false;   // lstm, gru: a reverse direction too
+    bool last = false;            // lstm, gru: only the final hidden state
 
     // Filled by shape inference.
     Shape in, out;                // in: the shape of inputs[0]

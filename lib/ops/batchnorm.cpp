@@ -49,7 +49,7 @@ std::string describe(const Layer &l, const std::vector<Layer> &) {
     return s;
 }
 
-void init(const Layer &l, float *params, float *state) {
+void init(const Layer &l, uint64_t, float *params, float *state) {
     const size_t c = l.weight_count;
     for (size_t i = 0; params && i < c; ++i) {
         params[i] = 1.0f;

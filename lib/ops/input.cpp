@@ -21,10 +21,9 @@ void parse_tokens(const Statement &st, Layer &l) {
         spec_error(st.size() < 3 ? st[1] : st[2], "input tokens takes T (steps per sample) and vocab=V", "");
     for (size_t i = 3; i < st.size(); ++i) {
         if (starts_with(st[i].text, "vocab=") && l.units == 0) {
-            if (!parse_int(st[i].text, 6, st[i].text.size(), false, &l.units))
-                spec_error(st[i], "vocab must be a positive integer", "");
-            if (l.units > (int64_t(1) << 24))
-                spec_error(st[i], "vocab is above 2^24 (token ids are exact in float32 up to 2^24)", "");
+            if (!parse_int(st[i].text, 6, st[i].text.size(), false, &l.units) || l.units > (int64_t(1) << 24))
+                spec_error(st[i], "vocab must be an integer in [1, 2^24] (token ids are exact in float32 up to 2^24)",
+                           "");
         } else {
             unknown_option(st[i], "input tokens", "vocab=V");
         }

@@ -31,7 +31,7 @@ std::string describe(const Layer &l, const std::vector<Layer> &) {
     return l.eps != 1e-5 ? "layernorm eps=" + real_text(l.eps) : "layernorm";
 }
 
-void init(const Layer &l, float *params, float *) {
+void init(const Layer &l, uint64_t, float *params, float *) {
     for (size_t i = 0; params && i < l.weight_count; ++i) {
         params[i] = 1.0f;
         params[l.weight_count + i] = 0.0f;

@@ -78,7 +78,9 @@ struct OpDesc {
     std::string (*describe)(const Layer &l, const std::vector<Layer> &layers);
     // Optional: initial parameters and state for ops that do not take init=
     // (each pointer at the node's slice, or null when not to be written).
-    void (*init)(const Layer &l, float *params, float *state);
+    // `seed` starts the node's own random stream (model/rng.h) for
+    // parameters drawn at random.
+    void (*init)(const Layer &l, uint64_t seed, float *params, float *state);
     // Optional: refuses a batch the op cannot run (SNN_ERR_BATCH), e.g.
     // batch statistics of one value per channel in training mode.
     void (*check)(const Layer &l, int64_t n, bool training);

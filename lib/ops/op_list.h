@@ -18,7 +18,14 @@
     X(batchnorm)       \
     X(layernorm)       \
     X(dropout)         \
-    X(globalavgpool)
+    X(globalavgpool)   \
+    X(embedding)       \
+    X(posembed)        \
+    X(seqpool)         \
+    X(conv1d)          \
+    X(attention)       \
+    X(lstm)            \
+    X(gru)
 
 // The ops whose kernels are written on Backend primitives alone
 // (OpDesc::generic), which every backend runs: they have no cpu_op_<name>

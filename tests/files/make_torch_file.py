@@ -115,6 +115,117 @@ def export_residual():
     write_floats(os.path.join(HERE, "torch_residual_outputs.f32"), y)
 
 
+class SeqNet(nn.Module):
+    """A sequence model, its submodules registered as layers.<i> as snn's
+    file names them: posembed is nn.Embedding(T, F) added at arange(T),
+    conv1d nn.Conv1d over channels-last steps."""
+
+    SPEC = "input seq 7x3; posembed; conv1d 3 4 tanh stride=2 pad=2 dilation=2; seqpool max; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.Embedding(7, 3),
+            "2": nn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2),
+            "4": nn.Linear(4, 2),
+        })
+
+    def forward(self, x):
+        L = self.layers
+        h = x + L["1"](torch.arange(x.shape[1]))
+        h = torch.tanh(L["2"](h.transpose(1, 2))).transpose(1, 2)
+        return L["4"](h.max(dim=1).values)
+
+
+class TokenNet(nn.Module):
+    """Token ids through nn.Embedding with a padding row, a convolution and
+    mean pooling (the ids are the input file's floats)."""
+
+    SPEC = "input tokens 6 vocab=9; embedding 5 pad=1; conv1d 2 3 relu; seqpool mean; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.Embedding(9, 5, padding_idx=1),
+            "2": nn.Conv1d(5, 3, 2),
+            "4": nn.Linear(3, 2),
+        })
+
+    def forward(self, ids):
+        L = self.layers
+        h = L["1"](ids.long())
+        h = torch.relu(L["2"](h.transpose(1, 2))).transpose(1, 2)
+        return L["4"](h.mean(dim=1))
+
+
+class RecurrentNet(nn.Module):
+    """A bidirectional LSTM, a GRU's final state and a dense layer, registered
+    as layers.<i>, so the LSTM's and GRU's state_dict names (weight_ih_l0,
+    ..., bias_hh_l0_reverse) are the file's."""
+
+    SPEC = "input seq 5x3; lstm 4 bidirectional; gru 3 last; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.LSTM(3, 4, batch_first=True, bidirectional=True),
+            "2": nn.GRU(8, 3, batch_first=True),
+            "3": nn.Linear(3, 2),
+        })
+
+    def forward(self, x):
+        h, _ = self.layers["1"](x)
+        _, h_n = self.layers["2"](h)
+        return self.layers["3"](h_n[0])
+
+
+def export_module(name, model, x):
+    """Writes the module's state_dict under its own names, which load back
+    into it strictly, and its outputs for x."""
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, name + ".safetensors"), model.SPEC, tensors)
+    model.load_state_dict(dict(tensors), strict=True)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, name + "_inputs.f32"), x)
+    write_floats(os.path.join(HERE, name + "_outputs.f32"), y)
+
+
+class AttentionNet(nn.Module):
+    """Causal multi-head self-attention over a sequence [T][E], as snn's
+    attention op: the module registered as layers.1, so its state_dict names
+    (in_proj_weight, out_proj.weight, ...) are snn's."""
+
+    SPEC = "input seq 5x8; attention heads=2 causal"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({"1": nn.MultiheadAttention(8, 2, batch_first=True)})
+
+    def forward(self, x):
+        mask = torch.triu(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool), 1)
+        y, _ = self.layers["1"](x, x, x, attn_mask=mask, need_weights=False)
+        return y
+
+
+def export_attention():
+    """Random biases too (PyTorch starts them at zero), then the outputs of a
+    batch of full-length sequences."""
+    model = AttentionNet()
+    with torch.no_grad():
+        model.layers["1"].in_proj_bias.uniform_(-0.5, 0.5)
+        model.layers["1"].out_proj.bias.uniform_(-0.5, 0.5)
+    model.eval()
+    tensors = list(model.state_dict().items())
+    write_safetensors(os.path.join(HERE, "torch_attention.safetensors"), AttentionNet.SPEC, tensors)
+    model.load_state_dict(dict(tensors), strict=True)
+    x = torch.randn(3, 5, 8)
+    with torch.no_grad():
+        y = model(x)
+    write_floats(os.path.join(HERE, "torch_attention_inputs.f32"), x)
+    write_floats(os.path.join(HERE, "torch_attention_outputs.f32"), y)
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     torch.manual_seed(1234)
@@ -130,6 +241,10 @@ def main():
            {0: 1, 3: 3, 6: 5}, torch.randn(3, 2, 6, 6))
 
     export_residual()
+    export_module("torch_seq", SeqNet(), torch.randn(4, 7, 3))
+    export_module("torch_tokens", TokenNet(), torch.randint(0, 9, (3, 6)).float())
+    export_attention()
+    export_module("torch_recurrent", RecurrentNet(), torch.randn(4, 5, 3))
 
 
 if __name__ == "__main__":

@@ -878,7 +878,7 @@ std::vector<float> read_floats(const std::string &path) {
 TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
     const char *data_dir = getenv("SNN_TEST_DATA");
     ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
-    for (const char *name : {"torch_mlp", "torch_cnn"}) {
+    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq", "torch_attention", "torch_recurrent"}) {
         SCOPED_TRACE(name);
         const std::string base = std::string(data_dir) + "/" + name;
         snn_model *m = nullptr;
@@ -967,6 +967,69 @@ TEST_F(Files, APyTorchResidualNetWithBatchnormRoundTrips) {
     EXPECT_EQ(s2, s);
     snn_model_destroy(again);
     snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
+// nn.Embedding with a padding row, nn.Conv1d and mean pooling written by
+// PyTorch: snn reads it, gives its outputs for the same token ids, and saves
+// the same tensor names, dtypes and shapes.
+TEST_F(Files, APyTorchTokenModelGivesItsOutputsAndNames) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_tokens";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    const std::vector<float> ids = read_floats(base + "_inputs.f32");
+    const std::vector<float> expected = read_floats(base + "_outputs.f32");
+    std::vector<int32_t> tokens(ids.begin(), ids.end());
+    const int64_t batch = int64_t(tokens.size() / 6);
+    snn_forward_cache *f = nullptr;
+    ASSERT_EQ(snn_preallocate(m, batch, &f), SNN_OK);
+    ASSERT_EQ(snn_set_tokens(f, tokens.data(), tokens.size()), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_forward(f, m), SNN_OK) << snn_last_error();
+    std::vector<float> y(expected.size());
+    ASSERT_EQ(snn_get_outputs(f, y.data(), y.size()), SNN_OK);
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], expected[i], 1e-5) << "output " << i;
+    const std::string saved = path("tokens.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.2.weight\"dtype\":\"F32\",\"shape\":[3,5,2]"), 1u);
+    snn_forward_cache_destroy(f);
+    snn_model_destroy(m);
+}
+
+// torch.nn.MultiheadAttention's state_dict as snn names its tensors: a file
+// saved by snn has exactly the names, dtypes and shapes of PyTorch's.
+TEST_F(Files, APyTorchAttentionFileKeepsItsNames) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_attention";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    const std::string saved = path("attention.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.1.out_proj.weight\"dtype\":\"F32\",\"shape\":[8,8]"), 1u);
+    snn_model_destroy(m);
+}
+
+// A bidirectional LSTM and a GRU written by PyTorch (above: its outputs):
+// saved again by snn, the file has exactly the modules' state_dict names,
+// dtypes and shapes (weight_ih_l0, ..., bias_hh_l0_reverse).
+TEST_F(Files, PyTorchRecurrentLayersKeepTheirNames) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_recurrent";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    const std::string saved = path("recurrent.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.1.bias_hh_l0_reverse\"dtype\":\"F32\",\"shape\":[16]"), 1u);
+    EXPECT_EQ(torch_names.count("layers.2.weight_hh_l0\"dtype\":\"F32\",\"shape\":[9,3]"), 1u);
     snn_model_destroy(m);
 }
 

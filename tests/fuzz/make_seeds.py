@@ -34,6 +34,15 @@ SPECS = [
     "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
     "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
     "input 6x6x1; conv 3 2 pad=1 name=c; layernorm; add c; softmax; flatten; dropout 0",
+    "input seq 7x3 name=x; dense 3 gelu; layernorm eps=0.01; add x; softmax; dense 2",
+    "input seq 1x1; flatten; dense 1",
+    "input tokens 7 vocab=11; embedding 6 pad=0; posembed; conv1d 3 5 relu pad=1; seqpool max",
+    "input seq 9x4; conv1d 2 3 stride=2 dilation=3 nobias init=he_normal; seqpool mean; flatten",
+    "input seq 5x3; posembed name=p; conv1d 1 3 tanh; add p; seqpool last",
+    "input seq 6x8; attention heads=2 causal name=a; attention heads=8",
+    "input seq 6x3; lstm 4; lstm 2 last",
+    "input seq 5x2; gru 3 bidirectional last nobias; dense 2",
+    "input seq 4x3; lstm 5 bidirectional nobias name=r; gru 2 bidirectional",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -54,6 +63,9 @@ MODELS = [
       ("layers.3.weight", [1, 2]), ("layers.3.bias", [1])]),
     ("input 3x3x1; flatten; dense 2", [("layers.2.weight", [2, 9]), ("layers.2.bias", [2])]),
     ("input 2x2x1; maxpool 2; flatten", []),
+    ("input tokens 5 vocab=7; embedding 3 pad=0; posembed; conv1d 3 2 pad=1; seqpool max",
+     [("layers.1.weight", [7, 3]), ("layers.2.weight", [5, 3]), ("layers.3.weight", [2, 3, 3]),
+      ("layers.3.bias", [2])]),
 ]
 
 
@@ -89,6 +101,19 @@ BAD_SPECS = {
     "bad-batchnorm-eps-zero.txt": "input 4; batchnorm eps=0",
     "bad-globalavgpool-vector.txt": "input 4; globalavgpool",
     "bad-concat-channels-overflow.txt": "input 1024x1024x1536 name=a; concat a",
+    "bad-embedding-pad-outside-vocab.txt": "input tokens 4 vocab=5; embedding 3 pad=5",
+    "bad-embedding-of-a-sequence.txt": "input seq 4x2; embedding 3",
+    "bad-seqpool-mode.txt": "input seq 4x2; seqpool first",
+    "bad-conv1d-span-too-long.txt": "input seq 4x2; conv1d 3 2 dilation=2",
+    "bad-conv1d-lowered-too-large.txt": "input seq 16777216x1; conv1d 65536 1 pad=8388608",
+    "bad-posembed-of-a-vector.txt": "input 6; posembed",
+    "bad-attention-heads-not-dividing.txt": "input seq 5x6; attention heads=4",
+    "bad-attention-vector-input.txt": "input 6; attention heads=2",
+    "bad-attention-scores-too-large.txt": "input seq 46341x2; attention heads=1",
+    "bad-lstm-vector-input.txt": "input 4; lstm 4",
+    "bad-gru-hidden-zero.txt": "input seq 4x3; gru 0",
+    "bad-lstm-last-twice.txt": "input seq 4x3; lstm 4 last bidirectional last",
+    "bad-gru-weights-too-large.txt": "input seq 2x16777216; gru 16777216 bidirectional",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).
@@ -190,6 +215,12 @@ def bad_models():
 
 def main():
     rng = random.Random(7)
+    # fuzz_sequence builds its model from the bytes: seeds of random bytes.
+    seeds = random.Random(11)
+    os.makedirs(os.path.join(HERE, "corpus", "sequence"), exist_ok=True)
+    for i in range(48):
+        with open(os.path.join(HERE, "corpus", "sequence", "seed%02d.bin" % i), "wb") as f:
+            f.write(bytes(seeds.randrange(256) for _ in range(160)))
     for i, spec in enumerate(SPECS):
         with open(os.path.join(HERE, "corpus", "spec", "spec%02d.txt" % i), "w") as f:
             f.write(spec)

@@ -192,10 +192,25 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     if (!g.training) GOLDEN_CALL(snn_cache_set_training(fwd.get(), 0));
     GOLDEN_CALL(snn_preallocate_grads(model.get(), g.batch, &raw_bwd));
     snn_handles::Backward bwd(raw_bwd);
-    GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
-
-    const std::vector<float> inputs = g.floats("inputs");
-    GOLDEN_CALL(snn_set_inputs(fwd.get(), inputs.data(), inputs.size()));
+    // Token models: "tokens" (ids) in place of "inputs", and no input
+    // gradient (snn_set_input_gradient refuses to ask for one); sequence
+    // models may give "lengths".
+    const bool tokens = g.arrays.count("tokens") > 0;
+    if (!tokens) GOLDEN_CALL(snn_set_input_gradient(bwd.get(), 1));
+    std::vector<float> inputs;
+    if (tokens) {
+        const std::vector<double> &t = g.arrays.at("tokens");
+        const std::vector<int32_t> ids(t.begin(), t.end());
+        GOLDEN_CALL(snn_set_tokens(fwd.get(), ids.data(), ids.size()));
+    } else {
+        inputs = g.floats("inputs");
+        GOLDEN_CALL(snn_set_inputs(fwd.get(), inputs.data(), inputs.size()));
+    }
+    if (g.arrays.count("lengths")) {
+        const std::vector<double> &l = g.arrays.at("lengths");
+        const std::vector<int32_t> lengths(l.begin(), l.end());
+        GOLDEN_CALL(snn_set_lengths(fwd.get(), lengths.data(), lengths.size()));
+    }
     if (g.has_loss_parameter)
         GOLDEN_CALL(snn_set_loss_parameter(bwd.get(), g.loss, g.loss_parameter));
     if (g.loss != SNN_LOSS_LOGIT_CROSSENTROPY) {
@@ -213,9 +228,11 @@ inline Replay replay(const GoldenCase &g, int32_t device) {
     GOLDEN_CALL(snn_backprop(bwd.get(), fwd.get(), model.get(), g.loss, &r.loss));
     r.gradients.resize(params.size());
     GOLDEN_CALL(snn_get_gradients(bwd.get(), r.gradients.data(), r.gradients.size()));
-    r.input_gradients.resize(inputs.size());
-    GOLDEN_CALL(snn_get_input_gradients(bwd.get(), r.input_gradients.data(),
-                                        r.input_gradients.size()));
+    if (!tokens) {
+        r.input_gradients.resize(inputs.size());
+        GOLDEN_CALL(snn_get_input_gradients(bwd.get(), r.input_gradients.data(),
+                                            r.input_gradients.size()));
+    }
 
     snn_optimiser *raw_opt = nullptr;
     GOLDEN_CALL(snn_optimiser_create(model.get(), g.optimiser, &raw_opt));

@@ -1,8 +1,9 @@
 // The ops beyond dense, conv and pooling on the GPU against the CPU backend,
 // in training and in inference mode: batchnorm (images and vectors, in a
 // residual block with add and globalavgpool), layernorm, dropout, softmax
-// (vectors and images), each standalone activation, and dense layers with
-// gelu and silu joined by concat. Both sides start from equal parameters
+// (vectors and images), each standalone activation, dense layers with
+// gelu and silu joined by concat, posembed, conv1d and seqpool, and lstm
+// and gru. Both sides start from equal parameters
 // and equal running statistics (random, so that weight, bias and the
 // inference statistics matter) and take the same passes; the outputs,
 // parameter gradients, input gradients and the state after every pass are
@@ -54,6 +55,14 @@ const Case kCases[] = {
     {"standalone activations of images",
      "input 5x5x2; conv 3 3 pad=1; gelu; conv 3 3 pad=1; sigmoid; flatten; dense 2"},
     {"dropout of images", "input 6x6x2; conv 3 2 pad=1; dropout 0.5; flatten; dense 3"},
+    {"posembed, conv1d and seqpool of sequences",
+     "input seq 9x6; posembed; conv1d 3 8 relu pad=1; conv1d 2 5 gelu stride=2 dilation=2; seqpool max; "
+     "dense 3"},
+    // conv1d's lowering in chunks of 13 samples (2^22 floats of 1000 x 320).
+    {"conv1d over several lowered chunks", "input seq 1000x64; conv1d 5 8 pad=2 tanh; seqpool mean; dense 2",
+     40, 17},
+    {"lstm and gru, both directions and the final state",
+     "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3"},
     // More values per channel, per sample and per softmax than one block
     // of 256 threads holds, and odd counts for the reductions.
     {"batch 257 and 300 features",

@@ -1,8 +1,9 @@
 // The CUDA plugin's kernels on the CPU: cuda/*.cu built against the emulated
 // runtime (cuda/emulation/) and run through the backend's own launch code
 // (the op kernel tables cuda_op_*, CudaBackend's losses, optimiser steps,
-// copies and checks, and the elementwise launchers of dense and conv),
-// compared with the CPU backend at odd sizes.
+// copies and checks, the elementwise launchers of dense and conv, and
+// conv1d's lowering), compared with the CPU backend (or plain loops) at odd
+// sizes.
 //
 // Every case runs under three schedules of each block's threads (in order,
 // reversed, shuffled), whose results must be identical bit for bit (the
@@ -29,6 +30,7 @@
 #include "common/error.h"
 #include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
+#include "conv1d_lower.h"
 #include "cuda_backend.h"
 #include "elementwise.h"
 #include "model/spec.h"
@@ -63,6 +65,10 @@ const std::map<std::string, std::string> kKernelCases = {
     {"maxpool_backward_kernel", "Ops.Maxpool"},
     {"avgpool_forward_kernel", "Ops.Avgpool"},
     {"avgpool_backward_kernel", "Ops.Avgpool"},
+    {"lstm_forward_kernel", "Recurrent.Lstm"},
+    {"lstm_backward_kernel", "Recurrent.Lstm"},
+    {"gru_forward_kernel", "Recurrent.Gru"},
+    {"gru_backward_kernel", "Recurrent.Gru"},
     {"elementwise_loss_kernel", "Losses.Mse"},
     {"finish_sum_kernel", "Losses.Mse"},
     {"xent_kernel", "Losses.CrossEntropy"},
@@ -70,6 +76,16 @@ const std::map<std::string, std::string> kKernelCases = {
     {"update_kernel", "Optimisers.Step"},
     {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
     {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
+    {"embedding_forward_kernel", "Ops.Embedding"},
+    {"embedding_grad_kernel", "Ops.Embedding"},
+    {"posembed_forward_kernel", "Ops.Posembed"},
+    {"posembed_grad_kernel", "Ops.Posembed"},
+    {"seqpool_forward_kernel", "Ops.Seqpool"},
+    {"seqpool_backward_kernel", "Ops.Seqpool"},
+    {"conv1d_lower_kernel", "Ops.Conv1dLowering"},
+    {"conv1d_lower_adjoint_kernel", "Ops.Conv1dLowering"},
+    {"attention_softmax_forward_kernel", "AttentionEmulated.MaskedSoftmax"},
+    {"attention_softmax_backward_kernel", "AttentionEmulated.MaskedSoftmax"},
 };
 
 [[noreturn]] void throw_error(snn_status status, const char *message) {
@@ -209,6 +225,7 @@ private:
 
 struct OpInputs {
     Floats x, params, state, dy;
+    std::vector<int32_t> lengths;  // valid steps per sample, or empty for all
 };
 
 struct OpResult {
@@ -236,6 +253,7 @@ OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_
     Buffer<float> x(side, in.x), params(side, in.params), state(side, in.state), dy(side, in.dy);
     Buffer<float> y(side, nans(out)), aux_buf(side, nans(aux)), dx(side, nans(in.x.size()));
     Buffer<float> grads(side, nans(in.params.size()));
+    Buffer<int32_t> lengths(side, in.lengths);
     size_t workspace_bytes = 0;
     void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
     void *workspace = side.be->alloc(workspace_bytes);
@@ -248,6 +266,7 @@ OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_
     a.n = n;
     a.training = training;
     a.key = key;
+    a.lengths = in.lengths.empty() ? nullptr : lengths.get();
     a.x[0] = x.get();
     a.y = y.get();
     a.params = params.get();
@@ -423,6 +442,138 @@ TEST(Ops, Avgpool) {
     }
     check_op("input 300x301x1; avgpool 3 stride=2", 1, true, {});
     check_op("input 300x301x1; globalavgpool", 1, true, {});
+    launched.check();
+}
+
+// ---- sequence ops ----------------------------------------------------------------------
+
+// Token ids of `spec`'s input (vocab V) with repeats, the pad id and the
+// last id among them.
+OpInputs token_inputs(const std::string &spec, int64_t n, int64_t vocab) {
+    const Network net = parse_spec(spec);
+    OpInputs in = inputs_for(net, n, std::hash<std::string>()(spec) + n);
+    std::mt19937_64 random(n);
+    for (float &id : in.x) id = float(random() % uint64_t(vocab));
+    in.x[0] = 0.0f;
+    in.x.back() = float(vocab - 1);
+    return in;
+}
+
+// Each dW value summed by one thread in the CPU's order: the same bits.
+TEST(Ops, Embedding) {
+    Launched launched({"embedding_forward_kernel", "embedding_grad_kernel"});
+    for (int64_t n : {1, 3}) {
+        for (const char *spec : {"input tokens 7 vocab=5; embedding 33", "input tokens 7 vocab=5; embedding 3 pad=0",
+                                 "input tokens 1 vocab=300; embedding 257 pad=299"}) {
+            const int64_t vocab = parse_spec(spec).layers[0].units;
+            const OpInputs in = token_inputs(spec, n, vocab);
+            check_op(spec, n, true, {}, &in);
+        }
+    }
+    // More columns and partitions than the grid's threads: grid-stride loops.
+    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 2, 3000);
+    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 2, false, {}, &in);
+    launched.check();
+}
+
+TEST(Ops, Posembed) {
+    Launched launched({"posembed_forward_kernel", "posembed_grad_kernel"});
+    for (int64_t n : {1, 3, 257}) check_op("input seq 7x33; posembed", n, true, {});
+    check_op("input seq 1x300001; posembed", 1, false, {});
+    launched.check();
+}
+
+// Lengths 1, T and between; values on a grid of 0.5 (ties: the first
+// maximum) and a NaN (kept once found).
+TEST(Ops, Seqpool) {
+    Launched launched({"seqpool_forward_kernel", "seqpool_backward_kernel"});
+    for (const char *mode : {"last", "mean", "max"}) {
+        const std::string spec = std::string("input seq 9x33; seqpool ") + mode;
+        for (int64_t n : {1, 4}) {
+            OpInputs in = pool_inputs(spec, n, n == 4);
+            if (n == 4) in.lengths = {1, 9, 4, 7};
+            check_op(spec, n, true, {}, &in);
+            in.lengths.clear();
+            check_op(spec, n, false, {}, &in);
+        }
+    }
+    check_op("input seq 2x300001; seqpool max", 1, true, {});
+    launched.check();
+}
+
+// conv1d's products are cuBLAS calls (conv1d.cu, not emulated); its lowering
+// and adjoint are checked against plain loops written here: the lowered
+// copy exactly, the adjoint's sums over taps in the same order, exactly.
+struct Conv1dLowered {
+    Floats col, dx;
+};
+
+Conv1dLowered lower_on_gpu(const Conv1dDims &d, int64_t n, const Floats &x, const Floats &dcol,
+                           const std::vector<int32_t> &lengths, int64_t first, int64_t nb) {
+    const Side g = gpu_side();
+    const int64_t cols = d.channels * d.k;
+    Buffer<float> xb(g, x), dcol_b(g, dcol), col(g, nans(size_t(nb * d.out_steps * cols)));
+    Buffer<float> dx(g, nans(size_t(n * d.steps * d.channels)));
+    Buffer<int32_t> lens(g, lengths);
+    const int32_t *len = lengths.empty() ? nullptr : lens.get();
+    const cudaStream_t stream = static_cast<cu::CudaStream *>(g.s)->stream;
+    cu::conv1d_lower(stream, d, xb.get(), len, first, nb, col.get());
+    cu::conv1d_lower_adjoint(stream, d, dcol_b.get(), len, first, nb, dx.get());
+    return {col.read(), dx.read()};
+}
+
+void compare_lowered(const std::string &what, const Conv1dLowered &a, const Conv1dLowered &b) {
+    expect_same(what + " col", a.col, b.col);
+    expect_same(what + " dx", a.dx, b.dx);
+}
+
+TEST(Ops, Conv1dLowering) {
+    Launched launched({"conv1d_lower_kernel", "conv1d_lower_adjoint_kernel"});
+    // {T, C, K, stride, pad, dilation}: plain, strided past the kernel,
+    // dilated, padding wider than the kernel, one output step.
+    const int64_t shapes[][6] = {{9, 3, 3, 1, 0, 1}, {10, 2, 2, 3, 1, 1}, {11, 5, 3, 2, 2, 3},
+                                 {3, 2, 2, 1, 4, 1}, {5, 33, 5, 1, 0, 1}, {1, 1, 1, 1, 0, 1}};
+    const int64_t n = 4, first = 1, nb = 3;
+    for (const auto &g : shapes) {
+        const int64_t t = g[0], c = g[1], k = g[2], stride = g[3], pad = g[4], dil = g[5];
+        const int64_t t_out = (t + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+        const Conv1dDims d{t, c, t_out, 2, k, stride, pad, dil};
+        for (bool with_lengths : {false, true}) {
+            const std::vector<int32_t> lengths =
+                with_lengths ? std::vector<int32_t>{int32_t(t), 1, int32_t((t + 1) / 2), int32_t(t)}
+                             : std::vector<int32_t>{};
+            const std::string what = "T " + std::to_string(t) + " C " + std::to_string(c) + " K " +
+                                     std::to_string(k) + " S " + std::to_string(stride) + " P " +
+                                     std::to_string(pad) + " D " + std::to_string(dil) +
+                                     (with_lengths ? " with lengths" : "");
+            SCOPED_TRACE(what);
+            const Floats x = uniform(size_t(n * t * c), uint64_t(t * 131 + c));
+            const Floats dcol = uniform(size_t(nb * t_out * c * k), uint64_t(k * 17 + stride));
+            Conv1dLowered want{Floats(size_t(nb * t_out * c * k)), nans(size_t(n * t * c))};
+            for (int64_t s = first; s < first + nb; ++s) {
+                const int64_t len = with_lengths ? lengths[size_t(s)] : t;
+                for (int64_t u = 0; u < t_out; ++u)
+                    for (int64_t ch = 0; ch < c; ++ch)
+                        for (int64_t tap = 0; tap < k; ++tap) {
+                            const int64_t ti = u * stride - pad + tap * dil;
+                            const size_t at = size_t((((s - first) * t_out + u) * c + ch) * k + tap);
+                            want.col[at] = ti >= 0 && ti < len ? x[size_t((s * t + ti) * c + ch)] : 0.0f;
+                        }
+                for (int64_t ti = 0; ti < t; ++ti)
+                    for (int64_t ch = 0; ch < c; ++ch) {
+                        float sum = 0.0f;
+                        for (int64_t tap = 0; tap < k && ti < len; ++tap)
+                            for (int64_t u = 0; u < t_out; ++u)
+                                if (u * stride - pad + tap * dil == ti)
+                                    sum += dcol[size_t((((s - first) * t_out + u) * c + ch) * k + tap)];
+                        want.dx[size_t((s * t + ti) * c + ch)] = sum;
+                    }
+            }
+            const Conv1dLowered got = under_every_schedule<Conv1dLowered>(
+                what, [&] { return lower_on_gpu(d, n, x, dcol, lengths, first, nb); }, compare_lowered);
+            compare_lowered(what + " against the plain loops", got, want);
+        }
+    }
     launched.check();
 }
 
@@ -759,8 +910,7 @@ TEST(Losses, SequenceCrossEntropy) {
         const Floats cpu = run(cpu_side());
         for (int64_t i = 0; i < n; ++i) {
             const bool counts = labels[i] >= 0 && (!sh.lengths || i % sh.steps < lengths[i / sh.steps]);
-            if (!counts)
-                for (int64_t j = 0; j < sh.k; ++j) EXPECT_EQ(cpu[i * sh.k + j], 0.0f) << what << " row " << i;
+            for (int64_t j = 0; !counts && j < sh.k; ++j) EXPECT_EQ(cpu[i * sh.k + j], 0.0f) << what << " row " << i;
         }
     }
     launched.check();

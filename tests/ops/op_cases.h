@@ -27,6 +27,10 @@ struct OpCase {
     // File stems in tests/golden/data whose spec holds the op, closest to
     // this option set first; unused entries are null.
     const char *goldens[kMaxGoldens];
+    // Sequence models: the per-sample lengths ("3,1,4": batch values in
+    // [1, T]), or null for full length. A case with lengths whose output is a
+    // sequence uses cross-entropy (the target losses refuse padded steps).
+    const char *lengths = nullptr;
 };
 
 constexpr snn_loss kMse = SNN_LOSS_MSE, kXent = SNN_LOSS_LOGIT_CROSSENTROPY;
@@ -165,6 +169,107 @@ constexpr OpCase kCases[] = {
      {"dropout_0_train"}},
     {OpKind::dropout, "image", "input 4x4x2; conv 3 3 pad=1; dropout 0.5; tanh", 2, 1e-2f, kMse,
      {"batchnorm2d_eval_dropout"}},
+
+    // Sequences [T][F]: the ops above acting on the last axis, with lengths
+    // (the cross-entropy of a sequence output leaves out padded steps).
+    {OpKind::input, "sequence", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "6,1,4"},
+    {OpKind::dense, "sequence", "input seq 4x3; dense 5 tanh; dense 2", 2, 1e-2f, kMse, {"seq_dense_tanh_mse"}},
+    {OpKind::dense, "sequence_lengths", "input seq 6x5; dense 7 gelu; layernorm; dense 4", 3, 1e-2f, kXent,
+     {"seq_dense_gelu_layernorm"}, "2,6,1"},
+    {OpKind::layernorm, "sequence", "input seq 3x6; layernorm eps=0.001; sigmoid; dense 3", 2, 3e-3f, kXent,
+     {"seq_saturated_layernorm"}, "3,2"},
+    {OpKind::softmax, "sequence", "input seq 5x4; dense 4; softmax; dense 3", 3, 1e-2f, kXent,
+     {"seq_softmax_residual"}, "5,2,3"},
+    {OpKind::activation, "sequence", "input seq 5x4; dense 4; tanh; dense 3", 2, 1e-2f, kXent,
+     {"seq_saturated_layernorm"}, "1,5"},
+    {OpKind::add, "sequence", "input seq 5x4; dense 4 name=a; tanh; dense 4; add a; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::flatten, "sequence", "input seq 3x4; dense 2 tanh; flatten; dense 3", 2, 1e-2f, kMse,
+     {"seq_softmax_residual"}},
+    {OpKind::dropout, "sequence", "input seq 4x3; dense 5 tanh; dropout 0.3; dense 2", 3, 1e-2f, kXent,
+     {"dropout_0_train"}, "4,1,3"},
+
+    // embedding (repeated ids), posembed, seqpool (every mode at lengths 1,
+    // T and between) and conv1d (padding keeping T, stride and dilation,
+    // padding wider than the kernel, one output step, inline activations).
+    // The pad row of embedding pad=P gets no gradient though it moves the
+    // loss, as torch's padding_idx: its goldens check it, not the finite
+    // differences.
+    {OpKind::embedding, "mean", "input tokens 6 vocab=5; embedding 4; seqpool mean; dense 3", 4, 1e-2f, kXent,
+     {"seq_embedding_pad_mean"}, "6,1,3,6"},
+    {OpKind::embedding, "flatten", "input tokens 3 vocab=4; embedding 2; flatten; dense 2", 5, 1e-2f, kMse,
+     {"seq_embedding_flatten", "seq_embedding_last_eval"}},
+    {OpKind::embedding, "sequence_output", "input tokens 5 vocab=7; embedding 6; dense 3", 3, 1e-2f, kXent,
+     {"seq_embedding_last_eval"}, "5,2,1"},
+    {OpKind::posembed, "max", "input seq 5x4; posembed; seqpool max; dense 2", 3, 1e-3f, kMse,
+     {"seq_posembed_max"}, "5,1,2"},
+    {OpKind::posembed, "sequence_output", "input seq 4x3; dense 3 tanh; posembed; dense 2", 2, 1e-2f, kXent,
+     {"seq_posembed_conv_eval"}, "1,4"},
+    {OpKind::seqpool, "last", "input seq 6x3; dense 4 tanh; seqpool last", 4, 1e-2f, kMse, {"seq_pool_last"},
+     "1,6,3,5"},
+    {OpKind::seqpool, "mean", "input seq 6x3; dense 4; seqpool mean; dense 2", 3, 1e-2f, kXent,
+     {"seq_pool_mean"}, "6,1,4"},
+    {OpKind::seqpool, "max", "input seq 7x2; dense 3 tanh; seqpool max", 4, 1e-3f, kMse,
+     {"seq_pool_max", "seq_pool_max_full_eval"}, "7,1,2,5"},
+    {OpKind::seqpool, "max_full_length", "input seq 4x3; seqpool max; dense 2", 3, 1e-3f, kMse,
+     {"seq_pool_max_full_eval", "seq_pool_max_ties"}},
+    {OpKind::conv1d, "same_lengths", "input seq 8x3; conv1d 3 4 tanh pad=1; seqpool mean", 3, 1e-2f, kMse,
+     {"seq_conv1d_same_lengths", "seq_posembed_conv_eval"}, "8,1,5"},
+    {OpKind::conv1d, "stride_dilation", "input seq 11x2; conv1d 3 3 stride=2 pad=1 dilation=2; flatten; dense 2",
+     3, 1e-2f, kXent, {"seq_conv1d_stride_dilation"}},
+    {OpKind::conv1d, "wide_pad_nobias", "input seq 3x2; conv1d 2 3 pad=3 nobias sigmoid; flatten; dense 2", 2,
+     1e-2f, kMse, {"seq_conv1d_wide_pad_nobias"}},
+    {OpKind::conv1d, "one_step_relu", "input seq 5x4; conv1d 5 3 relu; flatten", 3, 1e-3f, kMse,
+     {"seq_conv1d_one_step"}},
+    {OpKind::conv1d, "gelu_silu", "input seq 6x3; conv1d 3 4 gelu pad=1; conv1d 1 3 silu", 3, 1e-2f, kXent,
+     {"seq_conv1d_gelu_silu_eval"}, "6,2,1"},
+
+    // attention: several heads, one head, a head per feature, causal, with
+    // lengths 1 and T in one batch; in a pre-norm block with the
+    // cross-entropy of every valid step.
+    {OpKind::attention, "heads2", "input seq 5x8; attention heads=2", 3, 1e-2f, kXent, {"attention_heads2"},
+     "5,1,3"},
+    {OpKind::attention, "causal", "input seq 6x4; attention heads=2 causal", 3, 1e-2f, kXent,
+     {"attention_causal_lengths"}, "6,2,1"},
+    {OpKind::attention, "heads1", "input seq 4x6; attention heads=1", 2, 1e-2f, kXent, {"attention_heads1_tiny"},
+     "4,1"},
+    {OpKind::attention, "head_per_feature", "input seq 4x4; attention heads=4 causal", 2, 1e-2f, kMse,
+     {"attention_heads_e_causal"}},
+    {OpKind::attention, "block_crossentropy",
+     "input seq 6x8; dense 8 name=h; layernorm; attention heads=2 causal; add h; dense 5", 3, 1e-2f, kXent,
+     {"attention_block_xent"}, "6,1,4"},
+    // The words example's length, T = 20. (Few features: the GPU mode's
+    // parameters, all in [0.5, 1.5], make scores of the order of E^3, whose
+    // float32 rounding decides the rows that nearly tie, differently on
+    // each backend.)
+    {OpKind::attention, "steps20", "input seq 20x8; attention heads=4 causal", 2, 1e-2f, kXent,
+     {"attention_saturated", "attention_saturated_eval"}, "20,7"},
+
+    // lstm and gru: the sequence of states, one or both directions, the
+    // final state (last), no biases, stacked (the input gradient of a
+    // recurrent layer), a classifier per step or on the final state; with
+    // lengths 1 and T among others.
+    {OpKind::lstm, "sequence", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_long_t40"}},
+    {OpKind::lstm, "sequence_lengths", "input seq 5x3; lstm 4", 3, 1e-2f, kXent, {"lstm_lengths_1_and_t"}, "5,1,3"},
+    {OpKind::lstm, "bidirectional", "input seq 4x3; lstm 3 bidirectional", 2, 1e-2f, kXent,
+     {"lstm_lengths_1_and_t", "lstm_bidirectional_eval"}, "4,2"},
+    {OpKind::lstm, "bidirectional_xent_per_step", "input seq 5x3; lstm 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"lstm_lengths_1_and_t"}, "5,2,1"},
+    {OpKind::lstm, "bidirectional_last_xent", "input seq 4x3; lstm 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"lstm_bidirectional_last_xent", "lstm_saturated"}, "4,1,3"},
+    {OpKind::lstm, "stacked_nobias", "input seq 4x2; lstm 3 nobias; lstm 2 last nobias", 2, 1e-2f, kMse,
+     {"lstm_stacked_nobias"}, "1,4"},
+    {OpKind::gru, "sequence", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_long_t40"}},
+    {OpKind::gru, "sequence_lengths", "input seq 5x3; gru 4", 3, 1e-2f, kXent, {"gru_lengths_1_and_t"}, "5,1,3"},
+    {OpKind::gru, "bidirectional", "input seq 4x3; gru 3 bidirectional", 2, 1e-2f, kXent,
+     {"gru_lengths_1_and_t", "gru_bidirectional_eval"}, "4,2"},
+    {OpKind::gru, "bidirectional_xent_per_step", "input seq 5x3; gru 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"gru_lengths_1_and_t"}, "5,2,1"},
+    {OpKind::gru, "bidirectional_last_xent", "input seq 4x3; gru 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"gru_bidirectional_last_xent", "gru_saturated"}, "4,1,3"},
+    {OpKind::gru, "stacked_nobias", "input seq 4x2; gru 3 nobias; gru 2 last nobias", 2, 1e-2f, kMse,
+     {"gru_stacked_nobias"}, "1,4"},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

@@ -117,22 +117,115 @@ Prepared make_setup(const OpCase &c, Random &rng) {
     return s;
 }
 
-// The loss of the case recomputed in double from the outputs.
-double loss_of(const OpCase &c, const Floats &y, size_t k, const Floats &targets,
-               const std::vector<int32_t> &labels) {
+// What a case feeds its model for a batch of n: float inputs or token ids
+// (integers in [0, vocab)), the lengths of a sequence model (the case's, or
+// none), and targets and labels for its loss: one label per sample, or per
+// step of a sequence output (some -1: ignored).
+struct Feed {
+    bool tokens = false;
+    Floats x;
+    std::vector<int32_t> ids, lengths, labels;
+    Floats targets;
+    size_t k = 0;           // outputs per row: per sample, or per step of a sequence
+    int64_t out_steps = 1;  // rows per sample of the output
+    bool sequence_output = false;
+};
+
+std::vector<int32_t> parse_lengths(const char *text) {
+    std::vector<int32_t> v;
+    for (const char *p = text; p && *p;) {
+        char *end = nullptr;
+        v.push_back(int32_t(std::strtol(p, &end, 10)));
+        p = *end == ',' ? end + 1 : end;
+    }
+    return v;
+}
+
+Feed make_feed(const OpCase &c, const snn_model *model, int64_t n, Random &rng) {
+    Feed f;
+    int64_t steps = 0, vocab = 0;
+    EXPECT_EQ(snn_model_input_sequence(model, &steps, &vocab), SNN_OK);
+    const snn::Network net = snn::parse_spec(c.spec);
+    const snn::Shape &out = net.output();
+    f.sequence_output = out.is_seq;
+    f.out_steps = out.steps();
+    f.k = size_t(out.row_size());
+    f.tokens = vocab > 0;
+    const size_t features = input_size(model);
+    if (f.tokens) {
+        f.ids.resize(size_t(n) * features);
+        for (int32_t &id : f.ids) id = int32_t(rng.uniform(0.0f, float(vocab) - 0.01f));
+    } else {
+        f.x = rng.uniform_vector(size_t(n) * features, -1.0f, 1.0f);
+    }
+    if (c.lengths) {  // a batch other than the case's (timing) repeats them
+        const std::vector<int32_t> given = parse_lengths(c.lengths);
+        if (n == c.batch) {
+            EXPECT_EQ(int64_t(given.size()), n) << "the case's lengths must give one per sample";
+        }
+        for (int64_t i = 0; i < n; ++i) f.lengths.push_back(given[size_t(i) % given.size()]);
+    }
+    f.targets = rng.uniform_vector(size_t(n) * f.k * size_t(f.out_steps), -1.0f, 1.0f);
+    f.labels.resize(size_t(n) * size_t(f.out_steps));
+    for (size_t i = 0; i < f.labels.size(); ++i)
+        f.labels[i] = f.sequence_output && i % 5 == 3 ? -1 : int32_t((i * 7 + 1) % f.k);
+    return f;
+}
+
+// Sets the feed's inputs (and lengths) on the cache.
+void set_feed(snn_forward_cache *fwd, const Feed &f) {
+    if (f.tokens) {
+        EXPECT_EQ(snn_set_tokens(fwd, f.ids.data(), f.ids.size()), SNN_OK) << snn_last_error();
+    } else {
+        EXPECT_EQ(snn_set_inputs(fwd, f.x.data(), f.x.size()), SNN_OK) << snn_last_error();
+    }
+    if (!f.lengths.empty()) {
+        EXPECT_EQ(snn_set_lengths(fwd, f.lengths.data(), f.lengths.size()), SNN_OK) << snn_last_error();
+    }
+}
+
+void set_loss_inputs(snn_backward_cache *bwd, const OpCase &c, const Feed &f) {
+    if (c.loss == SNN_LOSS_MSE) {
+        EXPECT_EQ(snn_set_targets(bwd, f.targets.data(), f.targets.size()), SNN_OK) << snn_last_error();
+    } else {
+        EXPECT_EQ(snn_set_labels(bwd, f.labels.data(), f.labels.size()), SNN_OK) << snn_last_error();
+    }
+}
+
+Floats run_feed(snn_forward_cache *fwd, const snn_model *model, const Feed &f) {
+    set_feed(fwd, f);
+    EXPECT_EQ(snn_forward(fwd, model), SNN_OK) << snn_last_error();
+    int64_t batch = 0, max_batch = 0;
+    EXPECT_EQ(snn_cache_batch(fwd, &batch, &max_batch), SNN_OK);
+    Floats y(size_t(batch) * output_size(model));
+    EXPECT_EQ(snn_get_outputs(fwd, y.data(), y.size()), SNN_OK) << snn_last_error();
+    return y;
+}
+
+// The loss of the case recomputed in double from the outputs: mean squared
+// error over every value, or cross-entropy over the rows that count (a
+// sequence's steps labelled -1 and padded steps left out).
+double loss_of(const OpCase &c, const Floats &y, const Feed &f) {
     double sum = 0.0;
     if (c.loss == SNN_LOSS_MSE) {
-        for (size_t i = 0; i < y.size(); ++i) sum += (double(y[i]) - targets[i]) * (double(y[i]) - targets[i]);
+        for (size_t i = 0; i < y.size(); ++i)
+            sum += (double(y[i]) - f.targets[i]) * (double(y[i]) - f.targets[i]);
         return sum / double(y.size());
     }
-    for (int64_t i = 0; i < c.batch; ++i) {
+    const size_t k = f.k, rows = y.size() / k;
+    size_t counted = 0;
+    for (size_t i = 0; i < rows; ++i) {
+        const int32_t label = f.labels[i];
+        const size_t sample = i / size_t(f.out_steps), step = i % size_t(f.out_steps);
+        if (label < 0 || (!f.lengths.empty() && f.sequence_output && step >= size_t(f.lengths[sample]))) continue;
         const float *row = y.data() + i * k;
         const double m = *std::max_element(row, row + k);
         double s = 0.0;
         for (size_t j = 0; j < k; ++j) s += std::exp(row[j] - m);
-        sum += m + std::log(s) - row[labels[size_t(i)]];
+        sum += m + std::log(s) - row[label];
+        ++counted;
     }
-    return sum / double(c.batch);
+    return counted ? sum / double(counted) : 0.0;
 }
 
 class Op : public ::testing::TestWithParam<OpCase> {
@@ -145,37 +238,34 @@ void Op::gradient_check(bool training) {
     Random rng(42);
     Prepared s = make_setup(c, rng);
     snn_model *model = s.model.get();
-    const size_t k = output_size(model), features = input_size(model);
-    Floats x = rng.uniform_vector(size_t(c.batch) * features, -1.0f, 1.0f);
-    const Floats targets = rng.uniform_vector(size_t(c.batch) * k, -1.0f, 1.0f);
-    std::vector<int32_t> labels(size_t(c.batch));
-    for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t((i * 7 + 1) % k);
+    Feed f = make_feed(c, model, c.batch, rng);
 
     Forward fwd = make_forward(model, c.batch);
     Backward bwd = make_backward(model, c.batch);
     ASSERT_EQ(snn_cache_set_training(fwd.get(), training ? 1 : 0), SNN_OK);
-    ASSERT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
-    if (c.loss == SNN_LOSS_MSE)
-        ASSERT_EQ(snn_set_targets(bwd.get(), targets.data(), targets.size()), SNN_OK);
-    else
-        ASSERT_EQ(snn_set_labels(bwd.get(), labels.data(), labels.size()), SNN_OK);
+    if (!f.tokens) {
+        ASSERT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
+    }
+    set_loss_inputs(bwd.get(), c, f);
 
     auto outputs = [&]() {
         EXPECT_EQ(set_params(model, s.params), SNN_OK);
         EXPECT_EQ(snn_set_state(model, s.state.data(), s.state.size()), SNN_OK);
         EXPECT_EQ(snn_cache_set_seed(fwd.get(), 5), SNN_OK);
-        return run(fwd.get(), model, x);
+        return run_feed(fwd.get(), model, f);
     };
     const Floats y = outputs();
     float loss = 0.0f;
     ASSERT_EQ(snn_backprop(bwd.get(), fwd.get(), model, c.loss, &loss), SNN_OK) << snn_last_error();
-    EXPECT_NEAR(loss, loss_of(c, y, k, targets, labels), 1e-6 * (1.0 + std::fabs(loss)));
+    EXPECT_NEAR(loss, loss_of(c, y, f), 1e-6 * (1.0 + std::fabs(loss)));
     const Floats grads = grads_of(bwd.get(), model);
-    Floats input_grads(x.size());
-    ASSERT_EQ(snn_get_input_gradients(bwd.get(), input_grads.data(), input_grads.size()), SNN_OK);
+    Floats input_grads(f.x.size());
+    if (!f.tokens) {
+        ASSERT_EQ(snn_get_input_gradients(bwd.get(), input_grads.data(), input_grads.size()), SNN_OK);
+    }
 
     double worst = 0.0;
-    auto loss_at = [&]() { return loss_of(c, outputs(), k, targets, labels); };
+    auto loss_at = [&]() { return loss_of(c, outputs(), f); };
     // The step actually taken in float, so that rounding of p +- eps is not
     // an error of the quotient.
     auto central = [&](float &v) {
@@ -189,10 +279,10 @@ void Op::gradient_check(bool training) {
     };
     for (size_t i = 0; i < s.params.size(); ++i)
         worst = std::max(worst, expect_gradient_close("parameter", i, central(s.params[i]), grads[i]));
-    for (size_t i = 0; i < x.size(); ++i)
-        worst = std::max(worst, expect_gradient_close("input", i, central(x[i]), input_grads[i]));
-    std::printf("  %zu parameters, %zu inputs: worst error %.2f of the tolerance\n", s.params.size(), x.size(),
-                worst);
+    for (size_t i = 0; i < f.x.size(); ++i)
+        worst = std::max(worst, expect_gradient_close("input", i, central(f.x[i]), input_grads[i]));
+    std::printf("  %zu parameters, %zu inputs%s: worst error %.2f of the tolerance\n", s.params.size(), f.x.size(),
+                f.tokens ? " (token ids: no input gradient)" : "", worst);
 }
 
 TEST_P(Op, GradientTraining) { gradient_check(true); }
@@ -264,7 +354,7 @@ TEST_P(Op, FileRoundTrip) {
     EXPECT_TRUE(same_bits(params_of(loaded.get()), s.params));
     EXPECT_TRUE(same_bits(get_state(loaded.get()), s.state));
 
-    const Floats x = rng.uniform_vector(size_t(c.batch) * input_size(s.model.get()), -1.0f, 1.0f);
+    const Feed feed = make_feed(c, s.model.get(), c.batch, rng);
     for (int training = 0; training <= 1; ++training) {
         Floats y[2], state_after[2];
         snn_model *models[2] = {s.model.get(), loaded.get()};
@@ -273,7 +363,7 @@ TEST_P(Op, FileRoundTrip) {
             Forward fwd = make_forward(models[m], c.batch);
             ASSERT_EQ(snn_cache_set_training(fwd.get(), training), SNN_OK);
             ASSERT_EQ(snn_cache_set_seed(fwd.get(), 9), SNN_OK);
-            y[m] = run(fwd.get(), models[m], x);
+            y[m] = run_feed(fwd.get(), models[m], feed);
             state_after[m] = get_state(models[m]);
         }
         EXPECT_TRUE(same_bits(y[1], y[0])) << (training ? "training" : "inference") << " outputs";
@@ -342,7 +432,7 @@ struct NodeResult {
 
 // Forward then backward of node i of net on `be`, every output starting NaN.
 NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Network &net, size_t i, int64_t n,
-                    bool training, const NodeInputs &in) {
+                    bool training, const NodeInputs &in, const std::vector<int32_t> &lengths) {
     const snn::Layer &l = net.layers[i];
     snn::Stream *s = be.create_stream(0, false);
     const size_t out = size_t(n * l.out.size());
@@ -357,6 +447,8 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
             x.push_back(std::make_unique<Buffer>(be, s, in.x[j]));
             dx.push_back(std::make_unique<Buffer>(be, s, Floats(in.x[j].size(), std::nanf(""))));
         }
+        int32_t *lengths_buf = static_cast<int32_t *>(be.alloc(lengths.size() * sizeof(int32_t)));
+        if (!lengths.empty()) be.upload(s, lengths_buf, lengths.data(), lengths.size() * sizeof(int32_t));
         size_t workspace_bytes = 0;
         void *plan = k.plan ? k.plan(be, s, l, n, true, &workspace_bytes) : nullptr;
         void *workspace = be.alloc(workspace_bytes);
@@ -369,6 +461,7 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
         a.n = n;
         a.training = training;
         a.key = snn::dropout_key(42, 1, i);
+        a.lengths = lengths.empty() ? nullptr : lengths_buf;
         for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = x[j]->get();
         a.y = y.get();
         a.params = params.get();
@@ -384,6 +477,7 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
         for (size_t j = 0; j < l.inputs.size(); ++j) r.dx[j] = dx[j]->read();
         r.grads = grads.read();
         be.release(workspace);
+        be.release(lengths_buf);
         if (k.release) k.release(be, plan);
     }
     be.destroy_stream(s);
@@ -413,6 +507,7 @@ TEST_P(Op, Gpu) {
     const snn::Network net = snn::parse_spec(c.spec);
     std::vector<std::string> lacking;
     size_t compared = 0;
+    const std::vector<int32_t> lengths = parse_lengths(c.lengths);
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const snn::Layer &l = net.layers[i];
         const snn::OpKernels *ck = snn::op_kernels(cpu, l.kind), *gk = snn::op_kernels(*gpu, l.kind);
@@ -425,16 +520,20 @@ TEST_P(Op, Gpu) {
         NodeInputs in;
         const uint64_t seed = std::hash<std::string>()(c.spec) + i;
         Random rng(seed);
-        for (size_t j = 0; j < l.inputs.size(); ++j)
-            in.x[j] = rng.uniform_vector(size_t(c.batch * net.layers[size_t(l.inputs[j])].out.size()), -3.0f, 3.0f);
+        for (size_t j = 0; j < l.inputs.size(); ++j) {
+            const snn::Layer &from = net.layers[size_t(l.inputs[j])];
+            in.x[j] = rng.uniform_vector(size_t(c.batch * from.out.size()), -3.0f, 3.0f);
+            if (from.out.is_tokens)  // ids in [0, vocab)
+                for (float &v : in.x[j]) v = std::floor(rng.uniform(0.0f, float(from.units) - 0.01f));
+        }
         in.params = rng.uniform_vector(net.param_count, 0.5f, 1.5f);
         in.state = rng.uniform_vector(net.state_count, 0.25f, 2.0f);
         in.dy = rng.uniform_vector(size_t(c.batch * l.out.size()), -3.0f, 3.0f);
         for (bool training : {true, false}) {
             const std::string what = snn::layer_label(net, i) + (training ? " training" : " inference");
             SCOPED_TRACE(what);
-            const NodeResult a = run_node(cpu, *ck, net, i, c.batch, training, in);
-            const NodeResult b = run_node(*gpu, *gk, net, i, c.batch, training, in);
+            const NodeResult a = run_node(cpu, *ck, net, i, c.batch, training, in, lengths);
+            const NodeResult b = run_node(*gpu, *gk, net, i, c.batch, training, in, lengths);
             expect_near(what + ": y", b.y, a.y, 1e-4, 1e-5);
             expect_near(what + ": state", b.state, a.state, 1e-5, 1e-6);
             for (size_t j = 0; j < l.inputs.size(); ++j)
@@ -514,9 +613,6 @@ int time_cases(int repeats, int64_t batch) {
         Model model(raw);
         snn_forward_cache *f = nullptr;
         snn_backward_cache *b = nullptr;
-        size_t k = 0, features = 0;
-        snn_model_output_size(model.get(), &k);
-        snn_model_input_size(model.get(), &features);
         if (snn_preallocate(model.get(), batch, &f) != SNN_OK ||
             snn_preallocate_grads(model.get(), batch, &b) != SNN_OK) {
             std::fprintf(stderr, "%s/%s: %s\n", op_name(c.op), c.label, snn_last_error());
@@ -526,15 +622,9 @@ int time_cases(int repeats, int64_t batch) {
         Forward fwd(f);
         Backward bwd(b);
         Random rng(3);
-        const Floats x = rng.uniform_vector(size_t(batch) * features, -1.0f, 1.0f);
-        const Floats targets = rng.uniform_vector(size_t(batch) * k, -1.0f, 1.0f);
-        std::vector<int32_t> labels(static_cast<size_t>(batch));
-        for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % k);
-        snn_set_inputs(fwd.get(), x.data(), x.size());
-        if (c.loss == SNN_LOSS_MSE)
-            snn_set_targets(bwd.get(), targets.data(), targets.size());
-        else
-            snn_set_labels(bwd.get(), labels.data(), labels.size());
+        const Feed feed = make_feed(c, model.get(), batch, rng);
+        set_feed(fwd.get(), feed);
+        set_loss_inputs(bwd.get(), c, feed);
         std::vector<double> forward_us, backward_us;
         using clock = std::chrono::steady_clock;
         for (int r = 0; r <= repeats; ++r) {  // the first pass warms up

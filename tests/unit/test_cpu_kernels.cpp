@@ -2,7 +2,8 @@
 // (SNN_CPU_KERNELS=reference): the direct convolution for few taps against
 // im2col and sgemm, the shifted lowering against the generic im2col, and the
 // 2x2 max pooling against the generic window loop, on common and on odd
-// geometries; the dense layers' products against OpenBLAS.
+// geometries; the dense layers' products against OpenBLAS; the recurrent
+// layers' time loop split over 2 threads against 1.
 // Each case runs one forward pass and one backprop (with the input gradient)
 // through both, at 1 and 2 threads, with sizes that leave a partial block of
 // 16 columns and a remainder of output channels, and compares outputs,
@@ -200,6 +201,25 @@ TEST(CpuKernels, DenseInputGradientMatchesTheReference) {
 
 // The three specs that crashed the shifted lowering, end to end from a model
 // file: saved, loaded, and run on the fast and the reference kernels.
+// The recurrent layers split the batch over the threads for their whole
+// time loop (large enough layers): 2 threads, with an odd batch, against 1.
+TEST(CpuKernels, RecurrentTimeLoopSplitOverThreadsMatchesOneThread) {
+    for (const char *spec : {"input seq 9x16; lstm 96 bidirectional", "input seq 9x16; gru 128 last",
+                             "input seq 7x8; gru 96 bidirectional nobias; lstm 64 last"}) {
+        SCOPED_TRACE(spec);
+        const Result one = run_case(spec, 5, false, 1);
+        const Result two = run_case(spec, 5, false, 2);
+        expect_close("outputs", spec, two.y, one.y, 1e-6);
+        expect_close("parameter gradients", spec, two.grads, one.grads, 1e-5);
+        expect_close("input gradients", spec, two.dx, one.dx, 1e-5);
+        const Result again = run_case(spec, 5, false, 2);
+        EXPECT_EQ(again.y, two.y);
+        EXPECT_EQ(again.grads, two.grads);
+        EXPECT_EQ(again.dx, two.dx);
+    }
+    EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
+}
+
 TEST(CpuKernels, OddGeometryModelFilesRun) {
     for (const char *spec : {"input 1x1x4; conv 3 1 pad=1", "input 1x100x8; conv 3 16 pad=1",
                              "input 2x28x4; conv 5 8 pad=2"}) {
@@ -225,6 +245,112 @@ TEST(CpuKernels, OddGeometryModelFilesRun) {
         double largest = 0.0;
         for (float v : outputs[1]) largest = std::max(largest, double(std::fabs(v)));
         EXPECT_GT(largest, 0.0);  // the inputs reached the outputs
+    }
+}
+
+// ---- conv1d: the lowered products against a plain loop ----------------------------------
+
+struct Conv1dShape {
+    int64_t t, c, k, out, stride, pad, dilation, batch;
+};
+
+// torch.nn.Conv1d written out over [T][C] samples (channels last):
+// y[s][u][o] = b[o] + sum over c, k of W[o][c][k] x[s][u S - P + k D][c],
+// and its gradients for dy, in double, with the sum of the terms' magnitudes
+// of each value (the scale of float rounding in a sum of thousands).
+struct Conv1dReference {
+    std::vector<double> y, dw, db, dx;
+    std::vector<double> y_abs, dw_abs, db_abs, dx_abs;
+};
+
+Conv1dReference conv1d_reference(const Conv1dShape &g, int64_t t_out, const std::vector<float> &x,
+                                 const std::vector<float> &p, const std::vector<float> &dy) {
+    const float *w = p.data(), *b = p.data() + g.out * g.c * g.k;
+    Conv1dReference r;
+    r.y.assign(size_t(g.batch * t_out * g.out), 0.0);
+    r.dw.assign(size_t(g.out * g.c * g.k), 0.0);
+    r.db.assign(size_t(g.out), 0.0);
+    r.dx.assign(x.size(), 0.0);
+    r.y_abs = r.y;
+    r.dw_abs = r.dw;
+    r.db_abs = r.db;
+    r.dx_abs = r.dx;
+    for (int64_t s = 0; s < g.batch; ++s)
+        for (int64_t u = 0; u < t_out; ++u)
+            for (int64_t o = 0; o < g.out; ++o) {
+                const size_t yo = size_t((s * t_out + u) * g.out + o);
+                r.y[yo] = b[o];
+                r.y_abs[yo] = std::fabs(b[o]);
+                r.db[size_t(o)] += dy[yo];
+                r.db_abs[size_t(o)] += std::fabs(dy[yo]);
+                for (int64_t c = 0; c < g.c; ++c)
+                    for (int64_t k = 0; k < g.k; ++k) {
+                        const int64_t ti = u * g.stride - g.pad + k * g.dilation;
+                        if (ti < 0 || ti >= g.t) continue;
+                        const size_t xi = size_t((s * g.t + ti) * g.c + c), wi = size_t((o * g.c + c) * g.k + k);
+                        r.y[yo] += double(w[wi]) * x[xi];
+                        r.dw[wi] += double(dy[yo]) * x[xi];
+                        r.dx[xi] += double(dy[yo]) * w[wi];
+                        r.y_abs[yo] += std::fabs(double(w[wi]) * x[xi]);
+                        r.dw_abs[wi] += std::fabs(double(dy[yo]) * x[xi]);
+                        r.dx_abs[xi] += std::fabs(double(dy[yo]) * w[wi]);
+                    }
+            }
+    return r;
+}
+
+// Within 1e-6 plus 1e-6 of the sum of the terms' magnitudes (a wrong index
+// is off by a term, about 0.25 here).
+void expect_near_reference(const char *what, const std::string &spec, const std::vector<float> &got,
+                           const std::vector<double> &want, const std::vector<double> &scale) {
+    ASSERT_EQ(got.size(), want.size()) << spec << ": " << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+        if (!(std::fabs(got[i] - want[i]) <= 1e-6 + 1e-6 * scale[i]) && ++bad <= 3)
+            ADD_FAILURE() << spec << ": " << what << "[" << i << "] " << got[i] << ", reference " << want[i];
+    EXPECT_EQ(bad, 0u) << spec << ": " << what;
+}
+
+// Odd geometries: stride past the kernel, dilation, padding wider than the
+// kernel, one output step, one input step, and a batch of several lowered
+// chunks (T' C K above 2^20 / 3 floats per sample).
+TEST(CpuKernels, Conv1dMatchesAPlainLoop) {
+    const Conv1dShape shapes[] = {
+        {9, 3, 3, 4, 1, 0, 1, 2},     {10, 2, 4, 3, 3, 2, 1, 3},  {7, 5, 2, 2, 2, 0, 3, 2},
+        {3, 2, 2, 3, 1, 4, 1, 2},     {6, 4, 6, 5, 1, 0, 1, 3},   {1, 3, 1, 2, 1, 0, 1, 4},
+        {1, 2, 3, 2, 2, 1, 1, 1},     {5, 1, 3, 1, 4, 3, 2, 2},   {13, 3, 5, 7, 2, 5, 2, 2},
+        {1000, 64, 5, 4, 1, 2, 1, 7},
+    };
+    Random rng(5);
+    for (const Conv1dShape &g : shapes) {
+        const std::string spec = "input seq " + std::to_string(g.t) + "x" + std::to_string(g.c) + "; conv1d " +
+                                 std::to_string(g.k) + " " + std::to_string(g.out) + " stride=" +
+                                 std::to_string(g.stride) + " pad=" + std::to_string(g.pad) +
+                                 " dilation=" + std::to_string(g.dilation);
+        SCOPED_TRACE(spec);
+        Model m = make_model(spec);
+        const int64_t t_out = int64_t(output_size(m.get())) / g.out;
+        EXPECT_EQ(t_out, (g.t + 2 * g.pad - g.dilation * (g.k - 1) - 1) / g.stride + 1);
+        const std::vector<float> p = rng.uniform_vector(param_count(m.get()), -1.0f, 1.0f);
+        ASSERT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+        const std::vector<float> x = rng.uniform_vector(size_t(g.batch * g.t * g.c), -1.0f, 1.0f);
+        const std::vector<float> dy = rng.uniform_vector(size_t(g.batch * t_out * g.out), -1.0f, 1.0f);
+        Forward f = make_forward(m.get(), g.batch);
+        Backward b = make_backward(m.get(), g.batch);
+        ASSERT_EQ(snn_set_input_gradient(b.get(), 1), SNN_OK);
+        const std::vector<float> y = run(f.get(), m.get(), x);
+        ASSERT_EQ(snn_backprop_with_output_gradient(b.get(), f.get(), m.get(), dy.data(), dy.size()), SNN_OK)
+            << snn_last_error();
+        const std::vector<float> grads = gradients(b.get(), m.get());
+        std::vector<float> dx(x.size());
+        ASSERT_EQ(snn_get_input_gradients(b.get(), dx.data(), dx.size()), SNN_OK);
+        const Conv1dReference r = conv1d_reference(g, t_out, x, p, dy);
+        expect_near_reference("outputs", spec, y, r.y, r.y_abs);
+        std::vector<double> want_grads = r.dw, grads_abs = r.dw_abs;
+        want_grads.insert(want_grads.end(), r.db.begin(), r.db.end());
+        grads_abs.insert(grads_abs.end(), r.db_abs.begin(), r.db_abs.end());
+        expect_near_reference("parameter gradients", spec, grads, want_grads, grads_abs);
+        expect_near_reference("input gradients", spec, dx, r.dx, r.dx_abs);
     }
 }
 

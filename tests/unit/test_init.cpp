@@ -122,10 +122,34 @@ const InitCase kInitCases[] = {
     // Dense over an image input: fan_in counts every feature.
     {"he_uniform_dense_over_image", "input 10x10x4; flatten; dense 300 init=he_uniform", 400, 300,
      true, 6.0, false},
+    // Dense over a sequence reads each step: fan_in is a step's features.
+    {"glorot_uniform_dense_over_sequence", "input seq 50x400; dense 300", 400, 300, true, 6.0, true},
+    // conv1d 5 64 over 32 channels: fan_in 32*5, fan_out 64*5.
+    {"glorot_uniform_conv1d", "input seq 9x32; conv1d 5 64", 160, 320, true, 6.0, true},
+    {"he_normal_conv1d", "input seq 9x32; conv1d 5 64 init=he_normal", 160, 320, false, 2.0, false},
+    // nn.Embedding's N(0, 1), and posembed's N(0, 0.02).
+    {"normal_embedding", "input tokens 4 vocab=400; embedding 300", 1, 0, false, 1.0, false},
+    {"normal_posembed", "input seq 400x300; posembed", 1, 0, false, 0.0004, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Formulas, Initialiser, ::testing::ValuesIn(kInitCases),
                          [](const ::testing::TestParamInfo<InitCase> &info) { return info.param.name; });
+
+// As torch.nn.Embedding's padding_idx: the pad row starts at zero, the
+// others are drawn; the same seed gives the same rows.
+TEST(Init, EmbeddingPadRowStartsAtZero) {
+    Model m = make_model("input tokens 3 vocab=6; embedding 4 pad=2");
+    ASSERT_EQ(snn_model_init(m.get(), 8), SNN_OK);
+    const std::vector<float> p = get_params(m.get());
+    for (size_t row = 0; row < 6; ++row)
+        for (size_t f = 0; f < 4; ++f) {
+            if (row == 2) EXPECT_EQ(p[row * 4 + f], 0.0f) << "pad row, feature " << f;
+            else EXPECT_NE(p[row * 4 + f], 0.0f) << "row " << row << ", feature " << f;
+        }
+    Model again = make_model("input tokens 3 vocab=6; embedding 4 pad=2");
+    ASSERT_EQ(snn_model_init(again.get(), 8), SNN_OK);
+    EXPECT_TRUE(bit_identical(get_params(again.get()), p));
+}
 
 TEST(Init, ZerosGivesZeroWeights) {
     Model m = make_model("input 8x8x2; conv 3x3 4 init=zeros; flatten; dense 5 init=zeros");
@@ -142,6 +166,69 @@ TEST(Init, ReinitialisingResetsBiasesToZero) {
     EXPECT_EQ(p[6], 0.0f);
     EXPECT_EQ(p[7], 0.0f);
     EXPECT_NE(p[0], 1.0f);
+}
+
+// lstm and gru: every parameter, biases included, uniform in
+// [-1/sqrt(H), 1/sqrt(H)] as PyTorch, from the layer's own seeded stream.
+TEST(Init, RecurrentParametersAreUniformInOneOverSqrtH) {
+    for (const char *spec : {"input seq 6x5; lstm 16 bidirectional", "input seq 6x5; gru 16"}) {
+        Model a = make_model(spec), b = make_model(spec);
+        ASSERT_EQ(snn_model_init(a.get(), 11), SNN_OK);
+        ASSERT_EQ(snn_model_init(b.get(), 11), SNN_OK);
+        const std::vector<float> p = get_params(a.get());
+        EXPECT_TRUE(bit_identical(p, get_params(b.get()))) << spec;
+        const double limit = 0.25;
+        double sum = 0.0, squares = 0.0, largest = 0.0;
+        for (float v : p) {
+            EXPECT_LE(std::fabs(v), limit) << spec;
+            sum += v;
+            squares += double(v) * v;
+            largest = std::fmax(largest, std::fabs(v));
+        }
+        const double n = double(p.size());
+        EXPECT_NEAR(sum / n, 0.0, 4.0 * limit / std::sqrt(3.0 * n)) << spec;
+        EXPECT_NEAR(squares / n, limit * limit / 3.0, 0.1 * limit * limit / 3.0) << spec;
+        EXPECT_GT(largest, 0.99 * limit) << spec;
+        ASSERT_EQ(snn_model_init(b.get(), 12), SNN_OK);
+        EXPECT_FALSE(bit_identical(p, get_params(b.get()))) << spec;
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// attention as nn.MultiheadAttention: in_proj_weight xavier_uniform
+// (limit sqrt(6 / (E + 3E))), out_proj.weight uniform(+-1/sqrt(E)) (variance
+// limit^2 / 3), both biases zero; seeded like every layer.
+TEST(Init, AttentionAsPyTorch) {
+    const char *spec = "input seq 4x64; attention heads=4";
+    Model m = make_model(spec), again = make_model(spec);
+    ASSERT_EQ(snn_model_init(m.get(), 99), SNN_OK);
+    ASSERT_EQ(snn_model_init(again.get(), 99), SNN_OK);
+    const std::vector<float> p = get_params(m.get());
+    EXPECT_TRUE(bit_identical(p, get_params(again.get())));
+    const size_t e = 64;
+    ASSERT_EQ(p.size(), 4 * e * e + 4 * e);
+    struct Block {
+        size_t begin, count;
+        double limit;
+    } blocks[] = {{0, 3 * e * e, std::sqrt(6.0 / (4.0 * e))}, {3 * e * e + 3 * e, e * e, 1.0 / std::sqrt(double(e))}};
+    for (const Block &b : blocks) {
+        double sum = 0.0, squares = 0.0, most = 0.0;
+        for (size_t i = b.begin; i < b.begin + b.count; ++i) {
+            sum += p[i];
+            squares += double(p[i]) * p[i];
+            most = std::fmax(most, std::fabs(p[i]));
+        }
+        const double mean = sum / double(b.count), variance = squares / double(b.count);
+        EXPECT_LE(most, b.limit);
+        EXPECT_GE(most, 0.99 * b.limit);
+        EXPECT_NEAR(mean, 0.0, 0.02 * b.limit);
+        EXPECT_NEAR(variance, b.limit * b.limit / 3.0, 0.05 * b.limit * b.limit / 3.0);
+    }
+    for (size_t i = 0; i < 3 * e; ++i) EXPECT_EQ(p[3 * e * e + i], 0.0f) << "in_proj_bias " << i;
+    for (size_t i = 0; i < e; ++i) EXPECT_EQ(p[4 * e * e + 3 * e + i], 0.0f) << "out_proj.bias " << i;
 }
 
 }  // namespace

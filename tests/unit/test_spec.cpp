@@ -39,6 +39,9 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
         "input 6; dense 8 gelu name=h; layernorm eps=1e-06; dense 8 silu; concat h; softmax; dense 2",
         "input 5 name=x; sigmoid; add x; leaky_relu name=y; concat x; relu; dense 1",
         "input 4x4x2; conv 1 3 name=b; gelu; concat b; silu; maxpool 2; flatten; batchnorm; tanh; dense 2",
+        "input tokens 7 vocab=11; embedding 6 pad=0; posembed; conv1d 3 5 relu pad=1; seqpool max",
+        "input seq 9x4; conv1d 2 3 stride=2 dilation=3 nobias init=he_normal; seqpool mean; dense 2",
+        "input seq 5x3; posembed name=p; conv1d 1 3 tanh; add p; seqpool last",
     };
     for (const char *spec : specs) {
         Model a = make_model(spec);
@@ -123,7 +126,15 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         {"input 4; add", SNN_ERR_SPEC, "add takes the name of an earlier layer"},
         {"input 4; swish", SNN_ERR_SPEC, "unknown layer (expected input, dense, conv, maxpool, avgpool, flatten, add, "
                                          "concat, relu, leaky_relu, tanh, sigmoid, gelu, silu, softmax, batchnorm, "
-                                         "layernorm, dropout, globalavgpool)"},
+                                         "layernorm, dropout, globalavgpool, embedding, posembed, seqpool, "
+                                         "conv1d, attention, lstm, gru)"},
+        {"input seq 4x3; lstm 0", SNN_ERR_SPEC, "spec position 21 ('0'): lstm needs a positive hidden size"},
+        {"input seq 4x3; gru", SNN_ERR_SPEC, "spec position 16 ('gru'): gru needs a positive hidden size"},
+        {"input seq 4x3; lstm 4 reverse", SNN_ERR_SPEC,
+         "spec position 23: unknown option 'reverse' for lstm (expected bidirectional, last, nobias or name=...)"},
+        {"input seq 4x3; gru 4 relu", SNN_ERR_SPEC, "unknown option 'relu' for gru"},
+        {"input 4; lstm 4", SNN_ERR_SHAPE, "layer 1 (lstm 4): input 4 is not a sequence; lstm takes sequences"},
+        {"input seq 4x3; lstm 4 last; gru 2", SNN_ERR_SHAPE, "layer 2 (gru 2): input 4 is not a sequence"},
         {"input 1024x1024x1536 name=a; concat a", SNN_ERR_SHAPE, "more than 2^31 elements per sample"},
     };
     for (const Case &c : cases) {
@@ -175,6 +186,21 @@ TEST(SpecErrors, EveryOptionGivenTwiceInOneLayerIsRefused) {
         {"input 4; ", "layernorm", "eps=0.1", "eps=0.1", "eps="},
         {"input 4; ", "layernorm", "name=a", "name=b", "name="},
         {"input 4; ", "dropout 0.5", "name=a", "name=b", "name="},
+        {"input tokens 4 vocab=5; ", "embedding 3", "pad=0", "pad=4", "pad="},
+        {"input seq 9x2; ", "conv1d 3 2", "stride=2", "stride=1", "stride="},
+        {"input seq 9x2; ", "conv1d 3 2", "pad=1", "pad=0", "pad="},
+        {"input seq 9x2; ", "conv1d 3 2", "dilation=2", "dilation=3", "dilation="},
+        {"input seq 9x2; ", "conv1d 3 2", "gelu", "relu", "an activation"},
+        {"input seq 9x2; ", "posembed", "name=a", "name=b", "name="},
+        {"input seq 9x2; ", "seqpool max", "name=a", "name=b", "name="},
+        {"input seq 4x3; ", "lstm 4", "bidirectional", "bidirectional", "bidirectional"},
+        {"input seq 4x3; ", "lstm 4", "last", "last", "last"},
+        {"input seq 4x3; ", "lstm 4", "nobias", "nobias", "nobias"},
+        {"input seq 4x3; ", "lstm 4", "name=a", "name=b", "name="},
+        {"input seq 4x3; ", "gru 4", "bidirectional", "bidirectional", "bidirectional"},
+        {"input seq 4x3; ", "gru 4", "last", "last", "last"},
+        {"input seq 4x3; ", "gru 4", "nobias", "nobias", "nobias"},
+        {"input seq 4x3; ", "gru 4", "name=a", "name=b", "name="},
     };
     for (const Case &c : cases) {
         const std::string after = std::string(c.before).empty() ? "; dense 1" : "";
@@ -211,6 +237,8 @@ TEST(SpecErrors, PositionalArgumentsGivenTwiceAreRefused) {
         {"input 4; dropout 0.1 0.2", "unknown option '0.2' for dropout"},
         {"input 4 name=a; add a a", "add takes the name of an earlier layer"},
         {"input 4 name=a; concat a a", "concat takes the name of an earlier layer"},
+        {"input seq 4x3; lstm 4 4", "spec position 23: unknown option '4' for lstm"},
+        {"input seq 4x3; gru 4 2", "spec position 22: unknown option '2' for gru"},
     };
     for (const auto &[spec, message] : cases) {
         std::string msg;
@@ -463,6 +491,30 @@ TEST(Layout, ParameterOffsetsFollowTheSpecOrder) {
 
 // The dense layout is [out][in]: a weight set at row o, column i moves
 // output o by exactly input i.
+// Recurrent layers: per direction weight_ih [G*H][F], weight_hh [G*H][H],
+// bias_ih and bias_hh [G*H] (PyTorch's order, forward then reverse), all
+// reported as the layer's weights (the directions interleave weights and
+// biases).
+TEST(Layout, RecurrentParametersFollowPyTorchsOrder) {
+    Model m = make_model("input seq 5x3; lstm 4 bidirectional; gru 2 nobias last");
+    size_t wo = 99, wc = 99, bo = 99, bc = 99;
+    ASSERT_EQ(snn_model_layer_params(m.get(), 1, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wo, 0u);
+    EXPECT_EQ(wc, 2u * (16 * 3 + 16 * 4 + 2 * 16));
+    EXPECT_EQ(bc, 0u);
+    ASSERT_EQ(snn_model_layer_params(m.get(), 2, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wo, 288u);
+    EXPECT_EQ(wc, 6u * 8 + 6u * 2);  // input: the 8 features of both directions
+    EXPECT_EQ(bc, 0u);
+    int64_t c = 0, h = 0, w = 0;
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 1, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 8);
+    EXPECT_EQ(h, 5);
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 2, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 2);
+    EXPECT_EQ(h, 1);
+}
+
 TEST(Layout, DenseWeightsAreOutByIn) {
     Model m = make_model("input 3; dense 2");
     std::vector<float> p(8, 0.0f);
@@ -488,6 +540,118 @@ TEST(Layout, ConvWeightsAndImagesAreChannelsFirst) {
     const std::vector<float> y = run(f.get(), m.get(), x);
     // Output 2x2x2: channel 0 all zero; channel 1 = x[1][r][c+1].
     EXPECT_EQ(y, (std::vector<float>{0, 0, 0, 0, 7, 8, 10, 11}));
+}
+
+// ---- sequence ops: embedding, posembed, seqpool, conv1d ----------------------------
+
+TEST(SpecErrors, SequenceOpsNameTheirMistakes) {
+    const struct {
+        const char *spec;
+        snn_status status;
+        const char *message;
+    } cases[] = {
+        {"input tokens 4 vocab=5; embedding", SNN_ERR_SPEC, "embedding needs a positive number of features D"},
+        {"input tokens 4 vocab=5; embedding 0", SNN_ERR_SPEC, "embedding needs a positive number of features D"},
+        {"input tokens 4 vocab=5; embedding 3 pad=-1", SNN_ERR_SPEC,
+         "spec position 37 ('pad=-1'): pad must be a token id, an integer >= 0"},
+        {"input tokens 4 vocab=5; embedding 3 pad=5", SNN_ERR_SHAPE,
+         "layer 1 (embedding 3 pad=5): pad=5 is not a token id of the vocabulary of 5"},
+        {"input tokens 4 vocab=5; embedding 3 max_norm=1", SNN_ERR_SPEC, "unknown option 'max_norm=1' for embedding"},
+        {"input seq 4x2; embedding 3", SNN_ERR_SHAPE, "input seq 4x2 is not token ids; embedding takes"},
+        {"input tokens 4 vocab=5; posembed", SNN_ERR_SHAPE, "is token ids; add 'embedding D'"},
+        {"input 6; posembed", SNN_ERR_SHAPE, "input 6 is not a sequence; posembed takes sequences"},
+        {"input seq 4x2; posembed 4", SNN_ERR_SPEC, "unknown option '4' for posembed"},
+        {"input seq 4x2; seqpool", SNN_ERR_SPEC, "seqpool needs last, mean or max"},
+        {"input seq 4x2; seqpool first", SNN_ERR_SPEC, "spec position 24 ('first'): seqpool needs last, mean or max"},
+        {"input seq 4x2; seqpool max max", SNN_ERR_SPEC, "unknown option 'max' for seqpool"},
+        {"input 4x4x2; seqpool max", SNN_ERR_SHAPE, "is not a sequence; seqpool takes sequences"},
+        {"input seq 4x2; conv1d", SNN_ERR_SPEC, "conv1d needs a kernel size K"},
+        {"input seq 4x2; conv1d 3x3 2", SNN_ERR_SPEC, "conv1d needs a kernel size K, a positive integer"},
+        {"input seq 4x2; conv1d 3", SNN_ERR_SPEC, "conv1d needs a positive number of output channels"},
+        {"input seq 4x2; conv1d 3 2 stride=0", SNN_ERR_SPEC, "('stride=0'): expected a positive integer after '='"},
+        {"input seq 4x2; conv1d 3 2 dilation=0", SNN_ERR_SPEC, "expected a positive integer after '='"},
+        {"input seq 4x2; conv1d 3 2 pad=x", SNN_ERR_SPEC, "('pad=x'): expected an integer >= 0 after '='"},
+        {"input seq 4x2; conv1d 3 2 groups=2", SNN_ERR_SPEC, "unknown option 'groups=2' for conv1d"},
+        {"input seq 4x2; conv1d 3 2 dilation=2", SNN_ERR_SHAPE,
+         "layer 1 (conv1d 3 2 dilation=2): input seq 4x2 (padded by 0) is shorter than the kernel's span of 5 steps"},
+        {"input 8; conv1d 3 2", SNN_ERR_SHAPE, "input 8 is not a sequence; conv1d takes sequences"},
+    };
+    for (const auto &c : cases) {
+        std::string msg;
+        EXPECT_EQ(create_status(c.spec, &msg), c.status) << c.spec << ": " << msg;
+        EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << ": " << msg;
+    }
+}
+
+// T' = floor((T + 2P - D(K-1) - 1) / S) + 1, as torch.nn.Conv1d; the
+// weights [OUT][C][K], then the bias; embedding [V][D]; posembed [T][F].
+TEST(Layout, SequenceOpShapesAndParameterCounts) {
+    Model m = make_model("input tokens 10 vocab=7; embedding 4; posembed; conv1d 3 5 stride=2 pad=1 dilation=2; "
+                         "conv1d 1 2 nobias; seqpool mean");
+    EXPECT_EQ(param_count(m.get()), size_t(7 * 4 + 10 * 4 + 5 * 4 * 3 + 5 + 2 * 5));
+    const std::pair<const char *, int64_t> steps[] = {{"input seq 1x2; conv1d 1 1", 1},
+                                                      {"input seq 1x2; conv1d 3 1 pad=1", 1},
+                                                      {"input seq 2x2; conv1d 1 1 pad=5 stride=4", 3},
+                                                      {"input seq 9x2; conv1d 3 1 dilation=4", 1},
+                                                      {"input seq 10x2; conv1d 4 1 stride=3 pad=2", 4}};
+    for (const auto &[spec, t] : steps) {
+        Model c = make_model(spec);
+        EXPECT_EQ(int64_t(output_size(c.get())), t) << spec;
+    }
+}
+
+// W[o][c][k] reads x[t S - P + k D][c] of a [T][C] sequence: a single weight
+// at (out 1, channel 1, tap 2) with dilation 2 and padding 1 copies channel 1
+// three steps later (2 D - P) into output 1.
+TEST(Layout, Conv1dWeightsAreOutChannelTap) {
+    Model m = make_model("input seq 6x2; conv1d 3 2 pad=1 dilation=2 nobias");
+    std::vector<float> p(2 * 2 * 3, 0.0f);
+    p[(1 * 2 + 1) * 3 + 2] = 1.0f;
+    ASSERT_EQ(snn_set_parameters(m.get(), p.data(), p.size()), SNN_OK);
+    std::vector<float> x(12);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);  // [t][c]
+    Forward f = make_forward(m.get(), 1);
+    const std::vector<float> y = run(f.get(), m.get(), x);
+    // T' = 6 + 2 - 4 - 1 + 1 = 4 steps of [out 0, out 1]; out 1 = x[t + 3][1].
+    EXPECT_EQ(y, (std::vector<float>{0, 7, 0, 9, 0, 11, 0, 0}));
+}
+
+// attention heads=H [causal]: its canonical text, its parameters (PyTorch's
+// in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias), and its
+// errors: heads missing, zero, not dividing the features, given twice; an
+// unknown option; an input that is not a sequence; scores too large.
+TEST(Spec, AttentionCanonicalTextAndParameters) {
+    Model m = make_model("input seq 5x6;attention   heads=2 causal name=a; attention heads=3");
+    EXPECT_EQ(describe(m.get()), "input seq 5x6; attention heads=2 causal name=a; attention heads=3");
+    EXPECT_EQ(param_count(m.get()), 2u * (3 * 36 + 3 * 6 + 36 + 6));
+}
+
+TEST(SpecErrors, AttentionOptionsAndShapes) {
+    struct Case {
+        const char *spec;
+        snn_status status;
+        const char *message;
+    } cases[] = {
+        {"input seq 5x6; attention", SNN_ERR_SPEC, "('attention'): attention needs heads=H (the number of heads)"},
+        {"input seq 5x6; attention heads=0", SNN_ERR_SPEC, "spec position 26 ('heads=0'): heads must be a positive"},
+        {"input seq 5x6; attention heads=x", SNN_ERR_SPEC, "heads must be a positive integer"},
+        {"input seq 5x6; attention heads=4", SNN_ERR_SHAPE,
+         "layer 1 (attention heads=4): 6 features do not split into 4 heads"},
+        {"input seq 5x6; attention heads=2 mask", SNN_ERR_SPEC,
+         "spec position 34: unknown option 'mask' for attention (expected heads=H, causal or name=...)"},
+        {"input seq 5x6; attention heads=2 heads=3", SNN_ERR_SPEC, "heads= is given twice in one layer"},
+        {"input seq 5x6; attention heads=2 causal causal", SNN_ERR_SPEC,
+         "spec position 41 ('causal'): causal is given twice in one layer"},
+        {"input 6; attention heads=2", SNN_ERR_SHAPE, "is not a sequence; attention takes sequences"},
+        {"input 4x4x2; attention heads=2", SNN_ERR_SHAPE, "is not a sequence; attention takes sequences"},
+        {"input seq 46341x2; attention heads=1", SNN_ERR_SHAPE, "scores per head too large"},
+        {"input seq 4096x256; attention heads=256", SNN_ERR_SHAPE, "attention scores per sample too large"},
+    };
+    for (const Case &c : cases) {
+        std::string msg;
+        EXPECT_EQ(create_status(c.spec, &msg), c.status) << c.spec << ": " << msg;
+        EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << ": " << msg;
+    }
 }
 
 }  // namespace

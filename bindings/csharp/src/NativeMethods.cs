@@ -184,6 +184,18 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_get_outputs(ForwardCacheHandle cache, float* dst, UIntPtr count);
 
+        // Sequences: token ids and lengths
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_input_sequence(ModelHandle model, out long steps, out long vocab);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_tokens(ForwardCacheHandle cache, int* tokens, UIntPtr count);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_tokens_gather(ForwardCacheHandle cache, int* tokens, UIntPtr sampleCount, long* indices, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_lengths(ForwardCacheHandle cache, int* lengths, UIntPtr n);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_lengths_gather(ForwardCacheHandle cache, int* lengths, UIntPtr sampleCount, long* indices, UIntPtr n);
+
         // Losses and backpropagation
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_preallocate_grads(ModelHandle model, long maxBatch, out BackwardCacheHandle cache);
@@ -265,6 +277,8 @@ namespace Snn
         internal static extern int snn_set_inputs_device(ForwardCacheHandle cache, IntPtr deviceInputs, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_dataset_create(int device, float* samples, UIntPtr sampleCount, UIntPtr features, int* labels, out DatasetHandle dataset);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_dataset_create_tokens(int device, int* tokens, UIntPtr sampleCount, UIntPtr steps, int* lengths, int* labels, UIntPtr labelsPerSample, out DatasetHandle dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void snn_dataset_destroy(IntPtr dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

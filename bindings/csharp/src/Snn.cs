@@ -32,7 +32,7 @@ namespace Snn
         Ok = 0, NullArgument = 1, InvalidArgument = 2, Spec = 3, Shape = 4, Count = 5, Batch = 6,
         Label = 7, ModelMismatch = 8, DeviceMismatch = 9, State = 10, OutOfMemory = 11,
         NotFinite = 12, Io = 13, FileFormat = 14, Unsupported = 15, GpuPluginNotFound = 16,
-        GpuDriver = 17, NoGpu = 18, GpuIndex = 19, Cuda = 20, Internal = 21
+        GpuDriver = 17, NoGpu = 18, GpuIndex = 19, Cuda = 20, Internal = 21, Token = 22
     }
 
     public enum Loss { Mse = 1, LogitCrossEntropy = 2, Huber = 3, SmoothL1 = 4, BceWithLogits = 5 }
@@ -65,6 +65,14 @@ namespace Snn
     public struct LayerParams
     {
         public long WeightOffset, WeightCount, BiasOffset, BiasCount;
+    }
+
+    /// <summary>The input of a sequence model (Model.InputSequence): Steps is T
+    /// for "input seq TxF" and "input tokens T vocab=V" (0 when the input is
+    /// not a sequence), Vocab is V for token ids (0 for a model of floats).</summary>
+    public struct SequenceInput
+    {
+        public int Steps, Vocab;
     }
 
     /// <summary>Where one layer's state (batchnorm's running_mean, running_var,
@@ -473,7 +481,34 @@ namespace Snn
             return new LayerState { Offset = Library.Long(offset), Count = Library.Long(count) };
         }
 
-        /// <summary>Input features per sample (C*H*W for images). An int, as the
+        /// <summary>The steps and vocabulary of a sequence input (both 0 for a
+        /// model whose input is not a sequence).</summary>
+        public SequenceInput InputSequence
+        {
+            get
+            {
+                long steps, vocab;
+                Library.Check(NativeMethods.snn_model_input_sequence(Live, out steps, out vocab));
+                return new SequenceInput { Steps = Library.Int(steps, "Model.InputSequence: steps"),
+                                           Vocab = Library.Int(vocab, "Model.InputSequence: vocab") };
+            }
+        }
+
+        /// <summary>Class labels per sample: T for an output sequence of T steps
+        /// (one per step), else 1. A model with a sequence input keeps sequences
+        /// (channels = features, height = steps, width 1) or ends in vectors.</summary>
+        internal int LabelsPerSample
+        {
+            get
+            {
+                if (InputSequence.Steps == 0) return 1;
+                var shape = LayerShape(LayerCount - 1);
+                return shape[2] == 1 ? shape[1] : 1;
+            }
+        }
+
+        /// <summary>Input features per sample (C*H*W for images, T*F for a
+        /// sequence, T for token ids). An int, as the
         /// index of a span; a model whose sample exceeds int.MaxValue floats
         /// throws OverflowException here.</summary>
         public int InputSize
@@ -679,6 +714,7 @@ namespace Snn
     {
         internal readonly ForwardCacheHandle Handle;
         readonly long inputSize, outputSize;
+        readonly bool tokens;
         volatile bool disposed;
 
         /// <summary>The model the cache was made for.</summary>
@@ -690,6 +726,7 @@ namespace Snn
             Model = model;
             inputSize = model.InputSizeLong;
             outputSize = model.OutputSizeLong;
+            tokens = model.InputSequence.Vocab > 0;
             ForwardCacheHandle h;
             using (model.Reading()) Library.Check(NativeMethods.snn_preallocate(m, maxBatch, out h));
             h.Own(m);
@@ -747,7 +784,8 @@ namespace Snn
             set { Library.Check(NativeMethods.snn_cache_set_rng_state(Live, value.Seed, value.Passes)); }
         }
 
-        /// <summary>Copies Batch * InputSize inputs, [batch][features].</summary>
+        /// <summary>Copies Batch * InputSize inputs, [batch][features] ([batch][T][F]
+        /// for "input seq TxF"), and resets every length to T.</summary>
         public unsafe void SetInputs(ReadOnlySpan<float> inputs)
         {
             fixed (float* p = &MemoryMarshal.GetReference(inputs))
@@ -767,13 +805,71 @@ namespace Snn
                                                                   i, Library.Size(indices.Length)));
         }
 
-        /// <summary>Gathers samples of a data set on the cache's device by index.</summary>
+        /// <summary>Gathers samples of a data set on the cache's device by index. A
+        /// token data set (Dataset.Tokens) feeds a model of token ids (an id
+        /// outside its vocabulary is Status.Token) and sets the gathered
+        /// samples' lengths when it has them, else every length is T.</summary>
         public unsafe void SetInputsFromDataset(Dataset dataset, ReadOnlySpan<long> indices)
         {
             var cache = Live;
             var data = dataset.Live;
             fixed (long* i = &MemoryMarshal.GetReference(indices))
                 Library.Check(NativeMethods.snn_set_inputs_from_dataset(cache, data, i, Library.Size(indices.Length)));
+        }
+
+        /// <summary>Copies Batch * T token ids, [batch][T], into a cache of a
+        /// model whose input is "input tokens T vocab=V" (as SetInputs, the
+        /// batch is the cache's Batch), and resets every length to T. An id
+        /// outside [0, V) is Status.Token, naming the sample, step and id, and
+        /// nothing is copied; a model of floats gives Status.Unsupported.</summary>
+        public unsafe void SetTokens(ReadOnlySpan<int> ids)
+        {
+            fixed (int* p = &MemoryMarshal.GetReference(ids))
+                Library.Check(NativeMethods.snn_set_tokens(Live, p, Library.Size(ids.Length)));
+        }
+
+        /// <summary>Gathers rows of T ids by index; the batch becomes
+        /// indices.Length and every length T. ids must hold whole samples.</summary>
+        public unsafe void SetTokensGather(ReadOnlySpan<int> ids, ReadOnlySpan<long> indices)
+        {
+            // A model of floats: the library refuses the ids, naming its input.
+            long samples = ids.Length;
+            if (tokens)
+            {
+                if (inputSize == 0 || ids.Length % inputSize != 0)
+                    throw new SnnException(Status.Count, "SetTokensGather: " + ids.Length +
+                        " ids are not a whole number of samples of " + inputSize + " steps");
+                samples = ids.Length / inputSize;
+            }
+            fixed (int* t = &MemoryMarshal.GetReference(ids))
+            fixed (long* i = &MemoryMarshal.GetReference(indices))
+                Library.Check(NativeMethods.snn_set_tokens_gather(Live, t, Library.Size(samples), i,
+                                                                  Library.Size(indices.Length)));
+        }
+
+        /// <summary>The valid steps of each sample of the inputs or tokens set
+        /// last, one per sample, each in [1, T]: sample s holds steps
+        /// [0, lengths[s]) and padding after, which recurrent layers, attention,
+        /// sequence pooling and the label losses leave out. Setting inputs or
+        /// tokens resets every length to T: set the lengths after them. A length
+        /// outside [1, T] is Status.InvalidArgument, a count other than the
+        /// batch Status.Count, a model whose input is not a sequence (or whose
+        /// layers change the steps) Status.Unsupported, no inputs set
+        /// Status.State.</summary>
+        public unsafe void SetLengths(ReadOnlySpan<int> lengths)
+        {
+            fixed (int* p = &MemoryMarshal.GetReference(lengths))
+                Library.Check(NativeMethods.snn_set_lengths(Live, p, Library.Size(lengths.Length)));
+        }
+
+        /// <summary>Length i becomes lengths[indices[i]], for samples gathered
+        /// with the same indices.</summary>
+        public unsafe void SetLengthsGather(ReadOnlySpan<int> lengths, ReadOnlySpan<long> indices)
+        {
+            fixed (int* l = &MemoryMarshal.GetReference(lengths))
+            fixed (long* i = &MemoryMarshal.GetReference(indices))
+                Library.Check(NativeMethods.snn_set_lengths_gather(Live, l, Library.Size(lengths.Length), i,
+                                                                   Library.Size(indices.Length)));
         }
 
         /// <summary>GPU interop: copies count floats that already live in memory of
@@ -837,6 +933,7 @@ namespace Snn
     {
         internal readonly BackwardCacheHandle Handle;
         readonly long parameterCount;
+        readonly int labelsPerSample;
         volatile bool disposed;
 
         /// <summary>The model the cache was made for.</summary>
@@ -847,6 +944,7 @@ namespace Snn
             var m = model.Live;
             Model = model;
             parameterCount = model.ParameterCount;
+            labelsPerSample = model.LabelsPerSample;
             BackwardCacheHandle h;
             using (model.Reading()) Library.Check(NativeMethods.snn_preallocate_grads(m, maxBatch, out h));
             h.Own(m);
@@ -869,20 +967,32 @@ namespace Snn
                 Library.Check(NativeMethods.snn_set_targets(Live, p, Library.Size(targets.Length)));
         }
 
-        /// <summary>0-based class labels for Loss.LogitCrossEntropy, one per sample.</summary>
+        /// <summary>0-based class labels for Loss.LogitCrossEntropy, one per sample.
+        /// For a model whose output is a sequence of T steps of K values, one
+        /// label per step: [batch][T], batch * T labels, each in [0, K) or -1 to
+        /// ignore the step; the loss is the mean over the steps counted, which
+        /// leave out the -1 steps and the padded steps of samples given lengths
+        /// (ForwardCache.SetLengths), as PyTorch's ignore_index does (0 when none
+        /// is left). A count that is not a multiple of T is Status.Count, a label
+        /// outside [0, K) other than a step's -1 Status.Label.</summary>
         public unsafe void SetLabels(ReadOnlySpan<int> labels)
         {
             fixed (int* p = &MemoryMarshal.GetReference(labels))
                 Library.Check(NativeMethods.snn_set_labels(Live, p, Library.Size(labels.Length)));
         }
 
-        /// <summary>Label i becomes labels[indices[i]].</summary>
+        /// <summary>Label i becomes labels[indices[i]]; for a sequence output of T
+        /// steps, labels holds T per sample and sample i's are the T from
+        /// labels[indices[i] * T].</summary>
         public unsafe void SetLabelsGather(ReadOnlySpan<int> labels, ReadOnlySpan<long> indices)
         {
+            if (labels.Length % labelsPerSample != 0)
+                throw new SnnException(Status.Count, "SetLabelsGather: " + labels.Length +
+                    " labels are not a whole number of samples of " + labelsPerSample + " steps");
             fixed (int* l = &MemoryMarshal.GetReference(labels))
             fixed (long* i = &MemoryMarshal.GetReference(indices))
-                Library.Check(NativeMethods.snn_set_labels_gather(Live, l, Library.Size(labels.Length), i,
-                                                                  Library.Size(indices.Length)));
+                Library.Check(NativeMethods.snn_set_labels_gather(Live, l, Library.Size(labels.Length / labelsPerSample),
+                                                                  i, Library.Size(indices.Length)));
         }
 
         public unsafe void SetLabelsFromDataset(Dataset dataset, ReadOnlySpan<long> indices)
@@ -1154,6 +1264,7 @@ namespace Snn
         volatile bool disposed;
 
         public int SampleCount { get; private set; }
+        /// <summary>Floats per sample, or ids per sample (the steps) for a token data set.</summary>
         public int Features { get; private set; }
         public int Device { get; private set; }
 
@@ -1178,6 +1289,48 @@ namespace Snn
             SampleCount = count;
             Features = features;
             Device = device;
+        }
+
+        Dataset(DatasetHandle handle, int device, int count, int steps)
+        {
+            Handle = handle;
+            SampleCount = count;
+            Features = steps;
+            Device = device;
+        }
+
+        /// <summary>A data set of token ids: ids holds whole samples of `steps`
+        /// ids (each in [0, 2^24]; a negative one is Status.Token, and a model's
+        /// vocabulary is checked when batches are gathered); lengths is empty
+        /// (every sample has `steps` steps) or one length in [1, steps] per
+        /// sample, gathered with the ids by ForwardCache.SetInputsFromDataset;
+        /// labels is empty, one 0-based label per sample, or one per step
+        /// (steps per sample, -1 ignoring a step) for a sequence output.</summary>
+        public static unsafe Dataset Tokens(int device, ReadOnlySpan<int> ids, int steps, ReadOnlySpan<int> lengths,
+                                            ReadOnlySpan<int> labels)
+        {
+            if (steps < 1) throw new ArgumentOutOfRangeException("steps", steps, "must be at least 1");
+            if (ids.Length % steps != 0)
+                throw new SnnException(Status.Count, "Dataset.Tokens: " + ids.Length +
+                    " ids are not a whole number of samples of " + steps + " steps");
+            int count = ids.Length / steps;
+            if (!lengths.IsEmpty && lengths.Length != count)
+                throw new SnnException(Status.Count, "Dataset.Tokens: " + lengths.Length + " lengths for " + count +
+                    " samples");
+            long perSample = labels.IsEmpty || labels.Length == count ? 1 : steps;
+            if (!labels.IsEmpty && labels.Length != count * perSample)
+                throw new SnnException(Status.Count, "Dataset.Tokens: " + labels.Length + " labels for " + count +
+                    " samples of " + steps + " steps (one per sample or one per step)");
+            Library.CheckVersion();
+            DatasetHandle h;
+            fixed (int* t = &MemoryMarshal.GetReference(ids))
+            fixed (int* n = &MemoryMarshal.GetReference(lengths))
+            fixed (int* l = &MemoryMarshal.GetReference(labels))
+                Library.Check(NativeMethods.snn_dataset_create_tokens(device, t, Library.Size(count), Library.Size(steps),
+                                                                      lengths.IsEmpty ? null : n,
+                                                                      labels.IsEmpty ? null : l,
+                                                                      Library.Size(perSample), out h));
+            return new Dataset(h, device, count, steps);
         }
 
         internal DatasetHandle Live

@@ -353,6 +353,8 @@ namespace Snn.Tests
                 Assert.AreEqual(Library.CpuDevice, model.Device);
                 Assert.AreEqual(why, Assert.Throws<SnnException>(
                     () => new Dataset(0, new float[2], 2, null)).Status);
+                Assert.AreEqual(why, Assert.Throws<SnnException>(
+                    () => Dataset.Tokens(0, new[] { 1, 2 }, 2, new[] { 1 }, null)).Status);
 
                 // The interop functions refuse CPU memory with DeviceMismatch.
                 long count;

@@ -27,7 +27,8 @@ module SNN
 using Libdl
 
 export chain, Static, Model, ForwardCache, BackwardCache, Dataset, SNNError,
-       preallocate, preallocate_grads, set_inputs!, forward!, get_outputs, backprop!, parameters, gradients,
+       preallocate, preallocate_grads, set_inputs!, set_tokens!, set_lengths!, token_dataset, forward!, get_outputs,
+       backprop!, parameters, gradients,
        MSELoss, HuberLoss, SmoothL1Loss, BCEWithLogitsLoss,
        LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser,
        LionOptimiser
@@ -38,9 +39,11 @@ const PUBLIC = (
     # layers and activations
     :Chain, :Dense, :Conv, :MaxPool, :MeanPool, :AvgPool, :GlobalMeanPool, :Flatten, :BatchNorm,
     :Dropout, :LayerNorm, :SkipConnection, :SamePad, :spec, :relu, :leakyrelu, :sigmoid, :tanh_fast,
+    :Tokens, :Embedding, :PosEmbed, :SeqPool, :LSTM, :GRU, :MultiHeadAttention, :Conv1d,
     :gelu, :swish, :silu, :softmax, :activation_name,
     # models
-    :describe, :input_size, :output_size, :input_shape, :output_shape, :parameter_count, :layer_count,
+    :describe, :input_size, :output_size, :input_shape, :output_shape, :input_sequence, :parameter_count,
+    :layer_count,
     :layer_shape, :layer_parameters, :layer_weight, :layer_bias, :initialise!, :get_parameters, :set_parameters!,
     :state_count, :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
     # devices

@@ -19,6 +19,13 @@ by_pointer(x::SubArray{Float32,N,P,<:Tuple{Vararg{Union{Int,AbstractRange{Int}}}
     by_pointer(parent(x)) && adjacent(x)
 by_pointer(x) = false
 
+# The same for Int32 arrays (token ids, lengths): an Array{Int32} or a view of
+# whole columns of one.
+int32_by_pointer(x::Array{Int32}) = true
+int32_by_pointer(x::SubArray{Int32,N,P,<:Tuple{Vararg{Union{Int,AbstractRange{Int}}}}}) where {N,P} =
+    int32_by_pointer(parent(x)) && adjacent(x)
+int32_by_pointer(x) = false
+
 # Strides 1, size[1], size[1] size[2], ...: each element follows the one before
 # (the stride of a dimension of size 1 does not matter).
 function adjacent(x)
@@ -45,6 +52,14 @@ end
 function floats!(h, x::AbstractArray{<:Real})
     by_pointer(x) && return x
     copyto!(staging!(h, length(x)), 1, x, 1, length(x))
+end
+
+# x itself when it passes by pointer, else its values converted into the
+# handle's Int32 staging buffer (an InexactError for a value beyond Int32).
+function int32s!(h, x::AbstractArray{<:Integer})
+    int32_by_pointer(x) && return x
+    length(h.int_staging) < length(x) && (h.int_staging = Vector{Int32}(undef, length(x)))
+    copyto!(h.int_staging, 1, x, 1, length(x))
 end
 
 # 1-based indices, each in 1:count, as 0-based Int64 in the handle's index
@@ -75,4 +90,30 @@ function zero_based_labels(labels::AbstractVector{<:Integer}, num_classes, calle
                                              (num_classes === nothing ? "1:number of classes" : "1:$top")))
     end
     Int32[l - 1 for l in labels]
+end
+
+"""
+    zero_based_step_labels(labels, num_classes, caller) -> Vector{Int32}
+
+One label per step of a sequence output, a (steps, batch) array of 1-based
+class labels or `missing` (the step is ignored), as snn's 0-based Int32
+labels with -1 for `missing`. Throws an ArgumentError naming the first label
+outside `1:num_classes` (or below 1 when `num_classes` is `nothing`).
+"""
+function zero_based_step_labels(labels::AbstractArray{<:Union{Missing,Integer}}, num_classes, caller)
+    top = num_classes === nothing ? Int(typemax(Int32)) : Int(num_classes)
+    out = Vector{Int32}(undef, length(labels))
+    for (k, i) in enumerate(CartesianIndices(labels))
+        l = labels[i]
+        if l === missing
+            out[k] = -1
+        elseif 1 <= l <= top
+            out[k] = l - 1
+        else
+            throw(ArgumentError("$caller: labels[$(join(Tuple(i), ", "))] is $l, but step labels are 1-based class " *
+                                "indices in " * (num_classes === nothing ? "1:number of classes" : "1:$top") *
+                                ", or missing to ignore the step"))
+        end
+    end
+    out
 end

@@ -1,27 +1,38 @@
 # Forward and backward caches: inputs, modes, forward passes, outputs and
-# gradients. Arrays pass by pointer: a Julia (features, batch) matrix or
-# (w, h, c, batch) array of Float32 is exactly snn's [batch][features] /
-# [batch][c][h][w] memory (see arrays.jl for the others).
+# gradients. Arrays pass by pointer: a Julia (features, batch) matrix,
+# (features, steps, batch) or (w, h, c, batch) array of Float32 is exactly
+# snn's [batch][features] / [batch][T][F] / [batch][c][h][w] memory, and a
+# (steps, batch) Int32 matrix of token ids snn's [batch][T] (see arrays.jl
+# for the others).
 
 """
     batch_of(shape, x) -> (batch, one_sample)
 
-How `x` lays out samples of `shape` ((n,) or (w, h, c)): a `Vector` is one
-sample, a `Matrix` is (features, batch), a 3-D array one (w, h, c) sample, a
-4-D array (w, h, c, batch). Throws a DimensionMismatch otherwise.
+How `x` lays out samples of `shape` ((n,), (features, steps) or (w, h, c)):
+an array of that shape is one sample, one more dimension counts the batch; a
+`Vector` of all the sample's values is one sample and a `Matrix` of them
+(values, batch) a batch; a vector's features may also come as one (w, h, c)
+image or a (w, h, c, batch) array. Throws a DimensionMismatch otherwise.
 """
 function batch_of(shape::Tuple, x::AbstractArray)
-    n = prod(shape)
-    nd = ndims(x)
-    sample = nd in (2, 4) ? size(x)[1:end-1] : size(x)
-    fits = nd in (1, 2) ? sample[1] == n :
-        nd in (3, 4) ? (length(shape) == 3 ? sample == shape : prod(sample) == n) : false
-    fits || throw(DimensionMismatch("the model takes samples of shape $shape ($n features): a Vector is one sample, " *
-                                    "a Matrix (features, batch), a 3-D array one (w, h, c) image, a 4-D array a " *
-                                    "batch of them; got an array of size $(size(x))"))
-    batch = nd in (2, 4) ? size(x, nd) : 1
+    n, k, nd = prod(shape), length(shape), ndims(x)
+    single, batch = if nd == k && size(x) == shape
+        (true, 1)
+    elseif nd == k + 1 && size(x)[1:k] == shape
+        (false, size(x, nd))
+    elseif nd == 1 && length(x) == n
+        (true, 1)
+    elseif nd == 2 && size(x, 1) == n
+        (false, size(x, 2))
+    elseif k == 1 && nd in (3, 4) && prod(size(x)[1:3]) == n
+        (nd == 3, nd == 4 ? size(x, 4) : 1)
+    else
+        throw(DimensionMismatch("the model takes samples of shape $shape ($n values): an array of that shape is one " *
+                                "sample and one more dimension is the batch (a Vector and a (values, batch) Matrix " *
+                                "work too); got an array of size $(size(x))"))
+    end
     batch >= 1 || throw(ArgumentError("an empty batch (size $(size(x)))"))
-    (batch, nd in (1, 3))
+    (batch, single)
 end
 
 """
@@ -33,8 +44,8 @@ PyTorch module does, with its batch at `max_batch`.
 """
 function preallocate(m::Model, max_batch::Integer)
     d = raw_device(m)
-    ins, outs = input_shape(m), output_shape(m)
-    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, d, ins, outs)
+    ins, outs, tokens = input_shape(m), output_shape(m), input_sequence(m).vocab > 0
+    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, d, ins, outs, tokens)
 end
 
 "The cache's current and maximum batch size, `(batch=..., max_batch=...)`."
@@ -110,7 +121,10 @@ rngstate!(c::ForwardCache, state) = rngstate!(c, state.seed, state.passes)
 
 Copies `x` into the cache and sets the batch: a `Vector` is one sample, a
 `Matrix` is (features, batch), a 3-D array one (w, h, c) image and a 4-D array
-(w, h, c, batch). Float32 arrays whose elements are adjacent (an `Array`, a
+(w, h, c, batch); for a model of sequences (`input seq TxF`) a (features,
+steps) matrix is one sample and a (features, steps, batch) array a batch,
+and every sample's length becomes T (set lengths after, `set_lengths!`).
+Float32 arrays whose elements are adjacent (an `Array`, a
 `view(x, :, 3:10)` of whole columns, a `HostView`) pass by pointer, with no
 copy in Julia (see `by_pointer`); any other array (Float64, a
 non-contiguous view, a transpose) is converted into the cache's staging
@@ -155,11 +169,90 @@ function set_inputs!(c::ForwardCache, data::AbstractArray{<:Real}, indices::Abst
     c
 end
 
-"    set_inputs!(cache, dataset, indices)  — gathers samples (1-based) of a `Dataset` on the cache's device."
+"""
+    set_inputs!(cache, dataset, indices)
+
+Gathers samples (1-based) of a `Dataset` on the cache's device. A data set of
+token ids (`token_dataset`) feeds a model of token ids, and also sets the
+gathered samples' lengths when it has them (else every length is T).
+"""
 function set_inputs!(c::ForwardCache, d::Dataset, indices::AbstractVector{<:Integer})
     idx = zero_based!(c, indices, d.count)
     GC.@preserve idx check(snn_set_inputs_from_dataset(c, d, pointer(idx), length(indices)))
     c.device_inputs = nothing
+    c
+end
+
+"""
+    set_tokens!(cache, ids)
+    set_tokens!(cache, ids, indices)
+
+Token ids for a model whose input is `input tokens T vocab=V`
+(`SNN.Tokens(T; vocab=V)`): snn's 0-based ids in `0:V-1`, not
+Flux.Embedding's 1-based indices. A `Vector` of T ids is one sample, a
+(T, batch) `Matrix` a batch, which is snn's [batch][T] memory: an
+`Array{Int32}` (or a view of whole columns) passes by pointer, with no copy
+in Julia; any other integer array is converted into the cache's Int32
+staging buffer. The batch becomes the number of samples and every length T
+(set lengths after, `set_lengths!`). An id outside `0:V-1` throws an
+`SNNError` with status `SNN.SNN_ERR_TOKEN` naming the sample and step
+(0-based) and the id, and copies nothing; a model of floats throws one with
+`SNN.SNN_ERR_UNSUPPORTED`.
+
+With `indices` (1-based columns of the (T, n) matrix `ids`), the library
+gathers those samples; the batch becomes `length(indices)`.
+"""
+function set_tokens!(c::ForwardCache, ids::AbstractVecOrMat{<:Integer})
+    if c.tokens
+        batch, _ = batch_of(c.input_shape, ids)
+        batch_size(c).batch == batch || truncate_batch!(c, batch)
+    end
+    v = int32s!(c, ids)
+    GC.@preserve v check(snn_set_tokens(c, pointer(v), length(ids)))
+    c.device_inputs = nothing
+    c
+end
+
+function set_tokens!(c::ForwardCache, ids::AbstractMatrix{<:Integer}, indices::AbstractVector{<:Integer})
+    # a model of floats: the library refuses the ids, naming its input
+    samples = c.tokens ? first(batch_of(c.input_shape, ids)) : size(ids, 2)
+    v = int32s!(c, ids)
+    idx = zero_based!(c, indices, samples)
+    GC.@preserve v idx check(snn_set_tokens_gather(c, pointer(v), samples, pointer(idx), length(indices)))
+    c.device_inputs = nothing
+    c
+end
+
+"""
+    set_lengths!(cache, lengths)
+    set_lengths!(cache, lengths, indices)
+
+The valid steps of each sample of the inputs or token ids set last, one per
+sample, each in `1:T`: sample `j` holds steps `1:lengths[j]` and padding
+after, which the recurrent layers (their outputs there are 0), attention
+(padded keys are masked), `SeqPool` and the label losses leave out, as
+PyTorch's packed sequences do. Setting inputs or ids resets every length to
+T, so set the lengths after them and before `forward!`. An `Array{Int32}`
+passes by pointer, another integer vector through the cache's Int32 staging
+buffer. With `indices` (1-based), length `i` is `lengths[indices[i]]`, for
+samples gathered with the same indices.
+
+Throws an `SNNError`: `SNN_ERR_INVALID_ARGUMENT` for a length outside `1:T`
+(or an index out of range), `SNN_ERR_COUNT` when there is not one length per
+sample of the batch, `SNN_ERR_UNSUPPORTED` for a model whose input is not a
+sequence (or whose layers change the number of steps), `SNN_ERR_STATE`
+before any inputs.
+"""
+function set_lengths!(c::ForwardCache, lengths::AbstractVector{<:Integer})
+    v = int32s!(c, lengths)
+    GC.@preserve v check(snn_set_lengths(c, pointer(v), length(lengths)))
+    c
+end
+
+function set_lengths!(c::ForwardCache, lengths::AbstractVector{<:Integer}, indices::AbstractVector{<:Integer})
+    v = int32s!(c, lengths)
+    idx = zero_based!(c, indices, length(lengths))
+    GC.@preserve v idx check(snn_set_lengths_gather(c, pointer(v), length(lengths), pointer(idx), length(indices)))
     c
 end
 
@@ -285,7 +378,7 @@ synchronize(c::BackwardCache) = (check(snn_backward_cache_synchronize(c)); c)
 """
     Dataset(samples; labels=nothing, num_classes=nothing, device=:cpu)
 
-Copies `samples` ((features, n) or (w, h, c, n)) and optional 1-based class
+Copies `samples` ((features, n), (features, steps, n) or (w, h, c, n)) and optional 1-based class
 `labels` once to `device` (`:cpu` or a GPU index); batches are then gathered
 by index on that device (`set_inputs!(cache, dataset, indices)`,
 `LogitCrossEntropyLoss(dataset, indices)`). A label below 1, or above
@@ -294,7 +387,9 @@ one; without `num_classes`, a label above the model's outputs is refused
 when it is gathered (an `SNNError`).
 """
 function Dataset(samples::AbstractArray{<:Real}; labels=nothing, num_classes=nothing, device=:cpu)
-    ndims(samples) in (2, 4) || throw(ArgumentError("samples are (features, n) or (w, h, c, n), got size $(size(samples))"))
+    ndims(samples) in (2, 3, 4) ||
+        throw(ArgumentError("samples are (features, n), (features, steps, n) or (w, h, c, n), " *
+                            "got size $(size(samples))"))
     n = size(samples, ndims(samples))
     features = length(samples) ÷ max(n, 1)
     dev = device_index(device)
@@ -304,4 +399,40 @@ function Dataset(samples::AbstractArray{<:Real}; labels=nothing, num_classes=not
     ptr = GC.@preserve v lab new_handle(out -> snn_dataset_create(dev, pointer(v), n, features,
         lab === nothing ? Ptr{Int32}(C_NULL) : pointer(lab), out))
     Dataset(ptr, dev, features, n)
+end
+
+"""
+    token_dataset(ids; lengths=nothing, labels=nothing, num_classes=nothing, device=:cpu) -> Dataset
+
+A data set of token ids, copied once to `device`: `ids` is a (steps, n)
+integer matrix of snn's 0-based ids (each in `0:2^24`; a model's vocabulary
+is checked when batches are gathered, where an id outside it throws an
+`SNNError` with `SNN_ERR_TOKEN`), `lengths` one length in `1:steps` per
+sample (gathered with the ids by `set_inputs!(cache, dataset, indices)`;
+`nothing`: every sample is full length), `labels` either one 1-based class
+per sample (a vector of n) or one per step for a sequence output (a (steps,
+n) matrix, `missing` ignoring a step). A negative id throws an `SNNError`
+with `SNN_ERR_TOKEN`.
+"""
+function token_dataset(ids::AbstractMatrix{<:Integer}; lengths=nothing, labels=nothing, num_classes=nothing,
+                       device=:cpu)
+    steps, n = size(ids)
+    dev = device_index(device)
+    v = int32_by_pointer(ids) ? ids : Array{Int32}(ids)
+    lens = lengths === nothing ? nothing : Array{Int32}(lengths)
+    lens === nothing || length(lens) == n || throw(DimensionMismatch("$(length(lens)) lengths for $n samples"))
+    lab, per = if labels === nothing
+        (nothing, 1)
+    elseif labels isa AbstractMatrix
+        size(labels) == (steps, n) ||
+            throw(DimensionMismatch("step labels of size $(size(labels)) for ids of size $(size(ids))"))
+        (zero_based_step_labels(labels, num_classes, "token_dataset"), steps)
+    else
+        length(labels) == n || throw(DimensionMismatch("$(length(labels)) labels for $n samples"))
+        (zero_based_labels(labels, num_classes, "token_dataset"), 1)
+    end
+    ptr = GC.@preserve v lens lab new_handle(out -> snn_dataset_create_tokens(dev, pointer(v), n, steps,
+        lens === nothing ? Ptr{Int32}(C_NULL) : pointer(lens), lab === nothing ? Ptr{Int32}(C_NULL) : pointer(lab),
+        per, out))
+    Dataset(ptr, dev, steps, n)
 end

@@ -48,8 +48,8 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, m::Model) = live(m)
 
 """
 The buffers of forward passes of one model, for batches up to a maximum
-(`preallocate`). Holds its model, and the staging buffers of inputs that
-cannot be passed by pointer (see `by_pointer`).
+(`preallocate`). Holds its model, and the staging buffers of inputs, token
+ids and lengths that cannot be passed by pointer (see `by_pointer`).
 """
 mutable struct ForwardCache
     ptr::Ptr{Cvoid}
@@ -58,11 +58,13 @@ mutable struct ForwardCache
     device::Int32
     input_shape::Tuple{Vararg{Int}}
     output_shape::Tuple{Vararg{Int}}
+    tokens::Bool
     device_inputs::Any
     staging::Vector{Float32}
+    int_staging::Vector{Int32}
     indices::Vector{Int64}
-    function ForwardCache(ptr::Ptr{Cvoid}, model::Model, device::Int32, input_shape, output_shape)
-        c = new(ptr, model, 0, device, input_shape, output_shape, nothing, Float32[], Int64[])
+    function ForwardCache(ptr::Ptr{Cvoid}, model::Model, device::Int32, input_shape, output_shape, tokens::Bool)
+        c = new(ptr, model, 0, device, input_shape, output_shape, tokens, nothing, Float32[], Int32[], Int64[])
         finalizer(close, c)
     end
 end

@@ -2,27 +2,47 @@
 # textual spec. Nothing here touches the library: `Model(chain)` parses the
 # spec. Julia's column-major (w, h, c, batch) arrays are snn's [batch][c][h][w]
 # memory, so spatial sizes are given width first, as Julia arrays index them,
-# and become snn's HxW.
+# and become snn's HxW; likewise a batch of sequences is (features, steps,
+# batch), snn's [batch][T][F], and sequence sizes are given features first.
 
 abstract type Layer end
 
 """
-    Static(n) / Static(w, h, c) / Static((w, h, c))
+    Static(n) / Static(w, h, c) / Static((w, h, c)) / Static((features, steps))
 
-The input (SimpleNNs' name): a vector of `n` features, or images of `c`
-channels, `h` rows and `w` columns. Only needed when the first layer does not
-state its input size (`Dense(3 => 8)` does).
+The input (SimpleNNs' name): a vector of `n` features, images of `c`
+channels, `h` rows and `w` columns, or sequences of `steps` steps of
+`features` values (snn's `input seq TxF`; a batch is a (features, steps,
+batch) array). Only needed when the first layer does not state its input
+size (`Dense(3 => 8)` does). Token ids come in through `Tokens`.
 """
 struct Static <: Layer
     size::Tuple{Vararg{Int}}
     function Static(size::Tuple{Vararg{Integer}})
-        length(size) in (1, 3) || throw(ArgumentError("Static takes n or (w, h, c), got $size"))
+        length(size) in (1, 2, 3) || throw(ArgumentError("Static takes n, (features, steps) or (w, h, c), got $size"))
         all(>(0), size) || throw(ArgumentError("Static sizes must be positive, got $size"))
         new(Int.(size))
     end
 end
 Static(n::Integer) = Static((n,))
 Static(w::Integer, h::Integer, c::Integer) = Static((w, h, c))
+
+"""
+    Tokens(steps; vocab)
+
+The input of a model of token ids (snn's `input tokens T vocab=V`): `steps`
+ids per sample, each in `0:vocab-1`, given to `set_tokens!` as a (steps,
+batch) integer matrix. Ids are snn's 0-based ids, passed by pointer, not
+Flux.Embedding's 1-based indices. An `Embedding` turns them into vectors.
+"""
+struct Tokens <: Layer
+    steps::Int
+    vocab::Int
+    function Tokens(steps::Integer; vocab::Integer)
+        steps > 0 && vocab > 0 || throw(ArgumentError("Tokens needs steps > 0 and vocab > 0, got $steps and $vocab"))
+        new(Int(steps), Int(vocab))
+    end
+end
 
 init_name(::Nothing) = nothing
 init_name(s::Symbol) = init_name(String(s))
@@ -188,6 +208,140 @@ struct LayerNorm <: Layer
 end
 
 """
+    Embedding(vocab => dims; pad=nothing)      (Flux)
+
+Token ids to vectors of `dims` values (snn's `embedding D`, PyTorch's
+`nn.Embedding`): id `i` selects column `i + 1` of the `(dims, vocab)` weight,
+the layout of Flux's `Embedding` weight (`SNN.layer_weight`). `pad` is an id
+(0-based, as the ids) whose vector starts at zero and gets no gradient
+(`padding_idx`). `vocab` is checked against the model's `Tokens` input.
+"""
+struct Embedding <: Layer
+    vocab::Int
+    dims::Int
+    pad::Union{Nothing,Int}
+end
+Embedding(io::Pair{<:Integer,<:Integer}; pad=nothing) =
+    Embedding(Int(io.first), Int(io.second), pad === nothing ? nothing : Int(pad))
+
+"    PosEmbed()  — adds a learned (features, steps) weight to a sequence, one vector per position (snn's `posembed`)."
+struct PosEmbed <: Layer end
+
+"""
+    SeqPool(mode)
+
+A sequence to one vector over each sample's valid steps (see `set_lengths!`):
+`:last` takes the last valid step, `:mean` their mean, `:max` their maximum
+(snn's `seqpool last|mean|max`).
+"""
+struct SeqPool <: Layer
+    mode::Symbol
+    function SeqPool(mode::Symbol)
+        mode in (:last, :mean, :max) || throw(ArgumentError("SeqPool takes :last, :mean or :max, got :$mode"))
+        new(mode)
+    end
+end
+
+# The recurrent layers' common options (snn's lstm and gru statements).
+function recurrent_line(kind, l)
+    "$kind $(l.out)" * (l.bidirectional ? " bidirectional" : "") * (l.last ? " last" : "") * (l.bias ? "" : " nobias")
+end
+
+"""
+    LSTM(in => out; bidirectional=false, last=false, bias=true)      (Flux)
+    LSTM(out; bidirectional=false, last=false, use_bias=Val(true))   (SimpleNNs' style)
+
+A long short-term memory layer over a sequence (snn's `lstm H`, PyTorch's
+`nn.LSTM(batch_first=True)`): (in, steps, batch) -> (out, steps, batch), or
+(2out, steps, batch) with `bidirectional` (forward then backward features).
+With `last` it returns the output at each sample's last valid step, a vector.
+It stops at each sample's length (`set_lengths!`): its outputs at padded
+steps are 0.
+"""
+struct LSTM <: Layer
+    in::Union{Nothing,Int}
+    out::Int
+    bidirectional::Bool
+    last::Bool
+    bias::Bool
+end
+LSTM(io::Pair{<:Integer,<:Integer}; bidirectional::Bool=false, last::Bool=false, bias=true) =
+    LSTM(Int(io.first), Int(io.second), bidirectional, last, bias_flag(bias))
+LSTM(out::Integer; bidirectional::Bool=false, last::Bool=false, use_bias=true, bias=use_bias) =
+    LSTM(nothing, Int(out), bidirectional, last, bias_flag(bias))
+
+"""
+    GRU(in => out; bidirectional=false, last=false, bias=true)      (Flux)
+    GRU(out; bidirectional=false, last=false, use_bias=Val(true))   (SimpleNNs' style)
+
+A gated recurrent unit layer (snn's `gru H`, PyTorch's `nn.GRU`), with the
+options and shapes of `LSTM`.
+"""
+struct GRU <: Layer
+    in::Union{Nothing,Int}
+    out::Int
+    bidirectional::Bool
+    last::Bool
+    bias::Bool
+end
+GRU(io::Pair{<:Integer,<:Integer}; bidirectional::Bool=false, last::Bool=false, bias=true) =
+    GRU(Int(io.first), Int(io.second), bidirectional, last, bias_flag(bias))
+GRU(out::Integer; bidirectional::Bool=false, last::Bool=false, use_bias=true, bias=use_bias) =
+    GRU(nothing, Int(out), bidirectional, last, bias_flag(bias))
+
+"""
+    MultiHeadAttention(dims; nheads=8, causal=false)      (Flux)
+
+Self-attention over a sequence of `dims` features with `nheads` heads (snn's
+`attention heads=H`, PyTorch's `nn.MultiHeadAttention` with query = key =
+value): (dims, steps, batch) -> the same shape. Padded steps
+(`set_lengths!`) are masked as keys; `causal` lets each step attend only to
+itself and the steps before. `dims` is checked against the features arriving.
+"""
+struct MultiHeadAttention <: Layer
+    dims::Union{Nothing,Int}
+    nheads::Int
+    causal::Bool
+end
+MultiHeadAttention(dims::Integer; nheads::Integer=8, causal::Bool=false) =
+    MultiHeadAttention(Int(dims), Int(nheads), causal)
+
+"""
+    Conv1d(k, in => out, σ=identity; stride=1, pad=0, dilation=1, bias=true, init=nothing)
+    Conv1d(k, out; activation_fn=identity, stride=1, pad=0, dilation=1, use_bias=Val(true), init=nothing)
+    Conv((k,), in => out, σ=identity; ...)      (Flux's 1-D convolution)
+
+A 1-D cross-correlation along the steps of a sequence (snn's `conv1d`,
+PyTorch's `nn.Conv1d` over channels-last steps): (in, steps, batch) ->
+(out, steps', batch), steps' = (steps + 2pad - dilation (k - 1) - 1) ÷ stride + 1.
+Its weight, snn's `[out][in][k]`, is Julia's `(k, in, out)`, the layout of
+Flux's 1-D `Conv` weight. A model whose convolutions change the number of
+steps takes no lengths.
+"""
+struct Conv1d <: Layer
+    kernel::Int
+    in::Union{Nothing,Int}
+    out::Int
+    act::String
+    stride::Int
+    pad::Int
+    dilation::Int
+    bias::Bool
+    init::Union{Nothing,String}
+end
+Conv1d(k::Integer, ch::Pair{<:Integer,<:Integer}, σ=identity; stride::Integer=1, pad::Integer=0,
+       dilation::Integer=1, bias=true, init=nothing) =
+    Conv1d(Int(k), Int(ch.first), Int(ch.second), activation_name(σ), Int(stride), Int(pad), Int(dilation),
+           bias_flag(bias), init_name(init))
+Conv1d(k::Integer, out::Integer, σ=identity; activation_fn=σ, stride::Integer=1, pad::Integer=0,
+       dilation::Integer=1, use_bias=true, bias=use_bias, init=nothing) =
+    Conv1d(Int(k), nothing, Int(out), activation_name(activation_fn), Int(stride), Int(pad), Int(dilation),
+           bias_flag(bias), init_name(init))
+# Flux writes a 1-D convolution as Conv with a 1-tuple kernel.
+Conv(kernel::Tuple{Integer}, ch::Pair{<:Integer,<:Integer}, σ=identity; kw...) = Conv1d(kernel[1], ch, σ; kw...)
+Conv(kernel::Tuple{Integer}, out::Integer, σ=identity; kw...) = Conv1d(kernel[1], out, σ; kw...)
+
+"""
     Chain(layers...; input=nothing)
 
 Layers applied in turn. An element may be a layer, a nested `Chain`, an
@@ -195,16 +349,17 @@ activation function (`relu`, `Flux.flatten`, ...) applied as a layer of its
 own, a softmax, or a `SkipConnection`. A softmax is recognised by its name
 (`NNlib.softmax`, `SNN.softmax`) or, for an anonymous function such as
 `x -> softmax(x; dims=3)`, by what it computes on small arrays; `Model(chain)`
-refuses one that does not normalise over the features of vectors or the
-channels of images (`NNlib.softmax` on images normalises widths). The input
-size comes from a first `Static(...)`, from `input=` (`n` or `(w, h, c)`), or
-from a first `Dense(in => out)`. `Model(chain)` builds it.
+refuses one that does not normalise over the features of vectors or
+sequences or the channels of images (`NNlib.softmax` on images normalises
+widths). The input size comes from a first `Static(...)` or `Tokens(...)`,
+from `input=` (`n`, `(features, steps)`, `(w, h, c)` or a `Tokens`), or from a
+first `Dense(in => out)`. `Model(chain)` builds it.
 """
 struct Chain <: Layer
     layers::Vector{Any}
-    input::Union{Nothing,Static}
+    input::Union{Nothing,Static,Tokens}
     Chain(layers...; input=nothing) =
-        new(Any[layers...], input === nothing || input isa Static ? input : Static(input))
+        new(Any[layers...], input === nothing || input isa Static || input isa Tokens ? input : Static(input))
 end
 
 """
@@ -267,11 +422,12 @@ softmax_along(f, x) = findfirst(d -> is_softmax_over(f, x, d), 1:ndims(x))
 is_softmax(f) = any(x -> softmax_along(f, x) !== nothing, (probe((3, 2)), probe((2, 2, 3, 2))))
 
 # Julia's names of the dimensions of a batch of samples of `shape`.
-dimension_names(shape) = length(shape) == 1 ? ("features", "batch") : ("width", "height", "channels", "batch")
+dimension_names(shape) = length(shape) == 1 ? ("features", "batch") :
+    length(shape) == 2 ? ("features", "steps", "batch") : ("width", "height", "channels", "batch")
 describe_dimension(shape, d) = d === nothing ? "along none of their dimensions" :
     "along dimension $d ($(d <= length(shape) + 1 ? dimension_names(shape)[d] : "a new one"))"
-# snn's concat and softmax act on the features of vectors, the channels of images.
-snn_dimension(shape) = length(shape) == 1 ? 1 : 3
+# snn's concat and softmax act on the features of vectors and sequences, the channels of images.
+snn_dimension(shape) = length(shape) == 3 ? 3 : 1
 
 # --- the spec ----------------------------------------------------------------
 
@@ -291,7 +447,9 @@ hw(t::Tuple{Int,Int}) = "$(t[2])x$(t[1])"
 options(init, bias) = (bias ? "" : " nobias") * (init === nothing ? "" : " init=$init")
 number(x::Float64) = repr(x)
 
-line(l::Static) = length(l.size) == 1 ? "input $(l.size[1])" : "input $(l.size[2])x$(l.size[1])x$(l.size[3])"
+line(l::Static) = length(l.size) == 1 ? "input $(l.size[1])" :
+    length(l.size) == 2 ? "input seq $(l.size[2])x$(l.size[1])" : "input $(l.size[2])x$(l.size[1])x$(l.size[3])"
+line(l::Tokens) = "input tokens $(l.steps) vocab=$(l.vocab)"
 line(l::Dense) = "dense $(l.out) $(l.act)" * options(l.init, l.bias)
 line(l::Conv) = "conv $(hw(l.kernel)) $(l.out) $(l.act) stride=$(hw(l.stride)) pad=$(hw(l.pad))" * options(l.init, l.bias)
 line(l::MaxPool) = "maxpool $(hw(l.window)) stride=$(hw(l.stride))"
@@ -301,9 +459,17 @@ line(::Flatten) = "flatten"
 line(l::BatchNorm) = "batchnorm eps=$(number(l.eps)) momentum=$(number(l.momentum))"
 line(l::Dropout) = "dropout $(number(l.p))"
 line(l::LayerNorm) = "layernorm eps=$(number(l.eps))"
+line(l::Embedding) = "embedding $(l.dims)" * (l.pad === nothing ? "" : " pad=$(l.pad)")
+line(::PosEmbed) = "posembed"
+line(l::SeqPool) = "seqpool $(l.mode)"
+line(l::LSTM) = recurrent_line("lstm", l)
+line(l::GRU) = recurrent_line("gru", l)
+line(l::MultiHeadAttention) = "attention heads=$(l.nheads)" * (l.causal ? " causal" : "")
+line(l::Conv1d) = "conv1d $(l.kernel) $(l.out) $(l.act) stride=$(l.stride) pad=$(l.pad) dilation=$(l.dilation)" *
+    options(l.init, l.bias)
 
 function emit!(b::SpecBuilder, l::Layer)
-    if l isa Dense || l isa Conv || l isa BatchNorm || l isa LayerNorm
+    if l isa Union{Dense,Conv,BatchNorm,LayerNorm,Embedding,LSTM,GRU,MultiHeadAttention,Conv1d}
         push!(b.declared, (length(b.lines) - 1, l))
     end
     push!(b.lines, line(l))
@@ -352,21 +518,23 @@ function emit!(b::SpecBuilder, s::SkipConnection)
     b
 end
 
-emit!(::SpecBuilder, ::Static) = throw(ArgumentError("Static may only begin the outermost Chain"))
+emit!(::SpecBuilder, ::Union{Static,Tokens}) =
+    throw(ArgumentError("Static and Tokens may only begin the outermost Chain"))
 emit!(b::SpecBuilder, x) = throw(ArgumentError("a Chain element must be a layer, a Chain, a SkipConnection or " *
                                                "an activation function, got $(repr(x))"))
 
 function builder(c::Chain)
     layers = c.layers
     input = c.input
-    if input === nothing && !isempty(layers) && layers[1] isa Static
+    if input === nothing && !isempty(layers) && layers[1] isa Union{Static,Tokens}
         input, layers = layers[1], layers[2:end]
     end
     if input === nothing && !isempty(layers) && layers[1] isa Dense && layers[1].in !== nothing
         input = Static(layers[1].in)
     end
-    input === nothing && throw(ArgumentError("the Chain does not say its input size: begin it with Static(n) or " *
-                                             "Static(w, h, c), pass input=, or begin with Dense(in => out)"))
+    input === nothing && throw(ArgumentError("the Chain does not say its input size: begin it with Static(n), " *
+                                             "Static((features, steps)), Static(w, h, c) or Tokens(steps; vocab), " *
+                                             "pass input=, or begin with Dense(in => out)"))
     b = SpecBuilder([line(input)], Tuple{Int,Layer}[], Tuple{Int,Int,Any}[], Tuple{Int,Any}[], 0)
     foreach(l -> emit!(b, l), layers)
     b

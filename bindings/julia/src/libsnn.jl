@@ -32,6 +32,7 @@ const SNN_ERR_NO_GPU = Int32(18)
 const SNN_ERR_GPU_INDEX = Int32(19)
 const SNN_ERR_CUDA = Int32(20)
 const SNN_ERR_INTERNAL = Int32(21)
+const SNN_ERR_TOKEN = Int32(22)
 
 const SNN_LOG_ERROR = Int32(0)
 const SNN_LOG_WARNING = Int32(1)
@@ -149,6 +150,20 @@ snn_outputs(cache, data, count) =
 snn_get_outputs(cache, dst, count) =
     ccall((:snn_get_outputs, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cfloat}, Csize_t), cache, dst, count)
 
+# Sequences: token ids and lengths
+snn_model_input_sequence(model, steps, vocab) =
+    ccall((:snn_model_input_sequence, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}), model, steps, vocab)
+snn_set_tokens(cache, tokens, count) =
+    ccall((:snn_set_tokens, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t), cache, tokens, count)
+snn_set_tokens_gather(cache, tokens, sample_count, indices, n) =
+    ccall((:snn_set_tokens_gather, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t, Ptr{Int64}, Csize_t),
+          cache, tokens, sample_count, indices, n)
+snn_set_lengths(cache, lengths, n) =
+    ccall((:snn_set_lengths, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t), cache, lengths, n)
+snn_set_lengths_gather(cache, lengths, sample_count, indices, n) =
+    ccall((:snn_set_lengths_gather, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}, Csize_t, Ptr{Int64}, Csize_t),
+          cache, lengths, sample_count, indices, n)
+
 # Losses and backpropagation
 snn_preallocate_grads(model, max_batch, out) =
     ccall((:snn_preallocate_grads, libsnn), Cint, (Ptr{Cvoid}, Int64, Ptr{Ptr{Cvoid}}), model, max_batch, out)
@@ -227,6 +242,10 @@ snn_dataset_create(device, samples, sample_count, features, labels, out) =
     ccall((:snn_dataset_create, libsnn), Cint,
           (Int32, Ptr{Cfloat}, Csize_t, Csize_t, Ptr{Int32}, Ptr{Ptr{Cvoid}}),
           device, samples, sample_count, features, labels, out)
+snn_dataset_create_tokens(device, tokens, sample_count, steps, lengths, labels, labels_per_sample, out) =
+    ccall((:snn_dataset_create_tokens, libsnn), Cint,
+          (Int32, Ptr{Int32}, Csize_t, Csize_t, Ptr{Int32}, Ptr{Int32}, Csize_t, Ptr{Ptr{Cvoid}}),
+          device, tokens, sample_count, steps, lengths, labels, labels_per_sample, out)
 snn_dataset_destroy(dataset) = ccall((:snn_dataset_destroy, libsnn), Cvoid, (Ptr{Cvoid},), dataset)
 snn_set_inputs_from_dataset(cache, dataset, indices, n) =
     ccall((:snn_set_inputs_from_dataset, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t),

@@ -24,12 +24,13 @@ chain(layers...) = Model(Chain(layers...))
 
 # What the chain asked for against the shapes snn inferred: the sizes layers
 # declared (Dense(in => out), Conv(k, in => out), BatchNorm(channels),
-# LayerNorm(size...)), and that each concatenation and softmax computes in
-# Julia, on a batch of 2 samples of the shapes that reach it, what snn's
-# computes (on the features of vectors, the channels of images).
+# LayerNorm(size...), the sequence layers' inputs, Embedding's vocabulary),
+# and that each concatenation and softmax computes in Julia, on a batch of 2
+# samples of the shapes that reach it, what snn's computes (on the features
+# of vectors and sequences, the channels of images).
 function check_built(m::Model, b::SpecBuilder)
     for (layer, id, connection) in b.joins
-        branch, skip = julia_shape(layer_shape(m, layer - 1)), julia_shape(layer_shape(m, id))
+        branch, skip = sample_shape(m, layer - 1), sample_shape(m, id)
         d = joined_along(connection, probe((branch..., 2)), probe((skip..., 2), 1))
         want = snn_dimension(branch)
         d == want || throw(DimensionMismatch(
@@ -38,11 +39,12 @@ function check_built(m::Model, b::SpecBuilder)
             "(vcat on vectors, (a, b) -> cat(a, b; dims=3) on images)"))
     end
     for (layer, f) in b.softmaxes
-        shape = julia_shape(layer_shape(m, layer - 1))
+        shape = sample_shape(m, layer - 1)
         x, want = probe((shape..., 2)), snn_dimension(shape)
         is_softmax_over(f, x, want) || throw(DimensionMismatch(
             "$(repr(f)) on a batch of $shape samples is a softmax $(describe_dimension(shape, softmax_along(f, x))), " *
-            "where snn's softmax is over their $(dimension_names(shape)[want]) (softmax(x; dims=1) on vectors, " *
+            "where snn's softmax is over their $(dimension_names(shape)[want]) " *
+            "(softmax(x; dims=1) on vectors and sequences, " *
             "x -> softmax(x; dims=3) on images, or SNN.softmax on both)"))
     end
     check_declared(m, b.declared)
@@ -51,15 +53,24 @@ end
 function check_declared(m::Model, declared)
     for (before, l) in declared
         c, h, w = layer_shape(m, before)
-        got = h == 1 && w == 1 ? (c,) : (w, h, c)
-        if l isa Dense && l.in !== nothing && l.in != c * h * w
-            throw(DimensionMismatch("Dense($(l.in) => $(l.out)) receives $(c * h * w) features (shape $got)"))
+        got = sample_shape(m, before)
+        # dense and layernorm act on each step of a sequence: its features
+        features = length(got) == 2 ? got[1] : c * h * w
+        if l isa Dense && l.in !== nothing && l.in != features
+            throw(DimensionMismatch("Dense($(l.in) => $(l.out)) receives $features features (shape $got)"))
         elseif l isa Conv && l.in !== nothing && l.in != c
             throw(DimensionMismatch("Conv($(l.kernel), $(l.in) => $(l.out)) receives $c channels (shape $got)"))
         elseif l isa BatchNorm && l.channels !== nothing && l.channels != c
             throw(DimensionMismatch("BatchNorm($(l.channels)) receives $c channels (shape $got)"))
-        elseif l isa LayerNorm && !isempty(l.size) && l.size != got
+        elseif l isa LayerNorm && !isempty(l.size) && l.size != (length(got) == 2 ? (got[1],) : got)
             throw(DimensionMismatch("LayerNorm$(l.size) receives shape $got"))
+        elseif l isa Union{LSTM,GRU,Conv1d} && l.in !== nothing && l.in != c
+            throw(DimensionMismatch("$(nameof(typeof(l)))($(l.in) => $(l.out)) receives $c features (shape $got)"))
+        elseif l isa MultiHeadAttention && l.dims != c
+            throw(DimensionMismatch("MultiHeadAttention($(l.dims)) receives $c features (shape $got)"))
+        elseif l isa Embedding && l.vocab != input_sequence(m).vocab
+            throw(DimensionMismatch("Embedding($(l.vocab) => $(l.dims)) receives ids of a vocabulary of " *
+                                    "$(input_sequence(m).vocab)"))
         end
     end
 end
@@ -103,10 +114,36 @@ end
 
 # A sample's shape in Julia's order: (n,) for vectors, (w, h, c) for images.
 julia_shape((c, h, w)) = h == 1 && w == 1 ? (c,) : (w, h, c)
-"The shape of one input sample: `(n,)` or `(w, h, c)`."
-input_shape(m::Model) = julia_shape(layer_shape(m, 0))
-"The shape of one output sample: `(n,)` or `(w, h, c)`."
-output_shape(m::Model) = julia_shape(layer_shape(m, layer_count(m) - 1))
+
+"""
+    input_sequence(model) -> (steps=..., vocab=...)
+
+The input of a sequence model: `steps` T of `input seq TxF` and `input tokens
+T vocab=V` (0 when the input is not a sequence) and `vocab` V of token ids (0
+for a model of floats).
+"""
+function input_sequence(m::Model)
+    steps, vocab = Ref{Int64}(0), Ref{Int64}(0)
+    check(snn_model_input_sequence(m, steps, vocab))
+    (steps=Int(steps[]), vocab=Int(vocab[]))
+end
+
+# Layer `layer`'s output sample in Julia's order: (n,) for vectors, (w, h, c)
+# for images, (features, steps) for sequences, (steps,) for token ids. snn
+# reports a sequence as F channels, T rows and 1 column; a model whose input
+# is a sequence keeps sequences or ends in vectors, never images.
+function sample_shape(m::Model, layer::Integer)
+    c, h, w = layer_shape(m, layer)
+    seq = input_sequence(m)
+    seq.steps == 0 && return julia_shape((c, h, w))
+    layer == 0 && return seq.vocab > 0 ? (h,) : (c, h)
+    w == 1 && h > 1 ? (c, h) : julia_shape((c, h, w))
+end
+
+"The shape of one input sample: `(n,)`, `(features, steps)`, `(w, h, c)`, or `(steps,)` for token ids."
+input_shape(m::Model) = sample_shape(m, 0)
+"The shape of one output sample: `(n,)`, `(features, steps)` for a sequence, or `(w, h, c)`."
+output_shape(m::Model) = sample_shape(m, layer_count(m) - 1)
 
 "1-based ranges of layer `layer`'s weights and bias in `parameters(model)`."
 function layer_parameters(m::Model, layer::Integer)
@@ -118,19 +155,30 @@ end
 # The words of layer `layer`'s line of the canonical spec: ["conv", "3x2", "4", ...].
 layer_words(m::Model, layer::Integer) = split(split(describe(m), ';')[layer + 1])
 
-# The Julia size of layer `layer`'s weight: snn's row-major layout read column-major.
-function weight_size(m::Model, layer::Integer)
+# The Julia size of layer `layer`'s weight of `count` values: snn's row-major
+# layout read column-major. Dense and layernorm on a sequence act on each
+# step's features; the weights of other layers are flat.
+function weight_size(m::Model, layer::Integer, count::Integer)
     words = layer_words(m, layer)
-    input, output = julia_shape(layer_shape(m, layer - 1)), julia_shape(layer_shape(m, layer))
+    input, output = sample_shape(m, layer - 1), sample_shape(m, layer)
+    sequence = length(input) == 2
     if words[1] == "dense"
-        (prod(input), output[1])
+        (sequence ? input[1] : prod(input), output[1])
     elseif words[1] == "conv"
         k = parse.(Int, split(words[2], 'x'))
         (k[end], k[1], input[end], output[end])
+    elseif words[1] == "conv1d"
+        (parse(Int, words[2]), input[1], output[1])
+    elseif words[1] == "embedding"
+        (output[1], input_sequence(m).vocab)
+    elseif words[1] == "posembed"
+        input
     elseif words[1] == "batchnorm"
         (input[end],)
+    elseif words[1] == "layernorm"
+        sequence ? (input[1],) : input
     else
-        input
+        (Int(count),)
     end
 end
 
@@ -154,12 +202,20 @@ model alive and refuses to be used after `close` or `move!`.
 - conv: `(kw, kh, in, out)`, snn's `[out][in][kh][kw]` memory as it lies:
   the layout of Flux's weights, for a cross-correlation (Flux's `CrossCor`;
   Flux's `Conv` flips the kernel, `w[end:-1:1, end:-1:1, :, :]`).
-- batchnorm: `(channels,)`; layernorm: the sample's shape, `(n,)` or `(w, h, c)`.
+- conv1d: `(k, in, out)`, snn's `[out][in][k]`: Flux's 1-D `Conv` layout.
+- embedding: `(dims, vocab)`, snn's `[vocab][dims]`: Flux's `Embedding` layout
+  (column `id + 1` is the vector of `id`).
+- batchnorm: `(channels,)`; layernorm: the sample's shape, `(n,)` or `(w, h, c)`,
+  or `(features,)` on a sequence.
+- posembed: `(features, steps)`, snn's `[T][F]`: the sequence's own shape.
+- other layers (lstm, gru, attention): the flat weight, as
+  `layer_parameters` lays it out.
 
 Throws an `ArgumentError` for a layer without weight.
 """
 function layer_weight(m::Model, layer::Integer)
-    w = parameter_view(m, layer, layer_parameters(m, layer).weights, "weight", () -> weight_size(m, layer))
+    r = layer_parameters(m, layer).weights
+    w = parameter_view(m, layer, r, "weight", () -> weight_size(m, layer, length(r)))
     layer_words(m, layer)[1] == "dense" ? PermutedDimsArray(w, (2, 1)) : w
 end
 
@@ -167,13 +223,14 @@ end
     layer_bias(model, layer) -> AbstractArray{Float32}
 
 Zero-copy view of layer `layer`'s bias in a CPU model's parameters: `(out,)`
-for dense and conv layers, the weight's shape for batchnorm and layernorm.
-Throws an `ArgumentError` for a layer without bias (`bias=false`).
+for dense and convolution layers, the weight's shape for batchnorm and
+layernorm, flat for the others. Throws an `ArgumentError` for a layer without
+bias (`bias=false`).
 """
 function layer_bias(m::Model, layer::Integer)
     r = layer_parameters(m, layer).bias
-    per_output = layer_words(m, layer)[1] in ("dense", "conv")
-    parameter_view(m, layer, r, "bias", () -> per_output ? (length(r),) : weight_size(m, layer))
+    norm = layer_words(m, layer)[1] in ("batchnorm", "layernorm")
+    parameter_view(m, layer, r, "bias", () -> norm ? weight_size(m, layer, length(r)) : (length(r),))
 end
 
 "1-based range of layer `layer`'s values in `state(model)` (empty for layers without state)."

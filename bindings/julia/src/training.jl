@@ -98,12 +98,24 @@ batch, as PyTorch's `nn.CrossEntropyLoss()`:
 
 SimpleNNs' `LogitCrossEntropyLoss` **sums** over the batch: its value and
 gradient are snn's times `batch`.
+
+    LogitCrossEntropyLoss(step_labels::AbstractMatrix, num_classes)
+
+For a model whose output is a sequence ((num_classes, steps) per sample), one
+label per step: a (steps, batch) matrix of 1-based classes, where `missing`
+ignores the step (snn's -1, PyTorch's `ignore_index`). The loss is the mean
+over the steps counted, which leave out the `missing` ones and the padded
+steps of samples given lengths (`set_lengths!`); 0 when none is left:
+
+    L = sum over counted steps (t, j) of -log softmax(y[:, t, j])[label t, j] / counted
 """
 struct LogitCrossEntropyLoss
     labels::Vector{Int32}
     num_classes::Int
     LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer) =
         new(zero_based_labels(labels, num_classes, "LogitCrossEntropyLoss"), Int(num_classes))
+    LogitCrossEntropyLoss(labels::AbstractMatrix{<:Union{Missing,Integer}}, num_classes::Integer) =
+        new(zero_based_step_labels(labels, num_classes, "LogitCrossEntropyLoss"), Int(num_classes))
 end
 
 "    LogitCrossEntropyLoss(dataset, indices)  — labels gathered from a Dataset (1-based indices)."
@@ -117,19 +129,26 @@ LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer}) = DatasetL
     LogitCrossEntropyLoss(labels, num_classes, indices)
 
 Cross-entropy against `labels[indices]` (both 1-based), gathered by the library
-without an intermediate copy.
+without an intermediate copy. With a (steps, n) matrix of step labels
+(`missing` ignoring a step), the columns `indices`.
 """
 struct GatheredLabelsLoss
     labels::Vector{Int32}
+    samples::Int
     indices::Vector{Int64}
 end
 LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer, indices::AbstractVector{<:Integer}) =
-    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, zero_based(indices, length(labels)))
+    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, length(labels),
+                       zero_based(indices, length(labels)))
+LogitCrossEntropyLoss(labels::AbstractMatrix{<:Union{Missing,Integer}}, num_classes::Integer,
+                      indices::AbstractVector{<:Integer}) =
+    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, size(labels, 2),
+                       zero_based(indices, size(labels, 2)))
 
 # Each passes its arrays by pointer, preserved for the duration of the call.
 function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
     labels, indices = l.labels, l.indices
-    GC.@preserve labels indices check(snn_set_labels_gather(b, pointer(labels), length(labels), pointer(indices),
+    GC.@preserve labels indices check(snn_set_labels_gather(b, pointer(labels), l.samples, pointer(indices),
                                                             length(indices)))
     SNN_LOSS_LOGIT_CROSSENTROPY
 end

@@ -566,6 +566,8 @@ end
         if SNN.gpu_count() == 0
             e = errorof(() -> SNN.gpu(model))
             @test e isa SNNError && e.status in (SNN.SNN_ERR_GPU_PLUGIN_NOT_FOUND, SNN.SNN_ERR_GPU_DRIVER, SNN.SNN_ERR_NO_GPU)
+            d = errorof(() -> token_dataset(Int32[1 2; 3 4]; lengths=[2, 1], device=0))
+            @test d isa SNNError && d.status == e.status
             @test_throws SNNError SNN.move!(model, 0)
             @test SNN.to_best_device!(model) === :cpu
             @test p == SNN.get_parameters(model)        # nothing moved: the view is still good
@@ -766,6 +768,233 @@ end
         e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(unlabelled, idx)))
         @test e isa SNNError && e.status == SNN.SNN_ERR_STATE
         foreach(close, (data, unlabelled, fwd, bwd, model))
+    end
+
+    # Sequence models: three samples of 5 steps of 3 features, lengths 5, 2
+    # and 4, one label per step (the same data in every language's tests).
+    seq_inputs() = reshape(Float32[((i * 7 % 11) / 11) - 0.5 for i in 0:44], 3, 5, 3)   # (features, steps, batch)
+    seq_lengths = Int32[5, 2, 4]
+    # (steps, batch) 1-based labels: missing ignores step 2 of sample 1, the
+    # padded steps (from each sample's length on) hold class 4.
+    function seq_labels()
+        labels = Matrix{Union{Missing,Int}}(undef, 5, 3)
+        for s in 1:3, t in 1:5
+            labels[t, s] = t > seq_lengths[s] ? 4 : (s - 1 + 2 * (t - 1)) % 6 + 1
+        end
+        labels[2, 1] = missing
+        labels
+    end
+    # The mean over the counted steps of -log softmax, from (classes, steps, batch) logits.
+    function seq_loss(outputs, labels, lengths)
+        total, counted = 0.0, 0
+        for s in axes(outputs, 3), t in 1:lengths[s]
+            labels[t, s] === missing && continue
+            y = Float64.(outputs[:, t, s])
+            top = maximum(y)
+            total += log(sum(exp.(y .- top))) + top - y[labels[t, s]]
+            counted += 1
+        end
+        total / counted
+    end
+    function seq_model()
+        m = SNN.Model(SNN.Chain(Static((3, 5)), SNN.Dense(3 => 4, tanh), SNN.LayerNorm(4), SNN.Dense(4 => 6)))
+        SNN.initialise!(m; seed=11)
+        m
+    end
+
+    @testset "sequences: the input, lengths and one label per step" begin
+        @test SNN.spec(Static((3, 5)), SNN.Dense(4, tanh), SNN.LayerNorm(4), SNN.Dense(6)) ==
+              "input seq 5x3; dense 4 tanh; layernorm eps=1.0e-5; dense 6 identity"
+        model = seq_model()
+        @test SNN.input_sequence(model) == (steps=5, vocab=0)
+        @test SNN.input_sequence(SNN.Model("input 3; dense 2")) == (steps=0, vocab=0)
+        @test SNN.input_shape(model) == (3, 5) && SNN.output_shape(model) == (6, 5)
+        @test SNN.input_size(model) == 15 && SNN.output_size(model) == 30
+        @test size(SNN.layer_weight(model, 1)) == (4, 3)                # dense on each step: (out, in)
+        @test size(SNN.layer_weight(model, 2)) == (4,)                  # layernorm over each step's features
+        @test_throws DimensionMismatch SNN.Model(SNN.Chain(Static((3, 5)), SNN.Dense(15 => 4)))
+        x, labels = seq_inputs(), seq_labels()
+        fwd, bwd = preallocate(model, 3), preallocate_grads(model, 3)
+        function pass(lengths, step_labels)
+            set_inputs!(fwd, x)
+            lengths === nothing || set_lengths!(fwd, lengths)
+            forward!(fwd, model)
+            loss = backprop!(bwd, fwd, model, LogitCrossEntropyLoss(step_labels, 6))
+            (loss, copy(gradients(bwd)), copy(get_outputs(fwd)))
+        end
+        loss, gradient, outputs = pass(seq_lengths, labels)
+        @test size(outputs) == (6, 5, 3)                                # (classes, steps, batch)
+        @test loss ≈ seq_loss(outputs, labels, seq_lengths) rtol = 1e-5
+        # a padded step's label changes nothing, bit for bit; a valid step's does
+        padded = copy(labels)
+        padded[4, 2] = 1
+        @test pass(seq_lengths, padded)[1:2] == (loss, gradient)
+        valid = copy(labels)
+        valid[2, 2] = valid[2, 2] % 6 + 1
+        @test pass(seq_lengths, valid)[1] != loss
+        # without lengths every step counts, the padded ones too
+        full, _, full_outputs = pass(nothing, labels)
+        @test full ≈ seq_loss(full_outputs, labels, [5, 5, 5]) rtol = 1e-5
+        @test full != loss
+        # any integer vector of lengths, through the staging buffer
+        @test pass([5, 2, 4], labels)[1] == loss && length(fwd.int_staging) == 3
+
+        # gathered samples, lengths and step labels equal the direct ones
+        order = [3, 1]
+        direct = begin
+            set_inputs!(fwd, x[:, :, order])
+            set_lengths!(fwd, seq_lengths[order])
+            forward!(fwd, model)
+            backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels[:, order], 6))
+        end
+        set_inputs!(fwd, x, order)
+        set_lengths!(fwd, seq_lengths, order)
+        forward!(fwd, model)
+        @test backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels, 6, order)) == direct
+
+        # lengths before inputs, out of range, too many, or for a model without sequences
+        fresh = preallocate(model, 3)
+        e = errorof(() -> set_lengths!(fresh, seq_lengths))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_STATE
+        set_inputs!(fwd, x)
+        for bad in (Int32[0, 2, 4], Int32[5, 6, 4], Int32[5, -1, 4])
+            e = errorof(() -> set_lengths!(fwd, bad))
+            @test e isa SNNError && e.status == SNN.SNN_ERR_INVALID_ARGUMENT && occursin("[1, 5]", e.message)
+        end
+        e = errorof(() -> set_lengths!(fwd, seq_lengths[1:2]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_COUNT
+        @test_throws BoundsError set_lengths!(fwd, seq_lengths, [1, 4, 2])
+        vector = SNN.Model("input 3; dense 2")
+        vfwd = preallocate(vector, 1)
+        set_inputs!(vfwd, Float32[1, 2, 3])
+        e = errorof(() -> set_lengths!(vfwd, [1]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+
+        # step labels: 1-based or missing, checked when the loss is made and by the library
+        e = errorof(() -> LogitCrossEntropyLoss([1 2; 0 3], 6))
+        @test e isa ArgumentError && occursin("labels[2, 1] is 0", e.msg) && occursin("missing", e.msg)
+        @test_throws ArgumentError LogitCrossEntropyLoss([1 7; 1 3], 6)
+        e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels[1:4, :], 6)))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_COUNT
+        beyond = copy(labels)
+        beyond[1, 3] = 7                                                  # 7 classes declared, the model has 6
+        e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(beyond, 7)))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_LABEL && occursin("sample 2, step 0", e.message)
+
+        # token ids are refused by a model of floats, and checked in token data sets
+        e = errorof(() -> set_tokens!(fwd, Int32[1 2; 3 4; 0 1; 2 3; 4 0]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        e = errorof(() -> set_tokens!(fwd, Int32[1 2; 3 4; 0 1; 2 3; 4 0], [2]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        e = errorof(() -> token_dataset(Int32[1 2; 3 -4; 0 1]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_TOKEN
+        e = errorof(() -> token_dataset(Int32[1 2; 3 4; 0 1]; lengths=[3, 4]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_INVALID_ARGUMENT
+        @test_throws DimensionMismatch token_dataset(Int32[1 2; 3 4; 0 1]; lengths=[3])
+        @test_throws DimensionMismatch token_dataset(Int32[1 2; 3 4; 0 1]; labels=[1 2; 3 4])
+        e = errorof(() -> token_dataset(Int32[1 2; 3 4; 0 1]; labels=[1 2; 0 4; 1 1]))
+        @test e isa ArgumentError && occursin("labels[2, 1] is 0", e.msg)
+        ids = token_dataset(permutedims(Int32[1 2 3 4 0]); lengths=[3], labels=permutedims([1 missing 2 2 2]))
+        @test ids.count == 1 && ids.features == 5
+        e = errorof(() -> set_inputs!(fwd, ids, [1]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        foreach(close, (fwd, fresh, bwd, vfwd, vector, ids, model))
+    end
+
+    @testset "sequence layers become an snn spec" begin
+        @test SNN.spec(SNN.Tokens(16; vocab=100), SNN.Embedding(100 => 32; pad=0), SNN.PosEmbed(),
+                       SNN.MultiHeadAttention(32; nheads=4, causal=true), SNN.LSTM(32 => 24; bidirectional=true),
+                       SNN.GRU(48 => 16; last=true, bias=false), SNN.Dense(5)) ==
+              "input tokens 16 vocab=100; embedding 32 pad=0; posembed; attention heads=4 causal; " *
+              "lstm 24 bidirectional; gru 16 last nobias; dense 5 identity"
+        @test SNN.spec(Static((8, 20)), SNN.Conv1d(3, 8 => 16, SNN.relu; pad=1),
+                       SNN.Conv((5,), 16 => 4; stride=2, dilation=2), SNN.Conv1d(1, 4; activation_fn=SNN.gelu),
+                       SNN.LSTM(6; use_bias=Val(false)), SNN.GRU(6), SNN.MultiHeadAttention(6; nheads=2),
+                       SNN.SeqPool(:max)) ==
+              "input seq 20x8; conv1d 3 16 relu stride=1 pad=1 dilation=1; " *
+              "conv1d 5 4 identity stride=2 pad=0 dilation=2; conv1d 1 4 gelu stride=1 pad=0 dilation=1; " *
+              "lstm 6 nobias; gru 6; attention heads=2; seqpool max"
+        @test SNN.spec(SNN.Chain(SNN.Embedding(5 => 2), SNN.SeqPool(:last); input=SNN.Tokens(3; vocab=5))) ==
+              "input tokens 3 vocab=5; embedding 2; seqpool last"
+        @test SNN.spec(SNN.Chain(SNN.MultiHeadAttention(4), SNN.SeqPool(:mean); input=(4, 7))) ==
+              "input seq 7x4; attention heads=8; seqpool mean"
+        @test_throws ArgumentError SNN.SeqPool(:first)
+        @test_throws ArgumentError SNN.Tokens(0; vocab=4)
+        @test_throws ArgumentError SNN.spec(Static(3), SNN.Tokens(3; vocab=4))
+        @test_throws ArgumentError SNN.LSTM(4; use_bias=1)
+    end
+
+    # Token models need the embedding op.
+    @testset "token ids: models, refusals and data sets" begin
+        model = SNN.Model(SNN.Chain(SNN.Tokens(4; vocab=10), SNN.Embedding(10 => 8), SNN.Dense(8 => 3)))
+        SNN.initialise!(model; seed=3)
+        @test SNN.input_sequence(model) == (steps=4, vocab=10)
+        @test SNN.input_shape(model) == (4,) && SNN.output_shape(model) == (3, 4)
+        @test size(SNN.layer_weight(model, 1)) == (8, 10)                # Flux's Embedding layout
+        @test_throws DimensionMismatch SNN.Model(SNN.Chain(SNN.Tokens(4; vocab=10), SNN.Embedding(12 => 8)))
+        fwd, bwd = preallocate(model, 3), preallocate_grads(model, 3)
+        for bad in (10, -1)
+            e = errorof(() -> set_tokens!(fwd, Int32[0 4; 1 5; 2 6; 3 bad]))
+            @test e isa SNNError && e.status == SNN.SNN_ERR_TOKEN && occursin("sample 1, step 3", e.message)
+        end
+        e = errorof(() -> set_tokens!(fwd, Int32[0 9; 1 9; 2 12; 3 9], [1, 2]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_TOKEN
+        @test_throws DimensionMismatch set_tokens!(fwd, Int32[0, 1, 2])
+        e = errorof(() -> set_inputs!(fwd, zeros(Float32, 4, 2)))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        wide = token_dataset(permutedims(Int32[0 1 2 10]))
+        e = errorof(() -> set_inputs!(fwd, wide, [1]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_TOKEN
+
+        # a data set gathers ids, lengths and step labels as the caller's arrays do
+        ids = Int32[1 5 9; 2 6 0; 3 7 9; 4 8 0]                          # (steps, samples)
+        lengths = [4, 2, 3]
+        step_labels = [1 3 2; 2 missing 1; 3 2 3; 1 2 3]
+        data = token_dataset(ids; lengths, labels=step_labels, num_classes=3)
+        idx = [3, 2]
+        set_inputs!(fwd, data, idx)
+        forward!(fwd, model)
+        from_data = backprop!(bwd, fwd, model, LogitCrossEntropyLoss(data, idx))
+        gradient = copy(gradients(bwd))
+        set_tokens!(fwd, ids, idx)
+        set_lengths!(fwd, lengths, idx)
+        forward!(fwd, model)
+        @test backprop!(bwd, fwd, model, LogitCrossEntropyLoss(step_labels, 3, idx)) == from_data
+        @test gradients(bwd) == gradient
+        @test length(fwd.int_staging) == 3                                # only the Int64 lengths were converted
+        set_tokens!(fwd, Int64.(ids[:, idx]))                             # converted into the staging buffer
+        set_lengths!(fwd, Int32[3, 2])
+        forward!(fwd, model)
+        direct = backprop!(bwd, fwd, model, LogitCrossEntropyLoss(step_labels[:, idx], 3))
+        @test direct == from_data
+        @test direct ≈ seq_loss(get_outputs(fwd), step_labels[:, idx], [3, 2]) rtol = 1e-5
+        @test length(fwd.int_staging) == 8
+        foreach(close, (fwd, bwd, wide, data, model))
+    end
+
+    @testset "conv1d, posembed and seqpool: shapes and weights" begin
+        positions = SNN.Model(SNN.Chain(SNN.Tokens(6; vocab=4), SNN.Embedding(4 => 3), SNN.PosEmbed(),
+                                        SNN.SeqPool(:last)))
+        @test size(SNN.layer_weight(positions, 2)) == (3, 6)              # a (features, steps) weight
+        @test SNN.output_shape(positions) == (3,)
+        close(positions)
+        model = SNN.Model(SNN.Chain(Static((8, 20)), SNN.Conv1d(3, 8 => 16, SNN.relu; pad=1), SNN.SeqPool(:mean),
+                                    SNN.Dense(16 => 2)))
+        @test SNN.output_shape(model) == (2,)
+        @test SNN.layer_shape(model, 1) == (16, 20, 1)
+        @test size(SNN.layer_weight(model, 1)) == (3, 8, 16)              # Flux's 1-D Conv layout
+        @test size(SNN.layer_bias(model, 1)) == (16,)
+        @test size(model(rand(Float32, 8, 20, 5))) == (2, 5)
+        @test size(model(rand(Float32, 8, 20))) == (2,)                   # one sample
+        @test_throws DimensionMismatch SNN.Model(SNN.Chain(Static((8, 20)), SNN.Conv1d(3, 4 => 16)))
+        # a strided convolution changes the number of steps: no lengths
+        strided = SNN.Model(SNN.Chain(Static((2, 6)), SNN.Conv1d(3, 2 => 4; stride=2)))
+        @test SNN.output_shape(strided) == (4, 2)
+        sfwd = preallocate(strided, 1)
+        set_inputs!(sfwd, zeros(Float32, 2, 6))
+        e = errorof(() -> set_lengths!(sfwd, Int32[3]))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED
+        foreach(close, (sfwd, strided, model))
     end
 
     # A model, its caches and an Adam optimiser after one step, and what they hold.

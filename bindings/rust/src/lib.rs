@@ -62,11 +62,14 @@ pub enum ErrorKind {
     Cuda,
     /// A bug in snn: the message says what to report (`SNN_ERR_INTERNAL`).
     Internal,
+    /// A token id outside the model's vocabulary (`SNN_ERR_TOKEN`); the
+    /// message names the sample, the step and the id.
+    Token,
     /// A status this binding does not know (a newer library).
     Other(i32),
 }
 
-const KINDS: [ErrorKind; 21] = [
+const KINDS: [ErrorKind; 22] = [
     ErrorKind::NullArgument,
     ErrorKind::InvalidArgument,
     ErrorKind::Spec,
@@ -88,6 +91,7 @@ const KINDS: [ErrorKind; 21] = [
     ErrorKind::GpuIndex,
     ErrorKind::Cuda,
     ErrorKind::Internal,
+    ErrorKind::Token,
 ];
 
 impl ErrorKind {
@@ -218,6 +222,17 @@ fn to_i64(what: &str, value: usize, kind: ErrorKind) -> Result<i64, Error> {
 fn to_usize(what: &str, value: i64) -> Result<usize, Error> {
     usize::try_from(value)
         .map_err(|_| Error::new(ErrorKind::Internal, format!("{what}: the library returned {value}")))
+}
+
+/// The number of whole samples of `steps` token ids in `len` ids.
+fn whole_ids(what: &str, len: usize, steps: usize) -> Result<usize, Error> {
+    if steps == 0 || len % steps != 0 {
+        return Err(Error::new(
+            ErrorKind::Count,
+            format!("{what}: {len} ids are not a whole number of samples of {steps} steps"),
+        ));
+    }
+    Ok(len / steps)
 }
 
 /// The number of whole samples of `features` floats in `len` floats.
@@ -651,7 +666,29 @@ impl Model {
         Ok(offset..offset + count)
     }
 
-    /// Input features per sample (C*H*W for images).
+    /// The input of a sequence model: its steps T (`input seq TxF`,
+    /// `input tokens T vocab=V`) and its vocabulary V (token ids only); both
+    /// 0 for a model whose input is not a sequence.
+    pub fn input_sequence(&self) -> Result<SequenceInput, Error> {
+        let (mut steps, mut vocab) = (0i64, 0i64);
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe { sys::snn_model_input_sequence(self.ptr(), &mut steps, &mut vocab) })?;
+        let what = "Model::input_sequence";
+        Ok(SequenceInput { steps: to_usize(what, steps)?, vocab: to_usize(what, vocab)? })
+    }
+
+    /// Class labels per sample of the output: T for a sequence of T steps
+    /// (one label per step), 1 otherwise. A model with a sequence input
+    /// keeps sequences (`c` features, `h` steps, `w` = 1) or ends in vectors.
+    fn labels_per_sample(&self) -> Result<usize, Error> {
+        if self.input_sequence()?.steps == 0 {
+            return Ok(1);
+        }
+        let (_, steps, width) = self.layer_shape(self.layer_count()? - 1)?;
+        Ok(if width == 1 { steps } else { 1 })
+    }
+
+    /// Input features per sample (C*H*W for images, T*F for sequences, T for token ids).
     pub fn input_size(&self) -> Result<usize, Error> {
         let mut n = 0usize;
         // SAFETY: live handle, valid out pointer.
@@ -788,19 +825,21 @@ impl Model {
     pub fn preallocate(&self, max_batch: usize) -> Result<ForwardCache, Error> {
         let max_batch = to_i64("Model::preallocate: max_batch", max_batch, ErrorKind::Batch)?;
         let features = self.input_size()?;
+        let tokens = self.input_sequence()?.vocab > 0;
         let mut out = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
         let status = unsafe { sys::snn_preallocate(self.ptr(), max_batch, &mut out) };
-        Ok(ForwardCache { raw: take(status, out)?, features, _not_sync: PhantomData })
+        Ok(ForwardCache { raw: take(status, out)?, features, tokens, _not_sync: PhantomData })
     }
 
     /// Gradient buffers for batches up to `max_batch`.
     pub fn preallocate_grads(&self, max_batch: usize) -> Result<BackwardCache, Error> {
         let max_batch = to_i64("Model::preallocate_grads: max_batch", max_batch, ErrorKind::Batch)?;
+        let labels_per_sample = self.labels_per_sample()?;
         let mut out = ptr::null_mut();
         // SAFETY: live handle, valid out pointer.
         let status = unsafe { sys::snn_preallocate_grads(self.ptr(), max_batch, &mut out) };
-        Ok(BackwardCache { raw: take(status, out)?, _not_sync: PhantomData })
+        Ok(BackwardCache { raw: take(status, out)?, labels_per_sample, _not_sync: PhantomData })
     }
 
     /// An optimiser with PyTorch's default hyperparameters.
@@ -836,6 +875,15 @@ pub struct RngState {
     pub passes: u64,
 }
 
+/// The input of a sequence model ([`Model::input_sequence`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SequenceInput {
+    /// Steps T per sample; 0 when the input is not a sequence.
+    pub steps: usize,
+    /// Token ids lie in `0..vocab` (`input tokens T vocab=V`); 0 for a model of floats.
+    pub vocab: usize,
+}
+
 /// Marks a handle `Send` but not `Sync`: one thread uses it at a time.
 type NotSync = PhantomData<Cell<()>>;
 
@@ -864,8 +912,10 @@ type NotSync = PhantomData<Cell<()>>;
 /// ```
 pub struct ForwardCache {
     raw: NonNull<sys::snn_forward_cache>,
-    /// The model's input features per sample, fixed by its spec.
+    /// The model's input features per sample, fixed by its spec (T for token ids).
     features: usize,
+    /// Whether the model's input is token ids.
+    tokens: bool,
     _not_sync: NotSync,
 }
 
@@ -937,7 +987,9 @@ impl ForwardCache {
         check(unsafe { sys::snn_cache_set_rng_state(self.ptr(), state.seed, state.passes) })
     }
 
-    /// Copies a batch of inputs, `[batch][features]`; the batch becomes
+    /// Copies a batch of inputs, `[batch][features]` (`[batch][T][F]` for
+    /// `input seq TxF`; token ids go through [`ForwardCache::set_tokens`]),
+    /// resetting any lengths to full; the batch becomes
     /// `inputs.len() / features`, so the last, smaller batch of an epoch
     /// needs no [`ForwardCache::set_batch`]. A slice that is not a whole
     /// number of samples is [`ErrorKind::Count`]; none, or more samples than
@@ -967,7 +1019,10 @@ impl ForwardCache {
     }
 
     /// Gathers samples `indices` of a data set on the cache's device; the
-    /// batch becomes `indices.len()`.
+    /// batch becomes `indices.len()`. A token data set ([`Dataset::tokens`])
+    /// feeds a model of token ids (ids outside its vocabulary are
+    /// [`ErrorKind::Token`]) and sets the gathered samples' lengths, when it
+    /// has them, else every length is T.
     pub fn set_inputs_from_dataset(&mut self, dataset: &Dataset, indices: &[i64]) -> Result<(), Error> {
         // SAFETY: live handles, valid slice.
         check(unsafe {
@@ -1017,6 +1072,74 @@ impl ForwardCache {
         // SAFETY: dst is valid for its length.
         check(unsafe { sys::snn_get_outputs(self.ptr(), dst.as_mut_ptr(), dst.len()) })
     }
+
+    /// Copies token ids for a model whose input is `input tokens T vocab=V`,
+    /// `[batch][T]`; the batch becomes `tokens.len() / T`, as
+    /// [`ForwardCache::set_inputs`] does, and every length is reset to T.
+    /// An id outside `0..V` is [`ErrorKind::Token`] (the message names the
+    /// sample, step and id), a model of floats [`ErrorKind::Unsupported`], a
+    /// slice that is not whole samples [`ErrorKind::Count`]. A failed call
+    /// copies nothing.
+    pub fn set_tokens(&mut self, tokens: &[i32]) -> Result<(), Error> {
+        if !self.tokens {
+            // SAFETY: valid slice; the library refuses it, naming the model's input.
+            return check(unsafe { sys::snn_set_tokens(self.ptr(), tokens.as_ptr(), tokens.len()) });
+        }
+        let samples = whole_ids("ForwardCache::set_tokens: tokens", tokens.len(), self.features)?;
+        let (_, max_batch) = self.batch()?;
+        if samples == 0 || samples > max_batch {
+            return Err(Error::new(
+                ErrorKind::Batch,
+                format!("ForwardCache::set_tokens: tokens hold {samples} samples; the cache takes 1 to {max_batch}"),
+            ));
+        }
+        self.set_batch(samples)?;
+        // SAFETY: the slice is valid for its length and copied.
+        check(unsafe { sys::snn_set_tokens(self.ptr(), tokens.as_ptr(), tokens.len()) })
+    }
+
+    /// Gathers rows `indices` of `tokens`, whole samples of T ids; the batch
+    /// becomes `indices.len()` and every length T. Errors as
+    /// [`ForwardCache::set_tokens`], and [`ErrorKind::InvalidArgument`] for an
+    /// index out of range.
+    pub fn set_tokens_gather(&mut self, tokens: &[i32], indices: &[i64]) -> Result<(), Error> {
+        // A model of floats: the library refuses the ids, naming its input.
+        let samples = if self.tokens {
+            whole_ids("ForwardCache::set_tokens_gather: tokens", tokens.len(), self.features)?
+        } else {
+            tokens.len()
+        };
+        // SAFETY: tokens holds `samples` whole samples; indices are checked by the library.
+        check(unsafe {
+            sys::snn_set_tokens_gather(self.ptr(), tokens.as_ptr(), samples, indices.as_ptr(), indices.len())
+        })
+    }
+
+    /// The valid steps of each sample of the inputs or tokens set last, one
+    /// per sample, each in `1..=T`: sample s holds steps `0..lengths[s]` and
+    /// padding after, which recurrent layers, attention, sequence pooling
+    /// and the label losses leave out. Setting inputs or tokens resets every
+    /// length to T, so set the lengths after them (and before the forward
+    /// pass). A length outside `1..=T` is [`ErrorKind::InvalidArgument`], a
+    /// count other than the batch [`ErrorKind::Count`], a model whose input
+    /// is not a sequence (or whose layers change the steps)
+    /// [`ErrorKind::Unsupported`], no inputs set [`ErrorKind::State`].
+    pub fn set_lengths(&mut self, lengths: &[i32]) -> Result<(), Error> {
+        // SAFETY: valid slice, copied.
+        check(unsafe { sys::snn_set_lengths(self.ptr(), lengths.as_ptr(), lengths.len()) })
+    }
+
+    /// Length i becomes `lengths[indices[i]]`, for samples gathered with the
+    /// same indices ([`ForwardCache::set_inputs_gather`],
+    /// [`ForwardCache::set_tokens_gather`]). Errors as
+    /// [`ForwardCache::set_lengths`], and [`ErrorKind::InvalidArgument`] for
+    /// an index out of range.
+    pub fn set_lengths_gather(&mut self, lengths: &[i32], indices: &[i64]) -> Result<(), Error> {
+        // SAFETY: valid slices; indices are checked by the library.
+        check(unsafe {
+            sys::snn_set_lengths_gather(self.ptr(), lengths.as_ptr(), lengths.len(), indices.as_ptr(), indices.len())
+        })
+    }
 }
 
 impl Drop for ForwardCache {
@@ -1054,6 +1177,8 @@ pub enum Loss {
 /// Gradient buffers for one model. `Send`, not `Sync`, as [`ForwardCache`].
 pub struct BackwardCache {
     raw: NonNull<sys::snn_backward_cache>,
+    /// Labels per sample: T for a sequence output of T steps, else 1.
+    labels_per_sample: usize,
     _not_sync: NotSync,
 }
 
@@ -1077,16 +1202,37 @@ impl BackwardCache {
     /// copied: up to the cache's maximum batch, as many as the next
     /// backprop's forward batch. A label outside `0..outputs` is
     /// [`ErrorKind::Label`].
+    ///
+    /// For a model whose output is a sequence of T steps of K values, one
+    /// label per step: `[batch][T]`, `batch * T` labels, each in `0..K` or
+    /// -1 to ignore the step. The loss is the mean over the steps counted,
+    /// which leave out the -1 steps and the padded steps of samples given
+    /// lengths ([`ForwardCache::set_lengths`]), as PyTorch's `ignore_index`
+    /// does (0 when none is left); a count that is not a multiple of T is
+    /// [`ErrorKind::Count`].
     pub fn set_labels(&mut self, labels: &[i32]) -> Result<(), Error> {
         // SAFETY: valid slice, copied.
         check(unsafe { sys::snn_set_labels(self.ptr(), labels.as_ptr(), labels.len()) })
     }
 
-    /// Label i becomes `labels[indices[i]]`.
+    /// Label i becomes `labels[indices[i]]`; for a sequence output of T
+    /// steps, `labels` holds T labels per sample and sample i's are
+    /// `labels[indices[i] * T..][..T]` (a length that is not a multiple of T
+    /// is [`ErrorKind::Count`]).
     pub fn set_labels_gather(&mut self, labels: &[i32], indices: &[i64]) -> Result<(), Error> {
-        // SAFETY: valid slices; indices are checked by the library.
+        let per = self.labels_per_sample;
+        if labels.len() % per != 0 {
+            return Err(Error::new(
+                ErrorKind::Count,
+                format!(
+                    "BackwardCache::set_labels_gather: {} labels are not a whole number of samples of {per} steps",
+                    labels.len()
+                ),
+            ));
+        }
+        // SAFETY: labels holds labels.len() / per whole samples; indices are checked by the library.
         check(unsafe {
-            sys::snn_set_labels_gather(self.ptr(), labels.as_ptr(), labels.len(), indices.as_ptr(), indices.len())
+            sys::snn_set_labels_gather(self.ptr(), labels.as_ptr(), labels.len() / per, indices.as_ptr(), indices.len())
         })
     }
 
@@ -1366,6 +1512,55 @@ impl Dataset {
             unsafe { sys::snn_dataset_create(device.raw(), samples.as_ptr(), count, features, labels, &mut out) };
         Ok(Dataset { raw: take(status, out)?, _not_sync: PhantomData })
     }
+
+    /// A data set of token ids: `tokens` holds whole samples of `steps` ids
+    /// (each in `0..=2^24`; a model's vocabulary is checked when batches are
+    /// gathered, where an id outside it is [`ErrorKind::Token`]), `lengths`
+    /// one length in `1..=steps` per sample, gathered with the tokens by
+    /// [`ForwardCache::set_inputs_from_dataset`] (`None`: every sample is
+    /// full length), and `labels` 0-based labels, either one per sample or
+    /// one per step (`steps` per sample, -1 ignoring a step) for a sequence
+    /// output. A negative id is [`ErrorKind::Token`].
+    pub fn tokens(
+        device: Device,
+        tokens: &[i32],
+        steps: usize,
+        lengths: Option<&[i32]>,
+        labels: Option<&[i32]>,
+    ) -> Result<Dataset, Error> {
+        check_version()?;
+        let count = whole_ids("Dataset::tokens: tokens", tokens.len(), steps)?;
+        if let Some(l) = lengths {
+            if l.len() != count {
+                return Err(Error::new(
+                    ErrorKind::Count,
+                    format!("Dataset::tokens: {} lengths for {count} samples", l.len()),
+                ));
+            }
+        }
+        let per = match labels {
+            None => 1,
+            Some(l) if l.len() == count => 1,
+            Some(l) if l.len() == count * steps => steps,
+            Some(l) => {
+                return Err(Error::new(
+                    ErrorKind::Count,
+                    format!(
+                        "Dataset::tokens: {} labels for {count} samples of {steps} steps (one per sample or per step)",
+                        l.len()
+                    ),
+                ))
+            }
+        };
+        let lengths = lengths.map_or(ptr::null(), <[i32]>::as_ptr);
+        let labels = labels.map_or(ptr::null(), <[i32]>::as_ptr);
+        let mut out = ptr::null_mut();
+        // SAFETY: valid slices of the sizes given, copied; valid out pointer.
+        let status = unsafe {
+            sys::snn_dataset_create_tokens(device.raw(), tokens.as_ptr(), count, steps, lengths, labels, per, &mut out)
+        };
+        Ok(Dataset { raw: take(status, out)?, _not_sync: PhantomData })
+    }
 }
 
 impl Drop for Dataset {
@@ -1430,6 +1625,7 @@ mod tests {
             (sys::SNN_ERR_GPU_INDEX, ErrorKind::GpuIndex),
             (sys::SNN_ERR_CUDA, ErrorKind::Cuda),
             (sys::SNN_ERR_INTERNAL, ErrorKind::Internal),
+            (sys::SNN_ERR_TOKEN, ErrorKind::Token),
         ];
         assert_eq!(pairs.len(), KINDS.len());
         for (status, kind) in pairs {
@@ -1455,11 +1651,13 @@ mod tests {
 
     #[test]
     fn every_status_has_a_kind_and_text() {
-        for status in 1..=sys::SNN_ERR_INTERNAL {
+        for status in 1..=sys::SNN_ERR_TOKEN {
             assert_eq!(ErrorKind::from_status(status).status(), status);
         }
         assert_eq!(ErrorKind::from_status(3), ErrorKind::Spec);
         assert_eq!(ErrorKind::from_status(21), ErrorKind::Internal);
+        assert_eq!(ErrorKind::from_status(22), ErrorKind::Token);
+        assert_eq!(ErrorKind::from_status(23), ErrorKind::Other(23));
         assert_eq!(ErrorKind::from_status(99), ErrorKind::Other(99));
         assert_eq!(ErrorKind::from_status(-1), ErrorKind::Other(-1));
         assert_eq!(status_string(99), "unknown status");

@@ -102,6 +102,8 @@ pub const SNN_ERR_GPU_INDEX: snn_status = 19;
 pub const SNN_ERR_CUDA: snn_status = 20;
 /// A bug in snn: the message says what to report.
 pub const SNN_ERR_INTERNAL: snn_status = 21;
+/// A token id outside the model's vocabulary.
+pub const SNN_ERR_TOKEN: snn_status = 22;
 
 /// The device id of the CPU.
 pub const SNN_DEVICE_CPU: i32 = -1;
@@ -305,6 +307,33 @@ extern "C" {
     pub fn snn_get_outputs(cache: *const snn_forward_cache, dst: *mut f32, count: usize)
         -> snn_status;
 
+    // Sequences: token ids and lengths
+    /// The input's steps T (0 when not a sequence) and vocabulary V (0 when not token ids).
+    pub fn snn_model_input_sequence(model: *const snn_model, steps: *mut i64, vocab: *mut i64)
+        -> snn_status;
+    /// Copies token ids, `[batch][T]`, count = batch * T, each in `[0, V)`; resets the lengths.
+    pub fn snn_set_tokens(cache: *mut snn_forward_cache, tokens: *const i32, count: usize)
+        -> snn_status;
+    /// Gathers token rows `indices[0..n)` of `tokens` (sample_count rows of T); the batch becomes n.
+    pub fn snn_set_tokens_gather(
+        cache: *mut snn_forward_cache,
+        tokens: *const i32,
+        sample_count: usize,
+        indices: *const i64,
+        n: usize,
+    ) -> snn_status;
+    /// The valid steps of each of the n samples of the inputs set last, each in `[1, T]`.
+    pub fn snn_set_lengths(cache: *mut snn_forward_cache, lengths: *const i32, n: usize)
+        -> snn_status;
+    /// Gathers lengths by index: length i is `lengths[indices[i]]`.
+    pub fn snn_set_lengths_gather(
+        cache: *mut snn_forward_cache,
+        lengths: *const i32,
+        sample_count: usize,
+        indices: *const i64,
+        n: usize,
+    ) -> snn_status;
+
     // Losses and backpropagation
     /// Gradient buffers for batches up to `max_batch`.
     pub fn snn_preallocate_grads(
@@ -317,10 +346,12 @@ extern "C" {
     /// Targets for `SNN_LOSS_MSE`, `[batch][outputs]`, copied.
     pub fn snn_set_targets(cache: *mut snn_backward_cache, targets: *const f32, count: usize)
         -> snn_status;
-    /// 0-based class labels for `SNN_LOSS_LOGIT_CROSSENTROPY`, copied.
+    /// 0-based class labels for `SNN_LOSS_LOGIT_CROSSENTROPY`, copied (batch * T for a
+    /// sequence output, -1 ignoring a step).
     pub fn snn_set_labels(cache: *mut snn_backward_cache, labels: *const i32, n: usize)
         -> snn_status;
-    /// Gathers labels by index: label i is `labels[indices[i]]`.
+    /// Gathers labels by index: label i is `labels[indices[i]]` (the T labels from
+    /// `labels[indices[i] * T]` for a sequence output; sample_count counts samples).
     pub fn snn_set_labels_gather(
         cache: *mut snn_backward_cache,
         labels: *const i32,
@@ -463,6 +494,17 @@ extern "C" {
         sample_count: usize,
         features: usize,
         labels: *const i32,
+        out: *mut *mut snn_dataset,
+    ) -> snn_status;
+    /// Copies token ids (optional lengths and labels, 1 or `steps` per sample) to a device.
+    pub fn snn_dataset_create_tokens(
+        device: i32,
+        tokens: *const i32,
+        sample_count: usize,
+        steps: usize,
+        lengths: *const i32,
+        labels: *const i32,
+        labels_per_sample: usize,
         out: *mut *mut snn_dataset,
     ) -> snn_status;
     /// Frees a data set; NULL is accepted.

@@ -222,6 +222,7 @@ fn without_a_gpu_requests_fail_cleanly() {
         assert_eq!(snn::gpu_status(0).unwrap_err().kind(), e.kind());
         assert_eq!(model.to_best_device().unwrap(), Device::Cpu);
         assert_eq!(Dataset::new(Device::Gpu(0), &[1.0, 2.0], 2, None).unwrap_err().kind(), e.kind());
+        assert_eq!(Dataset::tokens(Device::Gpu(0), &[1, 2], 2, Some(&[1]), None).unwrap_err().kind(), e.kind());
     }
     assert_eq!(model.device().unwrap(), model.to_best_device().unwrap());
     model.to_cpu().unwrap();

@@ -1,0 +1,91 @@
+// The conv1d op with cuBLAS (ops/conv1d.cpp): a chunk of samples is lowered
+// into the workspace (conv1d_lower.h), col[rows][C K] with rows = samples x
+// T', and one product gives the chunk's output rows, z[rows][out] = col W^T,
+// which are y [n][T'][out] itself; then bias and activation (z kept in aux
+// for gelu and silu).
+//
+// cuBLAS is column-major: a row-major A[r][c] read column-major is A^T.
+// These are dense.cu's products with x = col, in = C K and n = rows.
+#include <algorithm>
+
+#include "conv1d_lower.h"
+#include "ops.h"
+
+namespace snn {
+namespace cu {
+namespace {
+
+// A chunk's lowered rows stay under this many floats; the chunk size
+// depends on the shapes alone.
+constexpr int64_t kLoweredBudget = int64_t(1) << 22;
+
+int64_t chunk_of(const Conv1dDims &d) { return std::max<int64_t>(1, kLoweredBudget / (d.out_steps * d.cols())); }
+
+void *conv1d_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, size_t *workspace_bytes) {
+    const Conv1dDims d = conv1d_dims(l);
+    *workspace_bytes = static_cast<size_t>(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols()) * sizeof(float);
+    return nullptr;
+}
+
+// y[rows][out] = act(lower(x)[rows][C K] W[out][C K]^T + b), chunk by chunk:
+// Y^T (out x rows) = W (out x CK: buffer w, OP_T, ld CK) . col^T (CK x rows: buffer col, OP_N)
+void conv1d_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const Layer &l = *a.l;
+    const Conv1dDims d = conv1d_dims(l);
+    if (a.n <= 0) return;
+    const float *w = a.params + l.weight_offset;
+    float *col = static_cast<float *>(a.workspace);
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t chunk = chunk_of(d);
+    for (int64_t s0 = 0; s0 < a.n; s0 += chunk) {
+        const int64_t nb = std::min(chunk, a.n - s0), rows = nb * d.out_steps;
+        conv1d_lower(cs.stream, d, a.x[0], a.lengths, s0, nb, col);
+        check(cublasSgemm_64(cs.blas, CUBLAS_OP_T, CUBLAS_OP_N, d.out, rows, d.cols(), &one, w, d.cols(), col,
+                             d.cols(), &zero, a.y + s0 * d.out_steps * d.out, d.out),
+              "cublasSgemm (conv1d forward)");
+    }
+    float *z = act_uses_input(l.act) ? aux_per_sample(a) : nullptr;
+    bias_activation(cs.stream, a.y, z, l.bias ? a.params + l.bias_offset : nullptr,
+                    static_cast<size_t>(a.n * d.out_steps * d.out), d.out, 1, l.act);
+}
+
+// dz = dy act'(y or z) in place ; per chunk:
+//   dW^T (CK x out) (+)= col^T (CK x rows: buffer col, OP_N) . dZ (rows x out: buffer dz, OP_T)
+//   dcol^T (CK x rows) = W^T (CK x out: buffer w, OP_N) . dZ^T (out x rows: buffer dz, OP_N)
+//   dx = the adjoint of the lowering of dcol
+// db = the column sums of dz.
+void conv1d_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const Layer &l = *a.l;
+    const Conv1dDims d = conv1d_dims(l);
+    if (a.n <= 0) return;
+    const float *w = a.params + l.weight_offset;
+    float *dw = a.grads + l.weight_offset;
+    float *col = static_cast<float *>(a.workspace);
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t chunk = chunk_of(d), total_rows = a.n * d.out_steps;
+    activation_grad(cs.stream, a.dy, act_uses_input(l.act) ? aux_per_sample(a) : a.y,
+                    static_cast<size_t>(total_rows * d.out), l.act);
+    for (int64_t s0 = 0; s0 < a.n; s0 += chunk) {
+        const int64_t nb = std::min(chunk, a.n - s0), rows = nb * d.out_steps;
+        const float *dz = a.dy + s0 * d.out_steps * d.out;
+        conv1d_lower(cs.stream, d, a.x[0], a.lengths, s0, nb, col);
+        check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_T, d.cols(), d.out, rows, &one, col, d.cols(), dz,
+                             d.out, s0 > 0 ? &one : &zero, dw, d.cols()),
+              "cublasSgemm (conv1d weight gradient)");
+        if (a.dx[0] == nullptr) continue;
+        check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_N, d.cols(), rows, d.out, &one, w, d.cols(), dz,
+                             d.out, &zero, col, d.cols()),
+              "cublasSgemm (conv1d input gradient)");
+        conv1d_lower_adjoint(cs.stream, d, col, a.lengths, s0, nb, a.dx[0]);
+    }
+    if (l.bias) channel_sums(cs.stream, a.grads + l.bias_offset, a.dy, total_rows, d.out, 1);
+}
+
+}  // namespace
+}  // namespace cu
+
+extern const OpKernels cuda_op_conv1d{cu::conv1d_plan, nullptr, cu::conv1d_forward, cu::conv1d_backward};
+
+}  // namespace snn

@@ -1,0 +1,185 @@
+// The attention op's CUDA kernels (cuda/attention.cu: the mask + softmax
+// kernel and its backward, between the emulated cuBLAS products) against the
+// CPU's, through both kernel tables, with per-sample lengths: one head, a
+// head per feature, causal, lengths 1 and T in one batch, a batch of one,
+// rows longer than a block, saturated scores. Each run is repeated under the
+// three schedules of a block's threads, which must give the same bits; the
+// CPU sums its rows in another order, so the comparison has a tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "cpu/cpu_backend.h"
+#include "cuda_backend.h"
+#include "model/spec.h"
+#include "ops/op.h"
+
+namespace snn {
+namespace {
+
+using Floats = std::vector<float>;
+
+[[noreturn]] void throw_error(snn_status status, const char *message) { throw Error(status, message); }
+void ignore_log(int32_t, const char *) {}
+
+struct Side {
+    Backend *be;
+    Stream *s;
+};
+
+Side cpu_side() {
+    static CpuBackend be;
+    static Stream *s = be.create_stream(0, false);
+    return {&be, s};
+}
+
+Side gpu_side() {
+    static cu::CudaBackend *be = [] {
+        cu::set_host(throw_error, ignore_log);
+        return new cu::CudaBackend(0);
+    }();
+    static Stream *s = be->create_stream(0, false);
+    return {be, s};
+}
+
+// Device memory of one side holding a copy of host.
+template <typename T>
+struct Buffer {
+    Side side;
+    size_t count;
+    T *p;
+    Buffer(Side sd, const std::vector<T> &host) : side(sd), count(host.size()) {
+        p = static_cast<T *>(side.be->alloc(count * sizeof(T)));
+        if (count) side.be->upload(side.s, p, host.data(), count * sizeof(T));
+    }
+    ~Buffer() { side.be->release(p); }
+    std::vector<T> read() const {
+        std::vector<T> host(count);
+        if (count) side.be->download(side.s, host.data(), p, count * sizeof(T));
+        return host;
+    }
+};
+
+struct Result {
+    Floats y, aux, dx, grads;
+};
+
+// Forward then backward of node 1 of net on one side; outputs start as NaN.
+Result run(Side side, const Network &net, int64_t n, const std::vector<int32_t> &lengths, const Floats &x,
+           const Floats &params, const Floats &dy) {
+    const Layer &l = net.layers[1];
+    const OpKernels *k = op_kernels(*side.be, l.kind);
+    EXPECT_NE(k, nullptr);
+    if (!k) return {};
+    const float nan = std::nanf("");
+    Buffer<float> xb(side, x), pb(side, params), dyb(side, dy);
+    Buffer<float> y(side, Floats(size_t(n * l.out.size()), nan));
+    Buffer<float> aux(side, Floats(l.aux_fixed + size_t(n) * l.aux_per_sample, nan));
+    Buffer<float> dx(side, Floats(x.size(), nan)), grads(side, Floats(params.size(), nan));
+    Buffer<int32_t> len(side, lengths);
+    size_t workspace_bytes = 0;
+    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
+    void *workspace = side.be->alloc(workspace_bytes);
+    OpArgs a;
+    a.be = side.be;
+    a.s = side.s;
+    a.l = &l;
+    a.plan = plan;
+    a.workspace = workspace;
+    a.n = n;
+    a.lengths = lengths.empty() ? nullptr : len.p;
+    a.x[0] = xb.p;
+    a.y = y.p;
+    a.params = pb.p;
+    a.aux = aux.p;
+    k->forward(a);
+    a.dy = dyb.p;
+    a.dx[0] = dx.p;
+    a.grads = grads.p;
+    k->backward(a);
+    side.be->release(workspace);
+    if (k->release) k->release(*side.be, plan);
+    return {y.read(), aux.read(), dx.read(), grads.read()};
+}
+
+bool same_bits(const Floats &a, const Floats &b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// |gpu - cpu| <= tol * max(1, |cpu|), no NaN; reports the first mismatches.
+void expect_close(const std::string &what, const Floats &gpu, const Floats &cpu, float tol) {
+    ASSERT_EQ(gpu.size(), cpu.size()) << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const bool ok = std::isfinite(gpu[i]) && std::fabs(gpu[i] - cpu[i]) <= tol * std::fmax(1.0f, std::fabs(cpu[i]));
+        if (!ok && bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: emulated GPU " << gpu[i] << ", CPU " << cpu[i];
+    }
+}
+
+// Runs spec's attention on both sides with inputs uniform in
+// [-scale, scale] and parameters in [-0.5, 0.5].
+void check(const std::string &spec, std::vector<int32_t> lengths, float scale, float tol) {
+    const Network net = parse_spec(spec);
+    const Layer &l = net.layers[1];
+    const int64_t n = lengths.empty() ? 2 : int64_t(lengths.size());
+    std::mt19937_64 random(std::hash<std::string>()(spec));
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    Floats x(size_t(n * l.in.size())), params(net.param_count), dy(size_t(n * l.out.size()));
+    for (float &v : x) v = scale * unit(random);
+    for (float &v : params) v = 0.5f * unit(random);
+    for (float &v : dy) v = unit(random);
+    SCOPED_TRACE(spec);
+    const Result cpu = run(cpu_side(), net, n, lengths, x, params, dy);
+    const emu::Schedule schedules[] = {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled};
+    Result first;
+    for (emu::Schedule sc : schedules) {
+        emu::set_schedule(sc, 0x5EED);
+        const Result gpu = run(gpu_side(), net, n, lengths, x, params, dy);
+        if (sc == emu::Schedule::in_order) {
+            first = gpu;
+            continue;
+        }
+        EXPECT_TRUE(same_bits(gpu.y, first.y) && same_bits(gpu.aux, first.aux) && same_bits(gpu.dx, first.dx) &&
+                    same_bits(gpu.grads, first.grads))
+            << "results depend on the order of a block's threads";
+    }
+    expect_close("y", first.y, cpu.y, tol);
+    expect_close("aux", first.aux, cpu.aux, tol);
+    expect_close("dx", first.dx, cpu.dx, tol);
+    expect_close("grads", first.grads, cpu.grads, tol);
+    // Masked keys have probability exactly 0 on both sides.
+    const int64_t t_steps = l.in.h, e = l.in.c;
+    const float *p = first.aux.data() + n * t_steps * 3 * e;
+    for (int64_t s = 0; s < n; ++s)
+        for (int64_t h = 0; h < l.heads; ++h)
+            for (int64_t t = 0; t < t_steps; ++t)
+                for (int64_t j = attention_keys(t, lengths.empty() ? t_steps : lengths[size_t(s)], t_steps, l.causal);
+                     j < t_steps; ++j)
+                    ASSERT_EQ(p[((s * l.heads + h) * t_steps + t) * t_steps + j], 0.0f);
+}
+
+TEST(AttentionEmulated, MaskedSoftmax) {
+    const uint64_t forward_before = emu::launches_of("attention_softmax_forward_kernel");
+    const uint64_t backward_before = emu::launches_of("attention_softmax_backward_kernel");
+    check("input seq 5x8; attention heads=2", {}, 1.0f, 1e-5f);
+    check("input seq 5x8; attention heads=2", {5, 1, 3}, 1.0f, 1e-5f);
+    check("input seq 6x4; attention heads=2 causal", {6, 2, 1, 4}, 1.0f, 1e-5f);
+    check("input seq 4x6; attention heads=1", {1, 4}, 1.0f, 1e-5f);
+    check("input seq 4x4; attention heads=4 causal", {3, 4}, 1.0f, 1e-5f);
+    // One sample: cuBLAS's plain product instead of the batched one.
+    check("input seq 4x4; attention heads=2 causal", {3}, 1.0f, 1e-5f);
+    // Saturated: inputs x 30 make nearly one-hot rows.
+    check("input seq 5x8; attention heads=2 causal", {5, 2}, 30.0f, 1e-4f);
+    // Rows longer than a block's 256 threads.
+    check("input seq 260x2; attention heads=1", {260}, 1.0f, 1e-4f);
+    EXPECT_GT(emu::launches_of("attention_softmax_forward_kernel"), forward_before);
+    EXPECT_GT(emu::launches_of("attention_softmax_backward_kernel"), backward_before);
+}
+
+}  // namespace
+}  // namespace snn

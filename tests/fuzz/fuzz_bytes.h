@@ -1,6 +1,6 @@
 // What the targets that build models from the bytes (fuzz_run, fuzz_sequence)
-// share: the reader of the choices, the activations they pick from, and the
-// calls that must succeed.
+// share: the reader of the choices, the activations they pick from, the
+// calls that must succeed, and a model saved and loaded back.
 #pragma once
 
 #include <stddef.h>
@@ -39,4 +39,15 @@ inline std::vector<float> outputs(snn_forward_cache *f, size_t count) {
     std::vector<float> y(count);
     must(snn_get_outputs(f, y.data(), count), "snn_get_outputs");
     return y;
+}
+
+// m saved to a buffer and loaded from it: a new model.
+inline snn_model *save_and_load(snn_model *m) {
+    size_t bytes = 0;
+    must(snn_model_save_to_buffer(m, nullptr, 0, &bytes), "snn_model_save_to_buffer");
+    std::vector<unsigned char> file(bytes);
+    must(snn_model_save_to_buffer(m, file.data(), file.size(), &bytes), "snn_model_save_to_buffer");
+    snn_model *loaded = nullptr;
+    must(snn_model_load_from_buffer(file.data(), file.size(), &loaded), "snn_model_load_from_buffer");
+    return loaded;
 }

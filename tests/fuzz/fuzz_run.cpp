@@ -326,12 +326,7 @@ void check_save_load(const std::string &spec, const std::vector<float> &params, 
     snn_model *m = nullptr;
     must(snn_model_create(spec.c_str(), &m), "snn_model_create");
     if (!params.empty()) must(snn_set_parameters(m, params.data(), params.size()), "snn_set_parameters");
-    size_t bytes = 0;
-    must(snn_model_save_to_buffer(m, nullptr, 0, &bytes), "snn_model_save_to_buffer");
-    std::vector<unsigned char> file(bytes);
-    must(snn_model_save_to_buffer(m, file.data(), file.size(), &bytes), "snn_model_save_to_buffer");
-    snn_model *loaded = nullptr;
-    must(snn_model_load_from_buffer(file.data(), file.size(), &loaded), "snn_model_load_from_buffer");
+    snn_model *loaded = save_and_load(m);
     size_t in = 0, out = 0;
     snn_model_input_size(m, &in);
     snn_model_output_size(m, &out);

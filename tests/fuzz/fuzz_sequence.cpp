@@ -302,12 +302,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
     // Saved and loaded, the model runs to the same bits.
-    size_t bytes = 0;
-    must(snn_model_save_to_buffer(m, nullptr, 0, &bytes), "snn_model_save_to_buffer");
-    std::vector<unsigned char> file(bytes);
-    must(snn_model_save_to_buffer(m, file.data(), file.size(), &bytes), "snn_model_save_to_buffer");
-    snn_model *loaded = nullptr;
-    must(snn_model_load_from_buffer(file.data(), file.size(), &loaded), "snn_model_load_from_buffer");
+    snn_model *loaded = save_and_load(m);
     const Run again = run(loaded, s, feed, batch, out);
     expect_same("outputs after load", s.text, first.y_training, again.y_training, {});
     snn_model_destroy(loaded);

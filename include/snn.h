@@ -136,6 +136,16 @@
  *                              masked (snn_set_lengths), with causal also
  *                              keys after the query's step; parameters and
  *                              their initial values as PyTorch's
+ *     lstm H [bidirectional] [last] [nobias]
+ *     gru H [bidirectional] [last] [nobias]
+ *                              nn.LSTM / nn.GRU (batch_first, one layer,
+ *                              zero initial state) over a sequence TxF: the
+ *                              hidden states TxH (Tx2H bidirectional:
+ *                              forward, then reverse features), or with
+ *                              last the final state H (2H), PyTorch's h_n;
+ *                              a sample shorter than T runs as a packed
+ *                              sequence (its padded steps output 0);
+ *                              parameters start uniform in +-1/sqrt(H)
  *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
  *   for add and concat to refer to; names are unique. A layer takes each
  *   option once (one activation, one stride=, one name=, ...): one given
@@ -405,7 +415,10 @@ SNN_API snn_status snn_model_layer_shape(const snn_model *model, int64_t layer,
 /* Where layer `layer`'s parameters lie in the flat vector: weights at
  * [weight_offset, weight_offset + weight_count), bias at
  * [bias_offset, bias_offset + bias_count). Layers without parameters (input,
- * pooling, flatten) and layers without bias report counts of 0. */
+ * pooling, flatten) and layers without bias report counts of 0. Recurrent
+ * layers (lstm, gru) report all their tensors as weights and a bias count of
+ * 0: their two directions interleave weights and biases (PyTorch's order,
+ * see "Model files"). */
 SNN_API snn_status snn_model_layer_params(const snn_model *model, int64_t layer,
                                           size_t *weight_offset, size_t *weight_count,
                                           size_t *bias_offset, size_t *bias_count);
@@ -848,6 +861,9 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *   layernorm  weight and bias of the sample's shape ([F] or [C, H, W])
  *   attention  in_proj_weight [3E, E], in_proj_bias [3E],
  *              out_proj.weight [E, E], out_proj.bias [E]
+ *   lstm, gru  weight_ih_l0 [G*H, F], weight_hh_l0 [G*H, H], bias_ih_l0 [G*H],
+ *              bias_hh_l0 [G*H] (G = 4 gates i, f, g, o; 3 for gru: r, z, n),
+ *              then the same with suffix _reverse when bidirectional
  * A torch module whose submodules are registered as layers.<i> loads these
  * tensors with load_state_dict(strict=True); PyTorch's safetensors readers
  * open the files. */

@@ -1,5 +1,6 @@
 // SNN_MULTIVERSION compiles a function for AVX2 (x86-64-v3) and for the
-// x86-64 baseline; the dynamic loader picks the one the processor runs.
+// x86-64 baseline (SNN_MULTIVERSION_512 also for AVX-512, x86-64-v4); the
+// dynamic loader picks the one the processor runs.
 // Sanitizer builds take the baseline only: the loader runs the selector
 // before a sanitizer runtime is ready.
 #pragma once
@@ -15,6 +16,10 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SNN_SANITIZED)
 #define SNN_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+// The same with an AVX-512 (x86-64-v4) version too, for loops whose
+// elementwise math is most of their time (the recurrent gate passes).
+#define SNN_MULTIVERSION_512 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SNN_MULTIVERSION
+#define SNN_MULTIVERSION_512
 #endif

@@ -73,6 +73,8 @@ struct Layer {
     int64_t dilation = 1;         // conv1d (kernel size in kh, stride in sh, padding in ph)
     int64_t pad_index = -1;       // embedding: pad=P, the row kept at zero, or -1
     SeqPool pool = SeqPool::last; // seqpool
+    bool bidirectional = false;   // lstm, gru: a reverse direction too
+    bool last = false;            // lstm, gru: only the final hidden state
 
     // Filled by shape inference.
     Shape in, out;                // in: the shape of inputs[0]

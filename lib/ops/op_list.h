@@ -23,7 +23,9 @@
     X(posembed)        \
     X(seqpool)         \
     X(conv1d)          \
-    X(attention)
+    X(attention)       \
+    X(lstm)            \
+    X(gru)
 
 // The ops whose kernels are written on Backend primitives alone
 // (OpDesc::generic), which every backend runs: they have no cpu_op_<name>

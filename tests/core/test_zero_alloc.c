@@ -186,6 +186,10 @@ int main(void) {
         run_case(cnn, SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
         run_case("input 784; dense 128 relu; dense 64 relu; dense 10", SNN_LOSS_LOGIT_CROSSENTROPY,
                  SNN_OPTIMISER_ADAM, 0, 16);
+        /* recurrent layers: the per-step products of 16 (or 8) x 40 x 160,
+           40 columns, on each thread's share of the batch */
+        run_case("input seq 12x24; lstm 40 bidirectional; gru 40 last; dense 3", SNN_LOSS_LOGIT_CROSSENTROPY,
+                 SNN_OPTIMISER_ADAM, 1, 16);
         /* dense 40's input gradient: 16 x 100 x 40, 100 columns */
         run_case("input 20; dense 100 relu; dense 40 relu; dense 3", SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 0, 16);
         run_case("input 6x6x2 name=x; conv 3 4 pad=1 gelu name=a; layernorm; concat x; silu; softmax; "

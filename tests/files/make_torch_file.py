@@ -158,6 +158,27 @@ class TokenNet(nn.Module):
         return L["4"](h.mean(dim=1))
 
 
+class RecurrentNet(nn.Module):
+    """A bidirectional LSTM, a GRU's final state and a dense layer, registered
+    as layers.<i>, so the LSTM's and GRU's state_dict names (weight_ih_l0,
+    ..., bias_hh_l0_reverse) are the file's."""
+
+    SPEC = "input seq 5x3; lstm 4 bidirectional; gru 3 last; dense 2"
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleDict({
+            "1": nn.LSTM(3, 4, batch_first=True, bidirectional=True),
+            "2": nn.GRU(8, 3, batch_first=True),
+            "3": nn.Linear(3, 2),
+        })
+
+    def forward(self, x):
+        h, _ = self.layers["1"](x)
+        _, h_n = self.layers["2"](h)
+        return self.layers["3"](h_n[0])
+
+
 def export_module(name, model, x):
     """Writes the module's state_dict under its own names, which load back
     into it strictly, and its outputs for x."""
@@ -223,6 +244,7 @@ def main():
     export_module("torch_seq", SeqNet(), torch.randn(4, 7, 3))
     export_module("torch_tokens", TokenNet(), torch.randint(0, 9, (3, 6)).float())
     export_attention()
+    export_module("torch_recurrent", RecurrentNet(), torch.randn(4, 5, 3))
 
 
 if __name__ == "__main__":

@@ -878,7 +878,7 @@ std::vector<float> read_floats(const std::string &path) {
 TEST(TorchFiles, ModelsWrittenByPyTorchGiveItsOutputs) {
     const char *data_dir = getenv("SNN_TEST_DATA");
     ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
-    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq", "torch_attention"}) {
+    for (const char *name : {"torch_mlp", "torch_cnn", "torch_seq", "torch_attention", "torch_recurrent"}) {
         SCOPED_TRACE(name);
         const std::string base = std::string(data_dir) + "/" + name;
         snn_model *m = nullptr;
@@ -1012,6 +1012,24 @@ TEST_F(Files, APyTorchAttentionFileKeepsItsNames) {
     const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
     EXPECT_EQ(tensor_entries(saved), torch_names);
     EXPECT_EQ(torch_names.count("layers.1.out_proj.weight\"dtype\":\"F32\",\"shape\":[8,8]"), 1u);
+    snn_model_destroy(m);
+}
+
+// A bidirectional LSTM and a GRU written by PyTorch (above: its outputs):
+// saved again by snn, the file has exactly the modules' state_dict names,
+// dtypes and shapes (weight_ih_l0, ..., bias_hh_l0_reverse).
+TEST_F(Files, PyTorchRecurrentLayersKeepTheirNames) {
+    const char *data_dir = getenv("SNN_TEST_DATA");
+    ASSERT_NE(data_dir, nullptr) << "SNN_TEST_DATA must name tests/files/data";
+    const std::string base = std::string(data_dir) + "/torch_recurrent";
+    snn_model *m = nullptr;
+    ASSERT_EQ(snn_model_load((base + ".safetensors").c_str(), &m), SNN_OK) << snn_last_error();
+    const std::string saved = path("recurrent.safetensors");
+    ASSERT_EQ(snn_model_save(m, saved.c_str()), SNN_OK) << snn_last_error();
+    const std::set<std::string> torch_names = tensor_entries(base + ".safetensors");
+    EXPECT_EQ(tensor_entries(saved), torch_names);
+    EXPECT_EQ(torch_names.count("layers.1.bias_hh_l0_reverse\"dtype\":\"F32\",\"shape\":[16]"), 1u);
+    EXPECT_EQ(torch_names.count("layers.2.weight_hh_l0\"dtype\":\"F32\",\"shape\":[9,3]"), 1u);
     snn_model_destroy(m);
 }
 

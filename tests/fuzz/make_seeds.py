@@ -40,6 +40,9 @@ SPECS = [
     "input seq 9x4; conv1d 2 3 stride=2 dilation=3 nobias init=he_normal; seqpool mean; flatten",
     "input seq 5x3; posembed name=p; conv1d 1 3 tanh; add p; seqpool last",
     "input seq 6x8; attention heads=2 causal name=a; attention heads=8",
+    "input seq 6x3; lstm 4; lstm 2 last",
+    "input seq 5x2; gru 3 bidirectional last nobias; dense 2",
+    "input seq 4x3; lstm 5 bidirectional nobias name=r; gru 2 bidirectional",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -107,6 +110,10 @@ BAD_SPECS = {
     "bad-attention-heads-not-dividing.txt": "input seq 5x6; attention heads=4",
     "bad-attention-vector-input.txt": "input 6; attention heads=2",
     "bad-attention-scores-too-large.txt": "input seq 46341x2; attention heads=1",
+    "bad-lstm-vector-input.txt": "input 4; lstm 4",
+    "bad-gru-hidden-zero.txt": "input seq 4x3; gru 0",
+    "bad-lstm-last-twice.txt": "input seq 4x3; lstm 4 last bidirectional last",
+    "bad-gru-weights-too-large.txt": "input seq 2x16777216; gru 16777216 bidirectional",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).

@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import generate  # noqa: E402  (make_optimiser, flat, write_array, randomise_norms)
 
-OP_MODULES = ["seqops", "attention"]
+OP_MODULES = ["seqops", "attention", "rnn"]
 
 Shape = collections.namedtuple("Shape", "kind features steps")  # kind: vector | seq | tokens
 

@@ -2,7 +2,8 @@
 // in training and in inference mode: batchnorm (images and vectors, in a
 // residual block with add and globalavgpool), layernorm, dropout, softmax
 // (vectors and images), each standalone activation, dense layers with
-// gelu and silu joined by concat, and posembed, conv1d and seqpool. Both sides start from equal parameters
+// gelu and silu joined by concat, posembed, conv1d and seqpool, and lstm
+// and gru. Both sides start from equal parameters
 // and equal running statistics (random, so that weight, bias and the
 // inference statistics matter) and take the same passes; the outputs,
 // parameter gradients, input gradients and the state after every pass are
@@ -60,6 +61,8 @@ const Case kCases[] = {
     // conv1d's lowering in chunks of 13 samples (2^22 floats of 1000 x 320).
     {"conv1d over several lowered chunks", "input seq 1000x64; conv1d 5 8 pad=2 tanh; seqpool mean; dense 2",
      40, 17},
+    {"lstm and gru, both directions and the final state",
+     "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3"},
     // More values per channel, per sample and per softmax than one block
     // of 256 threads holds, and odd counts for the reductions.
     {"batch 257 and 300 features",

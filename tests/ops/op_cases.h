@@ -245,6 +245,31 @@ constexpr OpCase kCases[] = {
     // each backend.)
     {OpKind::attention, "steps20", "input seq 20x8; attention heads=4 causal", 2, 1e-2f, kXent,
      {"attention_saturated", "attention_saturated_eval"}, "20,7"},
+
+    // lstm and gru: the sequence of states, one or both directions, the
+    // final state (last), no biases, stacked (the input gradient of a
+    // recurrent layer), a classifier per step or on the final state; with
+    // lengths 1 and T among others.
+    {OpKind::lstm, "sequence", "input seq 5x3; lstm 4", 3, 1e-2f, kMse, {"lstm_long_t40"}},
+    {OpKind::lstm, "sequence_lengths", "input seq 5x3; lstm 4", 3, 1e-2f, kXent, {"lstm_lengths_1_and_t"}, "5,1,3"},
+    {OpKind::lstm, "bidirectional", "input seq 4x3; lstm 3 bidirectional", 2, 1e-2f, kXent,
+     {"lstm_lengths_1_and_t", "lstm_bidirectional_eval"}, "4,2"},
+    {OpKind::lstm, "bidirectional_xent_per_step", "input seq 5x3; lstm 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"lstm_lengths_1_and_t"}, "5,2,1"},
+    {OpKind::lstm, "bidirectional_last_xent", "input seq 4x3; lstm 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"lstm_bidirectional_last_xent", "lstm_saturated"}, "4,1,3"},
+    {OpKind::lstm, "stacked_nobias", "input seq 4x2; lstm 3 nobias; lstm 2 last nobias", 2, 1e-2f, kMse,
+     {"lstm_stacked_nobias"}, "1,4"},
+    {OpKind::gru, "sequence", "input seq 5x3; gru 4", 3, 1e-2f, kMse, {"gru_long_t40"}},
+    {OpKind::gru, "sequence_lengths", "input seq 5x3; gru 4", 3, 1e-2f, kXent, {"gru_lengths_1_and_t"}, "5,1,3"},
+    {OpKind::gru, "bidirectional", "input seq 4x3; gru 3 bidirectional", 2, 1e-2f, kXent,
+     {"gru_lengths_1_and_t", "gru_bidirectional_eval"}, "4,2"},
+    {OpKind::gru, "bidirectional_xent_per_step", "input seq 5x3; gru 3 bidirectional; dense 3", 3, 1e-2f,
+     kXent, {"gru_lengths_1_and_t"}, "5,2,1"},
+    {OpKind::gru, "bidirectional_last_xent", "input seq 4x3; gru 3 bidirectional last; dense 3", 3, 1e-2f,
+     kXent, {"gru_bidirectional_last_xent", "gru_saturated"}, "4,1,3"},
+    {OpKind::gru, "stacked_nobias", "input seq 4x2; gru 3 nobias; gru 2 last nobias", 2, 1e-2f, kMse,
+     {"gru_stacked_nobias"}, "1,4"},
 };
 
 constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);

@@ -2,7 +2,8 @@
 // (SNN_CPU_KERNELS=reference): the direct convolution for few taps against
 // im2col and sgemm, the shifted lowering against the generic im2col, and the
 // 2x2 max pooling against the generic window loop, on common and on odd
-// geometries; the dense layers' products against OpenBLAS.
+// geometries; the dense layers' products against OpenBLAS; the recurrent
+// layers' time loop split over 2 threads against 1.
 // Each case runs one forward pass and one backprop (with the input gradient)
 // through both, at 1 and 2 threads, with sizes that leave a partial block of
 // 16 columns and a remainder of output channels, and compares outputs,
@@ -200,6 +201,25 @@ TEST(CpuKernels, DenseInputGradientMatchesTheReference) {
 
 // The three specs that crashed the shifted lowering, end to end from a model
 // file: saved, loaded, and run on the fast and the reference kernels.
+// The recurrent layers split the batch over the threads for their whole
+// time loop (large enough layers): 2 threads, with an odd batch, against 1.
+TEST(CpuKernels, RecurrentTimeLoopSplitOverThreadsMatchesOneThread) {
+    for (const char *spec : {"input seq 9x16; lstm 96 bidirectional", "input seq 9x16; gru 128 last",
+                             "input seq 7x8; gru 96 bidirectional nobias; lstm 64 last"}) {
+        SCOPED_TRACE(spec);
+        const Result one = run_case(spec, 5, false, 1);
+        const Result two = run_case(spec, 5, false, 2);
+        expect_close("outputs", spec, two.y, one.y, 1e-6);
+        expect_close("parameter gradients", spec, two.grads, one.grads, 1e-5);
+        expect_close("input gradients", spec, two.dx, one.dx, 1e-5);
+        const Result again = run_case(spec, 5, false, 2);
+        EXPECT_EQ(again.y, two.y);
+        EXPECT_EQ(again.grads, two.grads);
+        EXPECT_EQ(again.dx, two.dx);
+    }
+    EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
+}
+
 TEST(CpuKernels, OddGeometryModelFilesRun) {
     for (const char *spec : {"input 1x1x4; conv 3 1 pad=1", "input 1x100x8; conv 3 16 pad=1",
                              "input 2x28x4; conv 5 8 pad=2"}) {

@@ -168,6 +168,32 @@ TEST(Init, ReinitialisingResetsBiasesToZero) {
     EXPECT_NE(p[0], 1.0f);
 }
 
+// lstm and gru: every parameter, biases included, uniform in
+// [-1/sqrt(H), 1/sqrt(H)] as PyTorch, from the layer's own seeded stream.
+TEST(Init, RecurrentParametersAreUniformInOneOverSqrtH) {
+    for (const char *spec : {"input seq 6x5; lstm 16 bidirectional", "input seq 6x5; gru 16"}) {
+        Model a = make_model(spec), b = make_model(spec);
+        ASSERT_EQ(snn_model_init(a.get(), 11), SNN_OK);
+        ASSERT_EQ(snn_model_init(b.get(), 11), SNN_OK);
+        const std::vector<float> p = get_params(a.get());
+        EXPECT_TRUE(bit_identical(p, get_params(b.get()))) << spec;
+        const double limit = 0.25;
+        double sum = 0.0, squares = 0.0, largest = 0.0;
+        for (float v : p) {
+            EXPECT_LE(std::fabs(v), limit) << spec;
+            sum += v;
+            squares += double(v) * v;
+            largest = std::fmax(largest, std::fabs(v));
+        }
+        const double n = double(p.size());
+        EXPECT_NEAR(sum / n, 0.0, 4.0 * limit / std::sqrt(3.0 * n)) << spec;
+        EXPECT_NEAR(squares / n, limit * limit / 3.0, 0.1 * limit * limit / 3.0) << spec;
+        EXPECT_GT(largest, 0.99 * limit) << spec;
+        ASSERT_EQ(snn_model_init(b.get(), 12), SNN_OK);
+        EXPECT_FALSE(bit_identical(p, get_params(b.get()))) << spec;
+    }
+}
+
 }  // namespace
 
 namespace {

@@ -127,7 +127,14 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         {"input 4; swish", SNN_ERR_SPEC, "unknown layer (expected input, dense, conv, maxpool, avgpool, flatten, add, "
                                          "concat, relu, leaky_relu, tanh, sigmoid, gelu, silu, softmax, batchnorm, "
                                          "layernorm, dropout, globalavgpool, embedding, posembed, seqpool, "
-                                         "conv1d, attention)"},
+                                         "conv1d, attention, lstm, gru)"},
+        {"input seq 4x3; lstm 0", SNN_ERR_SPEC, "spec position 21 ('0'): lstm needs a positive hidden size"},
+        {"input seq 4x3; gru", SNN_ERR_SPEC, "spec position 16 ('gru'): gru needs a positive hidden size"},
+        {"input seq 4x3; lstm 4 reverse", SNN_ERR_SPEC,
+         "spec position 23: unknown option 'reverse' for lstm (expected bidirectional, last, nobias or name=...)"},
+        {"input seq 4x3; gru 4 relu", SNN_ERR_SPEC, "unknown option 'relu' for gru"},
+        {"input 4; lstm 4", SNN_ERR_SHAPE, "layer 1 (lstm 4): input 4 is not a sequence; lstm takes sequences"},
+        {"input seq 4x3; lstm 4 last; gru 2", SNN_ERR_SHAPE, "layer 2 (gru 2): input 4 is not a sequence"},
         {"input 1024x1024x1536 name=a; concat a", SNN_ERR_SHAPE, "more than 2^31 elements per sample"},
     };
     for (const Case &c : cases) {
@@ -186,6 +193,14 @@ TEST(SpecErrors, EveryOptionGivenTwiceInOneLayerIsRefused) {
         {"input seq 9x2; ", "conv1d 3 2", "gelu", "relu", "an activation"},
         {"input seq 9x2; ", "posembed", "name=a", "name=b", "name="},
         {"input seq 9x2; ", "seqpool max", "name=a", "name=b", "name="},
+        {"input seq 4x3; ", "lstm 4", "bidirectional", "bidirectional", "bidirectional"},
+        {"input seq 4x3; ", "lstm 4", "last", "last", "last"},
+        {"input seq 4x3; ", "lstm 4", "nobias", "nobias", "nobias"},
+        {"input seq 4x3; ", "lstm 4", "name=a", "name=b", "name="},
+        {"input seq 4x3; ", "gru 4", "bidirectional", "bidirectional", "bidirectional"},
+        {"input seq 4x3; ", "gru 4", "last", "last", "last"},
+        {"input seq 4x3; ", "gru 4", "nobias", "nobias", "nobias"},
+        {"input seq 4x3; ", "gru 4", "name=a", "name=b", "name="},
     };
     for (const Case &c : cases) {
         const std::string after = std::string(c.before).empty() ? "; dense 1" : "";
@@ -222,6 +237,8 @@ TEST(SpecErrors, PositionalArgumentsGivenTwiceAreRefused) {
         {"input 4; dropout 0.1 0.2", "unknown option '0.2' for dropout"},
         {"input 4 name=a; add a a", "add takes the name of an earlier layer"},
         {"input 4 name=a; concat a a", "concat takes the name of an earlier layer"},
+        {"input seq 4x3; lstm 4 4", "spec position 23: unknown option '4' for lstm"},
+        {"input seq 4x3; gru 4 2", "spec position 22: unknown option '2' for gru"},
     };
     for (const auto &[spec, message] : cases) {
         std::string msg;
@@ -474,6 +491,30 @@ TEST(Layout, ParameterOffsetsFollowTheSpecOrder) {
 
 // The dense layout is [out][in]: a weight set at row o, column i moves
 // output o by exactly input i.
+// Recurrent layers: per direction weight_ih [G*H][F], weight_hh [G*H][H],
+// bias_ih and bias_hh [G*H] (PyTorch's order, forward then reverse), all
+// reported as the layer's weights (the directions interleave weights and
+// biases).
+TEST(Layout, RecurrentParametersFollowPyTorchsOrder) {
+    Model m = make_model("input seq 5x3; lstm 4 bidirectional; gru 2 nobias last");
+    size_t wo = 99, wc = 99, bo = 99, bc = 99;
+    ASSERT_EQ(snn_model_layer_params(m.get(), 1, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wo, 0u);
+    EXPECT_EQ(wc, 2u * (16 * 3 + 16 * 4 + 2 * 16));
+    EXPECT_EQ(bc, 0u);
+    ASSERT_EQ(snn_model_layer_params(m.get(), 2, &wo, &wc, &bo, &bc), SNN_OK);
+    EXPECT_EQ(wo, 288u);
+    EXPECT_EQ(wc, 6u * 8 + 6u * 2);  // input: the 8 features of both directions
+    EXPECT_EQ(bc, 0u);
+    int64_t c = 0, h = 0, w = 0;
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 1, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 8);
+    EXPECT_EQ(h, 5);
+    ASSERT_EQ(snn_model_layer_shape(m.get(), 2, &c, &h, &w), SNN_OK);
+    EXPECT_EQ(c, 2);
+    EXPECT_EQ(h, 1);
+}
+
 TEST(Layout, DenseWeightsAreOutByIn) {
     Model m = make_model("input 3; dense 2");
     std::vector<float> p(8, 0.0f);

@@ -1,0 +1,180 @@
+// The time loop of the recurrent ops with cuBLAS (lstm, gru), for a cell
+// type that launches the per-iteration gate kernels (cuda/lstm.cu,
+// cuda/gru.cu); the same structure as the CPU's (cpu/recurrent.h), with the
+// layouts of ops/recurrent.h. Per direction: the input parts of every step
+// in one product, then per iteration one product h_{k-1} W_hh^T and one
+// fused gate kernel over the batch's n*H elements; backward the mirror, the
+// weight gradients and the input gradient one product each after the loop.
+// Lengths are read by the kernels on the device; the host loop runs T
+// iterations whatever they are.
+//
+// cuBLAS is column-major: a row-major A[r][c] is, read column-major, A^T
+// (ld c); each product below is the row-major one on those transposes.
+#pragma once
+
+#include "ops.h"
+#include "ops/recurrent.h"
+
+namespace snn {
+namespace cu {
+
+// What every gate kernel of one iteration k of a direction reads.
+struct RecurrentStep {
+    int64_t n, T, H, k;
+    int64_t out_stride, out_offset;  // y's floats per step (dirs * H), this direction's first (dir * H)
+    int32_t reverse, last;
+    const int32_t *lengths;          // [n], or null: every sample has T steps
+};
+
+// The forward kernels' buffers (ops/recurrent.h): xp [n*T][G*H] of every
+// step, hp [n][G*H] of this iteration, the biases (null with nobias), the
+// previous iteration's cell and h [n][H], this iteration's kept gates
+// [n][G*H], cell and h [n][H], and the whole output y.
+struct RecurrentForward {
+    const float *xp, *hp, *b_ih, *b_hh, *cell_prev, *h_prev;
+    float *gates, *cell, *h, *y;
+};
+
+// The backward kernels': this iteration's kept values and the previous
+// iteration's cell and h, dh [n][H] from later iterations, the whole output
+// gradient dy (unused with last), dc [n][H] in and out, dxp [n*T][G*H] of
+// every step, dhp [n][G*H] of this iteration, dh_prev [n][H] (the direct
+// part of the previous state's gradient).
+struct RecurrentBackward {
+    const float *gates, *cell, *cell_prev, *h_prev, *dh, *dy;
+    float *dc, *dxp, *dhp, *dh_prev;
+};
+
+// Row-major C[M][N] (+)= A[M][K] B[N][K]^T: C^T = op_T(B) A^T.
+inline void gemm_nt(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
+    const float one = 1.0f, zero = 0.0f;
+    check(cublasSgemm_64(cs.blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, ldb, A, lda, accumulate ? &one : &zero,
+                         C, ldc),
+          what);
+}
+// Row-major C[M][N] = A[K][M]^T B[K][N]: C^T = B^T op_T(A^T).
+inline void gemm_tn(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc, const char *what) {
+    const float one = 1.0f, zero = 0.0f;
+    check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_T, N, M, K, &one, B, ldb, A, lda, &zero, C, ldc), what);
+}
+// Row-major C[M][N] (+)= A[M][K] B[K][N]: C^T = B^T A^T.
+inline void gemm_nn(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                    int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
+    const float one = 1.0f, zero = 0.0f;
+    check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, ldb, A, lda, accumulate ? &one : &zero,
+                         C, ldc),
+          what);
+}
+
+template <class Cell>
+void *recurrent_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+    *workspace_bytes = recurrent_workspace_floats(recurrent_dims(l), max_batch, backward) * sizeof(float);
+    return nullptr;
+}
+
+// xp = x W_ih^T ; per iteration k: hp = h_{k-1} W_hh^T, then the gate
+// kernel; with last, y = the states of iteration T-1.
+template <class Cell>
+void recurrent_forward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const RecurrentDims d = recurrent_dims(*a.l);
+    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
+    if (n <= 0) return;
+    const float *W = a.params + a.l->weight_offset;
+    const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
+    fill_floats(cs.stream, w.zeros, 0.0f, size_t(n * H));
+    for (int64_t dir = 0; dir < d.dirs; ++dir) {
+        const RecurrentKept kept = recurrent_kept(d, aux_per_sample(a), n, dir);
+        gemm_nt(cs, n * T, GH, d.F, a.x[0], d.F, W + d.w_ih(dir), d.F, w.xp, GH, false,
+                "cublasSgemm (recurrent input projection)");
+        RecurrentStep st{n, T, H, 0, DH, dir * H, dir == 1, d.last, a.lengths};
+        RecurrentForward f{w.xp, w.hp, d.bias ? W + d.b_ih(dir) : nullptr, d.bias ? W + d.b_hh(dir) : nullptr,
+                           nullptr, nullptr, nullptr, nullptr, nullptr, a.y};
+        for (int64_t k = 0; k < T; ++k) {
+            st.k = k;
+            f.h_prev = k ? kept.h + (k - 1) * n * H : w.zeros;
+            f.cell_prev = k ? kept.cell + (k - 1) * n * H : w.zeros;
+            f.gates = kept.gates + k * n * GH;
+            f.cell = kept.cell + k * n * H;
+            f.h = kept.h + k * n * H;
+            if (k)
+                gemm_nt(cs, n, GH, H, f.h_prev, H, W + d.w_hh(dir), H, w.hp, GH, false,
+                        "cublasSgemm (recurrent step)");
+            else
+                fill_floats(cs.stream, w.hp, 0.0f, size_t(n * GH));
+            Cell::forward(cs.stream, st, f);
+        }
+        if (d.last)
+            a.be->copy2d(a.s, a.y + dir * H, size_t(DH) * sizeof(float), kept.h + (T - 1) * n * H,
+                         size_t(H) * sizeof(float), size_t(H) * sizeof(float), size_t(n));
+    }
+}
+
+// Per iteration k from T-1 down: the gate kernel (dxp at each sample's
+// step, dhp at k, dh_prev's direct part), then dh_prev += dhp_k W_hh.
+// After the loop: dW_ih = dxp^T x, dW_hh = sum_k dhp_k^T h_{k-1}, the
+// biases' column sums, dx (+)= dxp W_ih.
+template <class Cell>
+void recurrent_backward(const OpArgs &a) {
+    CudaStream &cs = stream_of(a);
+    const RecurrentDims d = recurrent_dims(*a.l);
+    const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
+    if (n <= 0) return;
+    const float *W = a.params + a.l->weight_offset;
+    float *dW = a.grads + a.l->weight_offset;
+    const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
+    fill_floats(cs.stream, w.zeros, 0.0f, size_t(n * H));
+    for (int64_t dir = 0; dir < d.dirs; ++dir) {
+        const RecurrentKept kept = recurrent_kept(d, aux_per_sample(a), n, dir);
+        float *dh = w.dh, *dh_next = w.dh_next;
+        fill_floats(cs.stream, w.dc, 0.0f, size_t(n * H));
+        if (d.last)
+            a.be->copy2d(a.s, dh, size_t(H) * sizeof(float), a.dy + dir * H, size_t(DH) * sizeof(float),
+                         size_t(H) * sizeof(float), size_t(n));
+        else
+            fill_floats(cs.stream, dh, 0.0f, size_t(n * H));
+        RecurrentStep st{n, T, H, 0, DH, dir * H, dir == 1, d.last, a.lengths};
+        RecurrentBackward b{nullptr, nullptr, nullptr, nullptr, nullptr, a.dy, w.dc, w.dxp, nullptr, nullptr};
+        for (int64_t k = T - 1; k >= 0; --k) {
+            st.k = k;
+            b.gates = kept.gates + k * n * GH;
+            b.cell = kept.cell + k * n * H;
+            b.h_prev = k ? kept.h + (k - 1) * n * H : w.zeros;
+            b.cell_prev = k ? kept.cell + (k - 1) * n * H : w.zeros;
+            b.dh = dh;
+            b.dhp = w.dhp + k * n * GH;
+            b.dh_prev = dh_next;
+            Cell::backward(cs.stream, st, b);
+            if (k)
+                gemm_nn(cs, n, H, GH, b.dhp, GH, W + d.w_hh(dir), H, dh_next, H, true,
+                        "cublasSgemm (recurrent state gradient)");
+            float *swap = dh;
+            dh = dh_next;
+            dh_next = swap;
+        }
+        gemm_tn(cs, GH, d.F, n * T, w.dxp, GH, a.x[0], d.F, dW + d.w_ih(dir), d.F,
+                "cublasSgemm (recurrent input weight gradient)");
+        if (T > 1)
+            gemm_tn(cs, GH, H, (T - 1) * n, w.dhp + n * GH, GH, kept.h, H, dW + d.w_hh(dir), H,
+                    "cublasSgemm (recurrent weight gradient)");
+        else
+            fill_floats(cs.stream, dW + d.w_hh(dir), 0.0f, size_t(GH * H));
+        if (d.bias) {
+            channel_sums(cs.stream, dW + d.b_ih(dir), w.dxp, n * T, GH, 1);
+            channel_sums(cs.stream, dW + d.b_hh(dir), w.dhp, n * T, GH, 1);
+        }
+        if (a.dx[0])
+            gemm_nn(cs, n * T, d.F, GH, w.dxp, GH, W + d.w_ih(dir), d.F, a.dx[0], d.F, dir > 0,
+                    "cublasSgemm (recurrent input gradient)");
+    }
+}
+
+template <class Cell>
+constexpr OpKernels recurrent_kernels() {
+    return {recurrent_plan<Cell>, nullptr, recurrent_forward<Cell>, recurrent_backward<Cell>};
+}
+
+}  // namespace cu
+}  // namespace snn

@@ -1,6 +1,6 @@
 // conv1d's lowering and its adjoint on the GPU (ops/seq_math.h has the
-// per-element formulas the CPU runs too). Kept apart from conv1d.cu, whose
-// products are cuBLAS calls, so the emulated suite runs these kernels.
+// per-element formulas the CPU runs too), used by conv1d.cu around its
+// cuBLAS products.
 #pragma once
 
 #include <stdint.h>

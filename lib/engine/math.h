@@ -45,18 +45,21 @@ SNN_HD float pow2i(int n) {
 #endif
 }
 
-// e^x to within 1 ulp over the whole float range, branch-free so loops over
-// it vectorise (Cephes' method): e^x = 2^n e^r with n = round(x / ln 2),
-// |r| <= ln(2)/2, and e^r by a degree-6 polynomial. Results below the
-// smallest normal float come out subnormal (0 below e^-103.97), results
-// above the largest float come out infinite, and NaN stays NaN.
-SNN_HD float exp_approx(float x) {
+// e^x 2^k for k in [0, 64], e^x to within 1 ulp over the whole float range,
+// branch-free so loops over it vectorise (Cephes' method): e^x = 2^n e^r
+// with n = round(x / ln 2), |r| <= ln(2)/2, and e^r by a degree-6
+// polynomial. With k = 0, results below the smallest normal float come out
+// subnormal (0 below e^-103.97), results above the largest float come out
+// infinite, and NaN stays NaN; k > 0 keeps tiny values normal, to be scaled
+// down after they are multiplied.
+SNN_HD float exp_scaled(float x, int k) {
     // Clamped twice: n comes from a copy where NaN became 89 (so the
     // conversion to int is defined), r from one where NaN stays NaN.
+    const float low = -104.0f - 0.693147181f * float(k);  // where e^x 2^k underflows
     float c = x < 89.0f ? x : 89.0f;
-    c = c > -104.0f ? c : -104.0f;
+    c = c > low ? c : low;
     float cx = x > 89.0f ? 89.0f : x;
-    cx = cx < -104.0f ? -104.0f : cx;
+    cx = cx < low ? low : cx;
     float t = c * 1.44269504088896341f;
     int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));
     float fn = float(n);
@@ -69,12 +72,14 @@ SNN_HD float exp_approx(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
-    // n runs from -150 to 128: the scaling is split in two normal powers,
-    // the first product exact, the second rounding once (to a subnormal, or
-    // to infinity, where the result is one).
-    int half = n / 2;
-    return p * pow2i(half) * pow2i(n - half);
+    // n + k runs from -150 to 192: the scaling is split in two normal
+    // powers, the first product exact, the second rounding once (to a
+    // subnormal, or to infinity, where the result is one).
+    const int m = n + k;
+    const int half = m / 2;
+    return p * pow2i(half) * pow2i(m - half);
 }
+SNN_HD float exp_approx(float x) { return exp_scaled(x, 0); }
 
 // tanh to within 1.5 ulp over the whole float range; it reaches +-1 only
 // where the correctly rounded tanh does (|x| > 9.01), so the derivative
@@ -108,15 +113,64 @@ SNN_HD float sigmoid_approx(float x) {
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
+// The standard normal distribution's lower tail for a = |z| >= 0, written
+// Phi(-a) = e^{-a^2/2} R(a) (erfc(a / sqrt 2) / 2 without the rounding of
+// a / sqrt 2): R is smooth and slowly varying (1/2 at 0, about
+// 1 / (a sqrt(2 pi)) for large a), approximated as p(t) / (a + 0.8) with
+// t = (a - 3) / (a + 3) in [-1, 1) and p a degree-10 fit of relative error
+// 1e-8 on a <= 15 (p runs from 0.4 to 0.4: a + 0.8 matches both ends, so
+// Horner's rounding errors stay small). a^2 is split into hi + lo exactly
+// (an fma gives lo), so
+// e^{-a^2/2} = e^{-hi/2} (1 - lo/2) keeps the tail's relative accuracy down
+// to where the results underflow (a = 14.4, and 14.6 for gelu'; beyond, a
+// is clamped to 15, where they are 0); e^{-hi/2} is kept scaled by 2^64 so that it stays
+// normal where it is tiny (a > 13.2) but gelu' is not. Branch-free
+// (exp_scaled, +, *, fma and two divisions), so loops over it vectorise.
+struct NormalTail {
+    float a;        // |z| clamped to 15 (NaN stays NaN)
+    float r;        // R(a)
+    float half_lo;  // lo / 2: a factor f becomes f (1 - lo/2) = fma(-half_lo, f, f)
+    float scale;    // e^{-hi/2} 2^64 (normal), multiplied last, then by 2^-64
+};
+SNN_HD NormalTail normal_tail(float z) {
+    const float x = fabsf(z);
+    const float a = x > 15.0f ? 15.0f : x;
+    const float hi = a * a;
+    const float lo = fmaf(a, a, -hi);
+    const float t = (a - 3.0f) / (a + 3.0f);
+    float p = 5.659264571e-05f;
+    p = fmaf(p, t, 2.103666156e-05f);
+    p = fmaf(p, t, -4.931918811e-04f);
+    p = fmaf(p, t, -2.916535013e-04f);
+    p = fmaf(p, t, 3.182105953e-03f);
+    p = fmaf(p, t, 5.804011016e-04f);
+    p = fmaf(p, t, -2.395080402e-02f);
+    p = fmaf(p, t, 5.440655723e-02f);
+    p = fmaf(p, t, -4.107759893e-02f);
+    p = fmaf(p, t, -5.524623767e-02f);
+    p = fmaf(p, t, 4.617530107e-01f);
+    return {a, p / (a + 0.8f), 0.5f * lo, exp_scaled(-0.5f * hi, 64)};
+}
+
 // GELU, the exact form (PyTorch's default): z Phi(z), Phi the standard
-// normal distribution function, Phi(z) = erfc(-z / sqrt 2) / 2 (erfc keeps
-// the tiny values of the far negative tail that 1 + erf(.) would round to 0).
-SNN_HD float gelu(float z) { return 0.5f * z * erfcf(-z * 0.70710678118654752f); }
-// d/dz z Phi(z) = Phi(z) + z phi(z), phi(z) = e^{-z^2/2} / sqrt(2 pi)
+// normal distribution function, Phi(z) = erfc(-z / sqrt 2) / 2: with
+// m = Phi(-|z|) from normal_tail, Phi(z) = m below 0 and 1 - m above.
+// Below 0 the factor -a R(a) (1 - lo/2) multiplies the scaled exponential,
+// so a subnormal result rounds once. gelu(-inf) = -0, gelu(inf) = inf.
+SNN_HD float gelu(float z) {
+    const NormalTail n = normal_tail(z);
+    const float m = fmaf(-n.half_lo, n.r, n.r) * n.scale * 0x1p-64f;
+    const float ar = n.a * n.r;
+    return z < 0.0f ? -(fmaf(-n.half_lo, ar, ar) * n.scale * 0x1p-64f) : z * (1.0f - m);
+}
+// d/dz z Phi(z) = Phi(z) + z phi(z), phi(z) = e^{-z^2/2} / sqrt(2 pi): with
+// d = e^{-z^2/2} (R(a) - a / sqrt(2 pi)) (the difference by one fma), it is
+// d below 0 and 1 - d above.
 SNN_HD float gelu_derivative(float z) {
-    const float cdf = 0.5f * erfcf(-z * 0.70710678118654752f);
-    const float pdf = 0.39894228040143268f * exp_approx(-0.5f * z * z);
-    return cdf + z * pdf;
+    const NormalTail n = normal_tail(z);
+    const float g = fmaf(-n.a, 0.39894228040143268f, n.r);
+    const float d = fmaf(-n.half_lo, g, g) * n.scale * 0x1p-64f;
+    return z < 0.0f ? d : 1.0f - d;
 }
 
 // SiLU (swish): z sigmoid(z); its derivative s (1 + z (1 - s)), s = sigmoid(z).

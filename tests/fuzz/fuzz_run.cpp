@@ -29,24 +29,12 @@
 #include "cpu/kernel_choice.h"
 #include "snn.h"
 
+#include "fuzz_bytes.h"
 #include "fuzz_options.h"
 #include "fuzz_target.h"
 
 namespace {
 
-// The fuzz input, read a choice at a time; past its end every choice is 0.
-struct Bytes {
-    const uint8_t *p;
-    size_t n;
-    unsigned pick(unsigned range) {
-        if (n == 0) return 0;
-        --n;
-        return unsigned(*p++) % range;
-    }
-    int64_t in(int64_t lo, int64_t hi) { return lo + int64_t(pick(unsigned(hi - lo + 1))); }
-};
-
-const char *const kActs[] = {"identity", "relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu"};
 const char *const kInits[] = {"glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "lecun_normal", "zeros"};
 constexpr int64_t kMaxElements = 2048;    // per sample, per layer
 constexpr int64_t kMaxConvMadds = 150000; // per sample, per convolution
@@ -242,24 +230,10 @@ std::vector<float> grid(Bytes &b, size_t n, int range) {
     return v;
 }
 
-// A call that must succeed on a model that parsed: a failure is a finding.
-void must(snn_status status, const char *call) {
-    if (status != SNN_OK) {
-        fprintf(stderr, "%s failed: %s\n", call, snn_last_error());
-        abort();
-    }
-}
-
 struct Run {
     bool ran = false, trained = false;
     std::vector<float> y_inference, y_training, grads, dx, state;
 };
-
-std::vector<float> outputs(snn_forward_cache *f, size_t count) {
-    std::vector<float> y(count);
-    must(snn_get_outputs(f, y.data(), count), "snn_get_outputs");
-    return y;
-}
 
 // One pass of everything on the kernels chosen.
 Run run(const std::string &spec, snn::CpuKernels kernels, const std::vector<float> &params, const std::vector<float> &x,
@@ -352,12 +326,7 @@ void check_save_load(const std::string &spec, const std::vector<float> &params, 
     snn_model *m = nullptr;
     must(snn_model_create(spec.c_str(), &m), "snn_model_create");
     if (!params.empty()) must(snn_set_parameters(m, params.data(), params.size()), "snn_set_parameters");
-    size_t bytes = 0;
-    must(snn_model_save_to_buffer(m, nullptr, 0, &bytes), "snn_model_save_to_buffer");
-    std::vector<unsigned char> file(bytes);
-    must(snn_model_save_to_buffer(m, file.data(), file.size(), &bytes), "snn_model_save_to_buffer");
-    snn_model *loaded = nullptr;
-    must(snn_model_load_from_buffer(file.data(), file.size(), &loaded), "snn_model_load_from_buffer");
+    snn_model *loaded = save_and_load(m);
     size_t in = 0, out = 0;
     snn_model_input_size(m, &in);
     snn_model_output_size(m, &out);

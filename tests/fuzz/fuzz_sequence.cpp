@@ -24,23 +24,11 @@
 
 #include "snn.h"
 
+#include "fuzz_bytes.h"
 #include "fuzz_options.h"
 #include "fuzz_target.h"
 
 namespace {
-
-struct Bytes {
-    const uint8_t *p;
-    size_t n;
-    unsigned pick(unsigned range) {
-        if (n == 0) return 0;
-        --n;
-        return unsigned(*p++) % range;
-    }
-    int64_t in(int64_t lo, int64_t hi) { return lo + int64_t(pick(unsigned(hi - lo + 1))); }
-};
-
-const char *const kActs[] = {"identity", "relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu"};
 
 // A node's output as the builder tracks it.
 struct Node {
@@ -174,23 +162,10 @@ Spec build_spec(Bytes &b) {
     return s;
 }
 
-void must(snn_status status, const char *call) {
-    if (status != SNN_OK) {
-        fprintf(stderr, "%s failed: %s\n", call, snn_last_error());
-        abort();
-    }
-}
-
 struct Run {
     std::vector<float> y_inference, y_training, grads_out, dx_out, grads_xent;
     float loss = 0.0f;
 };
-
-std::vector<float> outputs(snn_forward_cache *f, size_t count) {
-    std::vector<float> y(count);
-    must(snn_get_outputs(f, y.data(), count), "snn_get_outputs");
-    return y;
-}
 
 struct Feed {
     std::vector<float> x;
@@ -327,12 +302,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
     // Saved and loaded, the model runs to the same bits.
-    size_t bytes = 0;
-    must(snn_model_save_to_buffer(m, nullptr, 0, &bytes), "snn_model_save_to_buffer");
-    std::vector<unsigned char> file(bytes);
-    must(snn_model_save_to_buffer(m, file.data(), file.size(), &bytes), "snn_model_save_to_buffer");
-    snn_model *loaded = nullptr;
-    must(snn_model_load_from_buffer(file.data(), file.size(), &loaded), "snn_model_load_from_buffer");
+    snn_model *loaded = save_and_load(m);
     const Run again = run(loaded, s, feed, batch, out);
     expect_same("outputs after load", s.text, first.y_training, again.y_training, {});
     snn_model_destroy(loaded);

@@ -13,99 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "cpu/cpu_backend.h"
-#include "cuda_backend.h"
+#include "emulated_sides.h"
 #include "model/spec.h"
 #include "ops/op.h"
 
 namespace snn {
 namespace {
 
-using Floats = std::vector<float>;
-
-[[noreturn]] void throw_error(snn_status status, const char *message) { throw Error(status, message); }
-void ignore_log(int32_t, const char *) {}
-
-struct Side {
-    Backend *be;
-    Stream *s;
-};
-
-Side cpu_side() {
-    static CpuBackend be;
-    static Stream *s = be.create_stream(0, false);
-    return {&be, s};
-}
-
-Side gpu_side() {
-    static cu::CudaBackend *be = [] {
-        cu::set_host(throw_error, ignore_log);
-        return new cu::CudaBackend(0);
-    }();
-    static Stream *s = be->create_stream(0, false);
-    return {be, s};
-}
-
-// Device memory of one side holding a copy of host.
-template <typename T>
-struct Buffer {
-    Side side;
-    size_t count;
-    T *p;
-    Buffer(Side sd, const std::vector<T> &host) : side(sd), count(host.size()) {
-        p = static_cast<T *>(side.be->alloc(count * sizeof(T)));
-        if (count) side.be->upload(side.s, p, host.data(), count * sizeof(T));
-    }
-    ~Buffer() { side.be->release(p); }
-    std::vector<T> read() const {
-        std::vector<T> host(count);
-        if (count) side.be->download(side.s, host.data(), p, count * sizeof(T));
-        return host;
-    }
-};
-
-struct Result {
-    Floats y, aux, dx, grads;
-};
-
-// Forward then backward of node 1 of net on one side; outputs start as NaN.
-Result run(Side side, const Network &net, int64_t n, const std::vector<int32_t> &lengths, const Floats &x,
-           const Floats &params, const Floats &dy) {
-    const Layer &l = net.layers[1];
-    const OpKernels *k = op_kernels(*side.be, l.kind);
-    EXPECT_NE(k, nullptr);
-    if (!k) return {};
-    const float nan = std::nanf("");
-    Buffer<float> xb(side, x), pb(side, params), dyb(side, dy);
-    Buffer<float> y(side, Floats(size_t(n * l.out.size()), nan));
-    Buffer<float> aux(side, Floats(l.aux_fixed + size_t(n) * l.aux_per_sample, nan));
-    Buffer<float> dx(side, Floats(x.size(), nan)), grads(side, Floats(params.size(), nan));
-    Buffer<int32_t> len(side, lengths);
-    size_t workspace_bytes = 0;
-    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
-    void *workspace = side.be->alloc(workspace_bytes);
-    OpArgs a;
-    a.be = side.be;
-    a.s = side.s;
-    a.l = &l;
-    a.plan = plan;
-    a.workspace = workspace;
-    a.n = n;
-    a.lengths = lengths.empty() ? nullptr : len.p;
-    a.x[0] = xb.p;
-    a.y = y.p;
-    a.params = pb.p;
-    a.aux = aux.p;
-    k->forward(a);
-    a.dy = dyb.p;
-    a.dx[0] = dx.p;
-    a.grads = grads.p;
-    k->backward(a);
-    side.be->release(workspace);
-    if (k->release) k->release(*side.be, plan);
-    return {y.read(), aux.read(), dx.read(), grads.read()};
-}
+using namespace emulated;
 
 bool same_bits(const Floats &a, const Floats &b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
@@ -129,17 +44,21 @@ void check(const std::string &spec, std::vector<int32_t> lengths, float scale, f
     const int64_t n = lengths.empty() ? 2 : int64_t(lengths.size());
     std::mt19937_64 random(std::hash<std::string>()(spec));
     std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-    Floats x(size_t(n * l.in.size())), params(net.param_count), dy(size_t(n * l.out.size()));
-    for (float &v : x) v = scale * unit(random);
-    for (float &v : params) v = 0.5f * unit(random);
-    for (float &v : dy) v = unit(random);
+    OpInputs in;
+    in.x.resize(size_t(n * l.in.size()));
+    in.params.resize(net.param_count);
+    in.dy.resize(size_t(n * l.out.size()));
+    in.lengths = lengths;
+    for (float &v : in.x) v = scale * unit(random);
+    for (float &v : in.params) v = 0.5f * unit(random);
+    for (float &v : in.dy) v = unit(random);
     SCOPED_TRACE(spec);
-    const Result cpu = run(cpu_side(), net, n, lengths, x, params, dy);
+    const OpResult cpu = run_op(cpu_side(), net, n, true, 0, in);
     const emu::Schedule schedules[] = {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled};
-    Result first;
+    OpResult first;
     for (emu::Schedule sc : schedules) {
         emu::set_schedule(sc, 0x5EED);
-        const Result gpu = run(gpu_side(), net, n, lengths, x, params, dy);
+        const OpResult gpu = run_op(gpu_side(), net, n, true, 0, in);
         if (sc == emu::Schedule::in_order) {
             first = gpu;
             continue;

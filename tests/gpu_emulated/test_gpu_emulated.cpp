@@ -33,11 +33,14 @@
 #include "conv1d_lower.h"
 #include "cuda_backend.h"
 #include "elementwise.h"
+#include "emulated_sides.h"
 #include "model/spec.h"
 #include "ops/op.h"
 
 namespace snn {
 namespace {
+
+using namespace emulated;
 
 // Each kernel of cuda/*.cu and the test that runs it.
 const std::map<std::string, std::string> kKernelCases = {
@@ -87,71 +90,6 @@ const std::map<std::string, std::string> kKernelCases = {
     {"attention_softmax_forward_kernel", "AttentionEmulated.MaskedSoftmax"},
     {"attention_softmax_backward_kernel", "AttentionEmulated.MaskedSoftmax"},
 };
-
-[[noreturn]] void throw_error(snn_status status, const char *message) {
-    throw Error(status, message);
-}
-void ignore_log(int32_t, const char *) {}
-
-// One backend with a stream of its own.
-struct Side {
-    Backend *be;
-    Stream *s;
-};
-
-Side cpu_side() {
-    static CpuBackend be;
-    static Stream *s = be.create_stream(0, false);
-    return {&be, s};
-}
-
-Side gpu_side() {
-    static cu::CudaBackend *be = [] {
-        cu::set_host(throw_error, ignore_log);
-        return new cu::CudaBackend(0);
-    }();
-    static Stream *s = be->create_stream(0, false);
-    return {be, s};
-}
-
-// Memory of one side, uploaded from and downloaded to host vectors.
-template <typename T>
-class Buffer {
-public:
-    Buffer(Side side, const std::vector<T> &host) : side_(side), count_(host.size()) {
-        p_ = static_cast<T *>(side.be->alloc(bytes()));
-        if (count_ > 0) side.be->upload(side.s, p_, host.data(), bytes());
-    }
-    ~Buffer() { side_.be->release(p_); }
-    Buffer(const Buffer &) = delete;
-    Buffer &operator=(const Buffer &) = delete;
-
-    T *get() const { return p_; }
-    std::vector<T> read() const {
-        std::vector<T> host(count_);
-        side_.be->download(side_.s, host.data(), p_, bytes());
-        return host;
-    }
-
-private:
-    size_t bytes() const { return count_ * sizeof(T); }
-    Side side_;
-    size_t count_;
-    T *p_ = nullptr;
-};
-
-using Floats = std::vector<float>;
-
-// n values uniform in [lo, hi), from seed.
-Floats uniform(size_t n, uint64_t seed, float lo = -3.0f, float hi = 3.0f) {
-    std::mt19937_64 random(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    Floats v(n);
-    for (float &x : v) x = dist(random);
-    return v;
-}
-
-Floats nans(size_t n) { return Floats(n, std::nanf("")); }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -223,69 +161,12 @@ private:
 
 // ---- ops through their kernel tables -----------------------------------------------
 
-struct OpInputs {
-    Floats x, params, state, dy;
-    std::vector<int32_t> lengths;  // valid steps per sample, or empty for all
-};
-
-struct OpResult {
-    Floats y, aux, state, dx, grads;
-};
-
 void compare_results(const std::string &what, const OpResult &a, const OpResult &b) {
     expect_same(what + " y", a.y, b.y);
     expect_same(what + " aux", a.aux, b.aux);
     expect_same(what + " state", a.state, b.state);
     expect_same(what + " dx", a.dx, b.dx);
     expect_same(what + " grads", a.grads, b.grads);
-}
-
-// Forward then backward of node 1 of `net` on one side, every output
-// starting as NaN.
-OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_t key,
-                const OpInputs &in) {
-    const Layer &l = net.layers[1];
-    const OpKernels *k = op_kernels(*side.be, l.kind);
-    EXPECT_NE(k, nullptr);
-    if (k == nullptr) return {};
-    const size_t out = static_cast<size_t>(n * l.out.size());
-    const size_t aux = l.aux_fixed + static_cast<size_t>(n) * l.aux_per_sample;
-    Buffer<float> x(side, in.x), params(side, in.params), state(side, in.state), dy(side, in.dy);
-    Buffer<float> y(side, nans(out)), aux_buf(side, nans(aux)), dx(side, nans(in.x.size()));
-    Buffer<float> grads(side, nans(in.params.size()));
-    Buffer<int32_t> lengths(side, in.lengths);
-    size_t workspace_bytes = 0;
-    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
-    void *workspace = side.be->alloc(workspace_bytes);
-    OpArgs a;
-    a.be = side.be;
-    a.s = side.s;
-    a.l = &l;
-    a.plan = plan;
-    a.workspace = workspace;
-    a.n = n;
-    a.training = training;
-    a.key = key;
-    a.lengths = in.lengths.empty() ? nullptr : lengths.get();
-    a.x[0] = x.get();
-    a.y = y.get();
-    a.params = params.get();
-    a.state = state.get();
-    a.aux = aux_buf.get();
-    k->forward(a);
-    OpResult r;
-    r.y = y.read();
-    r.aux = aux_buf.read();
-    r.state = state.read();
-    a.dy = dy.get();
-    a.dx[0] = dx.get();
-    a.grads = grads.get();
-    k->backward(a);
-    r.dx = dx.read();
-    r.grads = grads.read();
-    side.be->release(workspace);
-    if (k->release) k->release(*side.be, plan);
-    return r;
 }
 
 // Tolerances of one op's outputs against the CPU (0: the same bits).

@@ -15,121 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "cpu/cpu_backend.h"
-#include "cuda_backend.h"
+#include "emulated_sides.h"
 #include "model/spec.h"
 #include "ops/op.h"
 
 namespace snn {
 namespace {
 
-using Floats = std::vector<float>;
+using namespace emulated;
+
 using Lengths = std::vector<int32_t>;
-
-[[noreturn]] void throw_error(snn_status status, const char *message) { throw Error(status, message); }
-void ignore_log(int32_t, const char *) {}
-
-Backend &emulated_gpu() {
-    static Backend *be = [] {
-        cu::set_host(throw_error, ignore_log);
-        return new cu::CudaBackend(0);
-    }();
-    return *be;
-}
-
-Backend &cpu() {
-    static CpuBackend be;
-    return be;
-}
-
-// Memory of one backend, from and to host vectors.
-template <typename T>
-class Buffer {
-public:
-    Buffer(Backend &be, Stream *s, const std::vector<T> &host) : be_(be), s_(s), count_(host.size()) {
-        p_ = static_cast<T *>(be.alloc(count_ * sizeof(T)));
-        if (count_) be.upload(s, p_, host.data(), count_ * sizeof(T));
-    }
-    ~Buffer() { be_.release(p_); }
-    Buffer(const Buffer &) = delete;
-    Buffer &operator=(const Buffer &) = delete;
-    T *get() const { return p_; }
-    std::vector<T> read() const {
-        std::vector<T> host(count_);
-        if (count_) be_.download(s_, host.data(), p_, count_ * sizeof(T));
-        return host;
-    }
-
-private:
-    Backend &be_;
-    Stream *s_;
-    size_t count_;
-    T *p_ = nullptr;
-};
-
-struct Inputs {
-    Floats x, params, dy;
-    Lengths lengths;  // empty: every sample has T steps
-};
-
-struct Result {
-    Floats y, aux, dx, grads;
-};
-
-// Forward then backward of node 1 on `be`, every output starting NaN.
-Result run(Backend &be, const Network &net, int64_t n, const Inputs &in) {
-    const Layer &l = net.layers[1];
-    const OpKernels *k = op_kernels(be, l.kind);
-    EXPECT_NE(k, nullptr);
-    if (!k) return {};
-    Stream *s = be.create_stream(0, false);
-    const float nan = std::nanf("");
-    Result r;
-    {
-        Buffer<float> x(be, s, in.x), params(be, s, in.params), dy(be, s, in.dy);
-        Buffer<float> y(be, s, Floats(size_t(n * l.out.size()), nan));
-        Buffer<float> aux(be, s, Floats(l.aux_fixed + size_t(n) * l.aux_per_sample, nan));
-        Buffer<float> dx(be, s, Floats(in.x.size(), nan)), grads(be, s, Floats(in.params.size(), nan));
-        Buffer<int32_t> lengths(be, s, in.lengths);
-        size_t bytes = 0;
-        void *plan = k->plan ? k->plan(be, s, l, n, true, &bytes) : nullptr;
-        void *workspace = be.alloc(bytes);
-        OpArgs a;
-        a.be = &be;
-        a.s = s;
-        a.l = &l;
-        a.plan = plan;
-        a.workspace = workspace;
-        a.n = n;
-        a.lengths = in.lengths.empty() ? nullptr : lengths.get();
-        a.x[0] = x.get();
-        a.y = y.get();
-        a.params = params.get();
-        a.aux = aux.get();
-        k->forward(a);
-        r.y = y.read();
-        r.aux = aux.read();
-        a.dy = dy.get();
-        a.dx[0] = dx.get();
-        a.grads = grads.get();
-        k->backward(a);
-        r.dx = dx.read();
-        r.grads = grads.read();
-        be.release(workspace);
-        if (k->release) k->release(be, plan);
-    }
-    be.destroy_stream(s);
-    return r;
-}
-
-Floats uniform(size_t n, uint64_t seed, float lo, float hi) {
-    std::mt19937_64 random(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    Floats v(n);
-    for (float &x : v) x = dist(random);
-    return v;
-}
 
 // |gpu - cpu| <= tol max(1, |cpu|) everywhere, and nothing left unwritten
 // (NaN); tol 0: the same bits.
@@ -153,16 +48,16 @@ void check(const std::string &spec, int64_t n, const Lengths &lengths, float sca
                              " scale " + std::to_string(scale);
     SCOPED_TRACE(what);
     const uint64_t seed = std::hash<std::string>()(what);
-    Inputs in;
+    OpInputs in;
     in.x = uniform(size_t(n * l.in.size()), seed, -scale, scale);
     in.params = uniform(net.param_count, seed + 1, -scale, scale);
     in.dy = uniform(size_t(n * l.out.size()), seed + 2, -1.0f, 1.0f);
     in.lengths = lengths;
-    const Result c = run(cpu(), net, n, in);
-    Result first;
+    const OpResult c = run_op(cpu_side(), net, n, true, 0, in);
+    OpResult first;
     for (emu::Schedule schedule : {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled}) {
         emu::set_schedule(schedule, 0x5EED);
-        const Result g = run(emulated_gpu(), net, n, in);
+        const OpResult g = run_op(gpu_side(), net, n, true, 0, in);
         if (schedule == emu::Schedule::in_order) {
             first = g;
             continue;

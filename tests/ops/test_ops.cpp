@@ -546,7 +546,7 @@ TEST_P(Op, Gpu) {
     if (std::find(lacking.begin(), lacking.end(), op_name(c.op)) != lacking.end())
         GTEST_SKIP() << "the GPU backend (" << gpu->name() << ") has no " << op_name(c.op) << " kernels"
 #ifdef SNN_CUDA_EMULATED
-                     << " in the emulation (cuBLAS and cuDNN calls are not emulated)"
+                     << " in the emulation (cuDNN calls are not emulated)"
 #endif
             ;
 }

@@ -47,6 +47,17 @@ struct Worst {
 double exp_exact(float x) { return std::exp(double(x)); }
 double tanh_exact(float x) { return std::tanh(double(x)); }
 double sigmoid_exact(float x) { return 1.0 / (1.0 + std::exp(-double(x))); }
+// z Phi(z) and its derivative Phi(z) + z phi(z) in double, erfc keeping the
+// far negative tail, with their limits at the infinities.
+double gelu_exact(float x) {
+    const double z = x;
+    return std::isinf(z) ? (z > 0.0 ? z : 0.0) : 0.5 * z * std::erfc(-z / std::sqrt(2.0));
+}
+double gelu_derivative_exact(float x) {
+    const double z = x;
+    if (std::isinf(z)) return z > 0.0 ? 1.0 : 0.0;
+    return 0.5 * std::erfc(-z / std::sqrt(2.0)) + z * std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+}
 
 // Every 997th bit pattern (all signs, exponents and both tails, about four
 // million floats), the infinities and the points where the forms switch.
@@ -89,6 +100,47 @@ TEST(Math, SigmoidIsWithinTwoAndAHalfUlpsOverTheWholeRange) {
     const Worst w = sweep(snn::sigmoid_approx, sigmoid_exact);
     EXPECT_LE(w.ulps, 2.5) << "at x = " << w.at;
     EXPECT_TRUE(std::isnan(snn::sigmoid_approx(NAN)));
+}
+
+// GELU's tail: z Phi(z) is tiny for z < 0 (-8e-38 at z = -13, subnormal
+// below -13.15, 0 below -14.4) and keeps its relative accuracy down there.
+TEST(Math, GeluIsWithinFourAndAHalfUlpsOverTheWholeRange) {
+    const Worst w = sweep(snn::gelu, gelu_exact);
+    EXPECT_LE(w.ulps, 4.5) << "at z = " << w.at;
+    for (float z = -14.4f; z < 0.0f; z += 0.001f)
+        EXPECT_LE(ulp_error(snn::gelu(z), gelu_exact(z)), 4.5) << "at z = " << z;
+    EXPECT_TRUE(std::isnan(snn::gelu(NAN)));
+    EXPECT_EQ(snn::gelu(INFINITY), INFINITY);
+    EXPECT_EQ(snn::gelu(-INFINITY), 0.0f);
+    EXPECT_EQ(snn::gelu(-14.5f), 0.0f);
+}
+
+// gelu' crosses 0 at z0 = -0.7518, where no float formula keeps a relative
+// bound (z gelu'' / gelu' grows without bound): within 1/4 of z0 its error
+// is bounded against the size of its terms (Phi(z) = 0.13 to 0.37), in
+// units of 2^-26, the float spacing between 1/4 and 1/2.
+TEST(Math, GeluDerivativeIsWithinFiveUlpsAwayFromItsRoot) {
+    const double z0 = -0.7517915246935645;
+    Worst far, near;
+    auto see = [&](float z) {
+        const float got = snn::gelu_derivative(z);
+        const double want = gelu_derivative_exact(z);
+        if (std::fabs(z - z0) > 0.25)
+            far.see(z, ulp_error(got, want));
+        else
+            near.see(z, std::fabs(got - want) / 0x1p-26);
+    };
+    for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 997) {
+        const float z = float_from_bits(uint32_t(bits));
+        if (!std::isnan(z)) see(z);
+    }
+    for (float z = -14.6f; z < 0.0f; z += 0.001f) see(z);
+    EXPECT_LE(far.ulps, 5.0) << "at z = " << far.at;
+    EXPECT_LE(near.ulps, 3.5) << "at z = " << near.at;
+    EXPECT_TRUE(std::isnan(snn::gelu_derivative(NAN)));
+    EXPECT_EQ(snn::gelu_derivative(INFINITY), 1.0f);
+    EXPECT_EQ(snn::gelu_derivative(-INFINITY), 0.0f);
+    EXPECT_LT(snn::gelu_derivative(-14.0f), 0.0f);  // -1.5e-42, subnormal
 }
 
 // tanh(8) = 1 - 2.25e-7 rounds to 1 - 2^-22; the derivative from the output,

@@ -117,7 +117,7 @@ View view_of(const OpArgs &a, const Dims &d) {
 unsigned int rows_grid(const OpArgs &a, const Dims &d) { return grid_of(a.n * d.h * d.t, "attention rows"); }
 
 // Backward workspace: dC [n][T][E], dqkv [n][T][3E], dP [n][H][T][T].
-void *attention_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward,
+void *attention_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision,
                      size_t *workspace_bytes) {
     const Dims d = dims_of(l);
     if (max_batch * d.h > 0x7fffffff || 3 * d.e * d.t > 0x7fffffff)

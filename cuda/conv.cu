@@ -245,7 +245,7 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
     p.batch = n;
 }
 
-void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward,
+void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward, Precision,
                 size_t *workspace_bytes) {
     CudaStream &cs = cuda_backend(be).use(s);
     const ConvDims d = conv_dims(l);

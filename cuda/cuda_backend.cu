@@ -39,6 +39,7 @@ CudaBackend::CudaBackend(int32_t device) : device_(device) {
                    cudaGetErrorString(image), prop.major, prop.minor));
     }
     // cuBLAS recommends 32 MiB of workspace on Hopper and later, 4 MiB before.
+    major_ = prop.major;
     blas_workspace_bytes_ = (prop.major >= 9 ? 32u : 4u) << 20;
     name_ = strf("cuda:%d (%s, sm_%d%d, cuDNN %zu)", device, prop.name, prop.major, prop.minor,
                  cudnnGetVersion());
@@ -337,6 +338,22 @@ void CudaBackend::copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src
 void CudaBackend::add(Stream *s, float *dst, const float *src, size_t n) {
     CudaStream &cs = use(s);
     add_floats(cs.stream, dst, src, n);
+}
+
+void CudaBackend::scale(Stream *s, float *x, float factor, size_t n) {
+    CudaStream &cs = use(s);
+    scale_floats(cs.stream, x, factor, n);
+}
+
+// Tensor-core bf16 needs compute capability 8.0 (Ampere); fp16 runs on
+// every device this build has code for.
+PrecisionSupport CudaBackend::precision_support(Precision p, const char **why) const {
+    if (p == Precision::bf16 && major_ < 8) {
+        if (why) *why = "bf16 needs a GPU of compute capability 8.0 or newer";
+        return PrecisionSupport::none;
+    }
+    if (why) *why = nullptr;
+    return PrecisionSupport::native;
 }
 
 void CudaBackend::fill(Stream *s, float *dst, float value, size_t n) {

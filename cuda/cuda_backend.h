@@ -82,6 +82,8 @@ public:
     bool all_finite(Stream *s, const float *x, size_t n) override;
 
     void add(Stream *s, float *dst, const float *src, size_t n) override;
+    void scale(Stream *s, float *x, float factor, size_t n) override;
+    PrecisionSupport precision_support(Precision p, const char **why) const override;
     void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                 size_t row_bytes, size_t rows) override;
 
@@ -100,6 +102,7 @@ public:
     CudaStream &use(Stream *s) const;
 
 private:
+    int32_t major_ = 0;  // compute capability
     // Blocks until the staging buffer's last copy finished, then returns it.
     unsigned char *acquire_staging(CudaStream &cs) const;
     // Marks the staging buffer busy until the copies queued so far finish.

@@ -54,6 +54,18 @@ void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n) {
     check_launch("add kernel");
 }
 
+__global__ void scale_kernel(float *x, float factor, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] *= factor;
+}
+
+void scale_floats(cudaStream_t stream, float *x, float factor, size_t n) {
+    if (n == 0) return;
+    SNN_LAUNCH(scale_kernel, blocks_for(n), kThreads, stream, x, factor, n);
+    check_launch("scale kernel");
+}
+
 // ---- bias gradient: per-channel sums ------------------------------------------
 
 // One block per channel. Thread t sums elements t, t + kThreads, ... of the

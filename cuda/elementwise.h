@@ -31,6 +31,9 @@ void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n);
 void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer, int64_t channels,
                   int64_t inner);
 
+// x[i] *= factor for i < n.
+void scale_floats(cudaStream_t stream, float *x, float factor, size_t n);
+
 // dst[i] = value for i < n.
 void fill_floats(cudaStream_t stream, float *dst, float value, size_t n);
 

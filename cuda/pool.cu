@@ -118,7 +118,7 @@ __global__ void avgpool_backward_kernel(const float *dy, float *dx, size_t total
 
 // Pooling needs no descriptors; the plan records the layer so that calls
 // can be checked against it.
-void *pool_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool,
+void *pool_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool, Precision,
                 size_t *workspace_bytes) {
     cuda_backend(be).use(s);
     const PoolDims d = pool_dims(l);

@@ -69,7 +69,7 @@ inline void gemm_nn(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float
 }
 
 template <class Cell>
-void *recurrent_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+void *recurrent_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
     *workspace_bytes = recurrent_workspace_floats(recurrent_dims(l), max_batch, backward) * sizeof(float);
     return nullptr;
 }

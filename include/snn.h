@@ -845,6 +845,92 @@ SNN_API snn_status snn_optimiser_step_count(const snn_optimiser *optimiser, int6
 SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, double *norm);
 
 /* ======================================================================== */
+/* Mixed precision                                                          */
+/* ======================================================================== */
+
+/* The precision of a forward cache's passes, torch.autocast's rule: the
+ * matrix products of dense, conv, conv1d, attention, lstm and gru layers
+ * (forward and backward) round their operands to bf16 or fp16 and
+ * accumulate in float32; everything else computes in float32 as before
+ * (activations, normalisations and their statistics, softmax, pooling,
+ * losses, reductions, optimiser steps). The parameters and the optimiser's
+ * state stay float32 in the one flat vector (the master copy), activations
+ * in the cache stay float32, and gradients arrive float32 in the flat
+ * gradient vector. The backward pass runs at the precision of the forward
+ * pass it differentiates.
+ *
+ * Where each runs:
+ *   SNN_PRECISION_FLOAT32  everywhere (the default).
+ *   SNN_PRECISION_BF16     CPU: natively on processors with AVX-512 BF16
+ *                          (vdpbf16ps); elsewhere, and with
+ *                          SNN_CPU_KERNELS=reference, emulated (the same
+ *                          rounding of operands, float32 products: the same
+ *                          accuracy, no speed-up); snn_precision_support
+ *                          tells which. GPU: compute capability 8.0 or newer
+ *                          (cuBLAS and cuDNN tensor-core math).
+ *   SNN_PRECISION_FP16     GPUs only (the CPU refuses it); use it with loss
+ *                          scaling (snn_set_loss_scaling), as fp16's range
+ *                          is small.
+ * A precision a device cannot run is SNN_ERR_UNSUPPORTED, never a silent
+ * float32. */
+typedef int32_t snn_precision;
+enum {
+    SNN_PRECISION_FLOAT32 = 0,
+    SNN_PRECISION_BF16 = 1,
+    SNN_PRECISION_FP16 = 2
+};
+
+/* Sets the precision of the cache's next passes. Makes the layers' plans
+ * again (an allocation: call it before the training loop, not in it). A
+ * cache that follows its model to another device keeps its precision.
+ * Errors: SNN_ERR_INVALID_ARGUMENT (not a precision), SNN_ERR_UNSUPPORTED
+ * (the cache's device cannot run it, or a layer of the model has no kernels
+ * for it there; the message names the layer), SNN_ERR_OUT_OF_MEMORY; the
+ * cache is unchanged on failure. */
+SNN_API snn_status snn_cache_set_precision(snn_forward_cache *cache, snn_precision precision);
+SNN_API snn_status snn_cache_precision(const snn_forward_cache *cache, snn_precision *precision);
+
+/* SNN_OK when `device` (SNN_DEVICE_CPU or a GPU index) can compute in
+ * `precision`; *native (when not NULL) is 1 when it runs natively, 0 when
+ * emulated (see above). Errors: SNN_ERR_INVALID_ARGUMENT, SNN_ERR_UNSUPPORTED
+ * with the reason, and those of snn_gpu_status for a GPU index. */
+SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision, int32_t *native);
+
+/* Dynamic loss scaling, torch.cuda.amp.GradScaler's rule, on a backward
+ * cache. While on, snn_backprop multiplies the loss's gradient by the scale
+ * S before the backward pass (so small fp16 gradients do not flush to zero),
+ * then divides the parameter gradients (and the input gradient) by S and
+ * checks them:
+ *   - all finite: the gradients are the true float32 gradients, and after
+ *     growth_interval such steps in a row S is multiplied by growth_factor
+ *     (kept finite as a float);
+ *   - NaN or Inf (an overflow): snn_backprop still returns SNN_OK (with the
+ *     loss when it is finite), the step is marked skipped, S is multiplied by
+ *     backoff_factor and the count of good steps restarts; the next
+ *     snn_optimiser_step with this cache returns SNN_OK without changing the
+ *     parameters or the optimiser's step count.
+ * With snn_set_check_finite on, a non-finite loss is still
+ * SNN_ERR_NOT_FINITE. snn_set_loss_scaling(c, 1)
+ * turns it on with PyTorch's defaults (S = 65536, growth 2, backoff 0.5,
+ * interval 2000) unless it is on already; (c, 0) turns it off (and forgets
+ * its state). Works at every precision and on every device. */
+SNN_API snn_status snn_set_loss_scaling(snn_backward_cache *cache, int32_t on);
+/* Turns loss scaling on with these settings and state: scale finite and > 0
+ * as a float, growth_factor > 1, backoff_factor in (0, 1), growth_interval in
+ * [1, 2^53], good_steps in [0, growth_interval). Errors:
+ * SNN_ERR_INVALID_ARGUMENT naming the value (nothing changed). */
+SNN_API snn_status snn_set_loss_scaling_state(snn_backward_cache *cache, double scale, double growth_factor,
+                                              double backoff_factor, int64_t growth_interval,
+                                              int64_t good_steps);
+/* Reads the loss scaling: on (0 or 1), the scale for the next snn_backprop
+ * (1 when off), the settings, the good steps counted towards the next
+ * growth, and whether the last snn_backprop overflowed (its step is
+ * skipped). Every out pointer may be NULL. */
+SNN_API snn_status snn_loss_scaling_state(const snn_backward_cache *cache, int32_t *on, double *scale,
+                                          double *growth_factor, double *backoff_factor,
+                                          int64_t *growth_interval, int64_t *good_steps, int32_t *skipped);
+
+/* ======================================================================== */
 /* Model files and checkpoints                                              */
 /* ======================================================================== */
 
@@ -931,6 +1017,20 @@ SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimis
  * refuse is SNN_ERR_FILE_FORMAT. */
 SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
                                        snn_optimiser **optimiser_out);
+/* snn_checkpoint_save, plus the loss scaling of `cache` when it is not NULL
+ * and scaling is on (its settings, scale and good steps, as metadata
+ * "loss_scaling.*"), so training with a GradScaler resumes where it was.
+ * snn_checkpoint_load reads such a checkpoint as any other (checking the
+ * loss scaling too); snn_checkpoint_load_loss_scaling then gives a backward
+ * cache its scaling back. */
+SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_optimiser *optimiser,
+                                          const snn_backward_cache *cache, const char *path);
+/* Sets the cache's loss scaling to the checkpoint's: on with its settings
+ * and state, or off when the checkpoint holds none. Errors as
+ * snn_checkpoint_load (SNN_ERR_FILE_FORMAT for a model file, or loss scaling
+ * snn_set_loss_scaling_state would refuse); the cache is unchanged on
+ * failure. */
+SNN_API snn_status snn_checkpoint_load_loss_scaling(const char *path, snn_backward_cache *cache);
 
 /* ======================================================================== */
 /* Devices                                                                  */

@@ -13,7 +13,7 @@ SNN_API snn_status snn_model_save(const snn_model *model, const char *path) {
     return guarded(__func__, [&] {
         need(model, "model");
         need(path, "path");
-        model_file_save(model->m, nullptr, path);
+        model_file_save(model->m, nullptr, nullptr, path);
     });
 }
 
@@ -59,7 +59,7 @@ SNN_API snn_status snn_checkpoint_save(const snn_model *model, const snn_optimis
         need(path, "path");
         // Following the model moves the optimiser's state without changing it.
         check_model(const_cast<Optimiser &>(optimiser->o), model->m, "the optimiser");
-        model_file_save(model->m, &optimiser->o, path);
+        model_file_save(model->m, &optimiser->o, nullptr, path);
     });
 }
 

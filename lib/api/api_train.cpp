@@ -169,7 +169,7 @@ SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
         BackwardCache &b = bwd->c;
         float value = 0.0f;
         backprop_loss(b, fwd->c, model->m, loss, loss_value ? &value : nullptr);
-        if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the loss or a gradient is NaN or Inf");
+        if (!b.grads_finite && !b.scaler.found_inf) fail(SNN_ERR_NOT_FINITE, "the loss or a gradient is NaN or Inf");
         if (loss_value) *loss_value = value;
     });
 }
@@ -185,7 +185,7 @@ SNN_API snn_status snn_backprop_with_output_gradient(snn_backward_cache *bwd,
                      batch_count(fwd->c.forward_batch, output_features(fwd->c)));
         check_finite_host(output_gradient, count, "output_gradient");
         backprop_output_grad(bwd->c, fwd->c, model->m, output_gradient);
-        if (!bwd->c.grads_finite) fail(SNN_ERR_NOT_FINITE, "a gradient is NaN or Inf");
+        if (!bwd->c.grads_finite && !bwd->c.scaler.found_inf) fail(SNN_ERR_NOT_FINITE, "a gradient is NaN or Inf");
     });
 }
 

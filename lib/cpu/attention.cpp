@@ -152,7 +152,7 @@ int32_t workers_for(const Plan &p, const Dims &d, int64_t n) {
 }
 
 // Backward workspace: dC [n][T][E], dqkv [n][T][3E], then dP per worker.
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
     const Dims d = dims_of(l);
     Plan *p = new (std::nothrow) Plan{std::max<int32_t>(1, int32_t(std::min<int64_t>(cpu_threads(), max_batch * d.h)))};
     if (!p) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");

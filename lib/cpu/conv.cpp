@@ -306,7 +306,7 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     }
 }
 
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));

@@ -20,7 +20,7 @@ constexpr int64_t kLoweredBudget = int64_t(1) << 20;
 
 int64_t chunk_of(const Conv1dDims &d) { return std::max<int64_t>(1, kLoweredBudget / (d.out_steps * d.cols())); }
 
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, Precision, size_t *workspace_bytes) {
     const Conv1dDims d = conv1d_dims(l);
     *workspace_bytes = size_t(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols()) * sizeof(float);
     return nullptr;

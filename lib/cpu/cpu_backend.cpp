@@ -71,6 +71,28 @@ void CpuBackend::fill(Stream *, float *dst, float value, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] = value;
 }
 
+void CpuBackend::scale(Stream *, float *x, float factor, size_t n) {
+    for (size_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
+// bf16 runs natively with AVX-512 BF16 (vdpbf16ps) and emulated elsewhere:
+// operands rounded to bf16, float32 products, the same values without the
+// speed. fp16 is for GPUs.
+PrecisionSupport CpuBackend::precision_support(Precision p, const char **why) const {
+    const char *reason = nullptr;
+    PrecisionSupport support = PrecisionSupport::native;
+    if (p == Precision::f16) {
+        support = PrecisionSupport::none;
+        reason = "the CPU backend has no fp16 (use bf16, or fp16 on a GPU)";
+    } else if (p == Precision::bf16 && !cpu_has_bf16()) {
+        support = PrecisionSupport::emulated;
+        reason = cpu_reference_kernels() ? "SNN_CPU_KERNELS=reference: bf16 is emulated (operands rounded, float32 products)"
+                                         : "the processor lacks AVX-512 BF16: bf16 is emulated (operands rounded, float32 products)";
+    }
+    if (why) *why = reason;
+    return support;
+}
+
 void CpuBackend::add(Stream *, float *dst, const float *src, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
@@ -127,6 +149,11 @@ void cpu_choose_kernels(CpuKernels kernels) { g_cpu_kernels.store(int32_t(kernel
 
 bool cpu_gemm512_forced() {
     return g_cpu_kernels.load(std::memory_order_relaxed) == int32_t(CpuKernels::fast_gemm512);
+}
+
+bool cpu_has_bf16() {
+    static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+    return has && !cpu_reference_kernels();
 }
 
 bool cpu_reference_kernels() {

@@ -42,7 +42,9 @@ public:
     void fill(Stream *s, float *dst, float value, size_t n) override;
     bool all_finite(Stream *s, const float *x, size_t n) override;
 
+    void scale(Stream *s, float *x, float factor, size_t n) override;
     void add(Stream *s, float *dst, const float *src, size_t n) override;
+    PrecisionSupport precision_support(Precision p, const char **why) const override;
     void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,
                 size_t rows) override;
     const OpKernels *kernels(OpKind kind) const override;
@@ -82,6 +84,11 @@ void small_transpose(int64_t N, int64_t K, const float *src, int64_t ld, float *
 // user can rule a fast path out when a result looks wrong. Convolutions read
 // it when a cache is made, pooling on every call.
 bool cpu_reference_kernels();
+
+// True when bf16 products run natively: the processor has AVX-512 BF16
+// (vdpbf16ps) and the reference kernels were not asked for. Otherwise bf16
+// is emulated (operands rounded to bf16, float32 products).
+bool cpu_has_bf16();
 
 // Applies the CPU thread bound to OpenBLAS.
 void cpu_set_threads(int32_t n);

@@ -108,7 +108,7 @@ inline Pass pass_of(const OpArgs &a) {
 }
 
 template <class Cell>
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
     const RecurrentDims d = recurrent_dims(l);
     *workspace_bytes = (transposed_floats(d) + recurrent_workspace_floats(d, max_batch, backward)) * sizeof(float);
     return nullptr;

@@ -24,6 +24,18 @@ namespace snn {
 
 struct OpKernels;
 
+// The precision of a pass's matrix products (snn_precision): parameters,
+// optimiser state, activations and gradients stay float32; dense,
+// convolution, attention and recurrent products round their operands to
+// bf16 or fp16 and accumulate in float32 (torch.autocast's rule).
+enum class Precision : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
+constexpr int kPrecisionCount = 3;
+const char *precision_name(Precision p);  // "float32", "bf16", "fp16"
+
+// How a backend runs a precision: not at all, with the same values but
+// without the speed (operands rounded, float32 products), or natively.
+enum class PrecisionSupport : int32_t { none = 0, emulated = 1, native = 2 };
+
 struct DenseDims {
     int64_t in, out;
     bool bias;
@@ -99,11 +111,17 @@ public:
     // Waits for the stream; true when every x[i] is finite.
     virtual bool all_finite(Stream *s, const float *x, size_t n) = 0;
 
+    // x[i] *= factor
+    virtual void scale(Stream *s, float *x, float factor, size_t n) = 0;
     // dst[i] += src[i]
     virtual void add(Stream *s, float *dst, const float *src, size_t n) = 0;
     // rows rows of row_bytes bytes: dst + r * dst_pitch <- src + r * src_pitch
     virtual void copy2d(Stream *s, void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
                         size_t row_bytes, size_t rows) = 0;
+
+    // How this backend runs precision p; *why (when not null) receives the
+    // reason when it is not native.
+    virtual PrecisionSupport precision_support(Precision p, const char **why) const = 0;
 
     // ---- ops --------------------------------------------------------------
     // This backend's kernels of an op, or null when it lacks the op (the

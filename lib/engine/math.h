@@ -45,6 +45,42 @@ SNN_HD float pow2i(int n) {
 #endif
 }
 
+// ---- reduced precision ----------------------------------------------------------
+
+SNN_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+    return uint32_t(__float_as_int(f));
+#else
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+SNN_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+    return __int_as_float(int(u));
+#else
+    float f;
+    __builtin_memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+// The bf16 nearest to f (the high 16 bits of a float), ties to even; NaN
+// stays a quiet NaN of the same sign, infinities stay, values beyond bf16's
+// largest round to infinity (as PyTorch's conversion does).
+SNN_HD uint16_t float_to_bf16(float f) {
+    const uint32_t u = float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
+    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+SNN_HD float bf16_to_float(uint16_t h) { return bits_float(uint32_t(h) << 16); }
+
+// f rounded to bf16 and back: what a bf16 operand holds.
+SNN_HD float bf16_round(float f) { return bf16_to_float(float_to_bf16(f)); }
+
 // e^x 2^k for k in [0, 64], e^x to within 1 ulp over the whole float range,
 // branch-free so loops over it vectorise (Cephes' method): e^x = 2^n e^r
 // with n = round(x / ln 2), |r| <= ln(2)/2, and e^r by a degree-6

@@ -161,9 +161,53 @@ void read_optimiser(const SafetensorsHeader &h, const Optimiser &settings, const
     if (has_v(o.kind)) read_tensor("optimiser.v", h.tensors.at("optimiser.v"), o.v.f());
 }
 
+// ---- loss scaling ------------------------------------------------------------------
+
+// A backward cache's dynamic loss scaling, as metadata "loss_scaling.*".
+void plan_loss_scaling(Plan &p, const LossScaler &sc) {
+    p.metadata.emplace_back("loss_scaling.scale", exact_text(sc.scale));
+    p.metadata.emplace_back("loss_scaling.growth_factor", exact_text(sc.growth));
+    p.metadata.emplace_back("loss_scaling.backoff_factor", exact_text(sc.backoff));
+    p.metadata.emplace_back("loss_scaling.growth_interval", std::to_string(sc.growth_interval));
+    p.metadata.emplace_back("loss_scaling.good_steps", std::to_string(sc.good_steps));
+}
+
+// The file's loss scaling, all five keys or none, checked as
+// snn_set_loss_scaling_state checks them.
+LossScaler read_loss_scaling(const SafetensorsHeader &h) {
+    static const char *const keys[] = {"loss_scaling.scale", "loss_scaling.growth_factor",
+                                       "loss_scaling.backoff_factor", "loss_scaling.growth_interval",
+                                       "loss_scaling.good_steps"};
+    size_t present = 0;
+    for (const auto &kv : h.metadata)
+        if (starts_with(kv.first, "loss_scaling.")) {
+            if (std::find_if(std::begin(keys), std::end(keys), [&](const char *k) { return kv.first == k; }) ==
+                std::end(keys))
+                fail(SNN_ERR_FILE_FORMAT, "__metadata__ has \"%s\", which is not a loss scaling key", kv.first.c_str());
+            ++present;
+        }
+    LossScaler sc;
+    if (present == 0) return sc;
+    double v[5] = {};
+    for (size_t i = 0; i < 5; ++i) {
+        const std::string &text = metadata_value(h, keys[i]);
+        auto r = std::from_chars(text.data(), text.data() + text.size(), v[i]);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a number", keys[i], text.c_str());
+    }
+    if (v[3] != double(int64_t(v[3])) || v[4] != double(int64_t(v[4])))
+        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"loss_scaling.growth_interval\" and \"loss_scaling.good_steps\" must be integers");
+    try {
+        loss_scaler_set(sc, v[0], v[1], v[2], int64_t(v[3]), int64_t(v[4]));
+    } catch (const Error &e) {
+        fail(SNN_ERR_FILE_FORMAT, "the loss scaling in __metadata__ is refused: %s", e.what());
+    }
+    return sc;
+}
+
 // ---- the rest of the format -------------------------------------------------------
 
-Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
+Plan plan_file(const Model &m, const Optimiser *o, const LossScaler *scaler, bool with_data) {
     Plan p;
     p.metadata = {{"format", kFormat}, {"format_version", kFormatVersion}, {"spec", describe(m.net)}};
     const float *params = host_view(p, m, m.params.get(), m.net.param_count, with_data);
@@ -175,6 +219,7 @@ Plan plan_file(const Model &m, const Optimiser *o, bool with_data) {
                                  base ? base + t.offset : nullptr, t.count, t.int64});
         }
     if (o) plan_optimiser(p, m, *o, with_data);
+    if (scaler && scaler->enabled) plan_loss_scaling(p, *scaler);
     p.header = safetensors_header(p.metadata, p.tensors);
     p.size = safetensors_size(p.header, p.tensors);
     return p;
@@ -239,6 +284,7 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     if (has_optimiser) {
         read_optimiser_settings(h, settings);
         expect_optimiser_tensors(h, settings, net.param_count, expected);
+        read_loss_scaling(h);
     } else if (opt_out) {
         fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
     } else {
@@ -306,15 +352,15 @@ void load_buffer(const unsigned char *bytes, size_t size, Model &model) {
 
 }  // namespace
 
-void model_file_save(const Model &m, const Optimiser *o, const std::string &path) {
-    const Plan p = plan_file(m, o, true);
+void model_file_save(const Model &m, const Optimiser *o, const LossScaler *scaler, const std::string &path) {
+    const Plan p = plan_file(m, o, scaler, true);
     save_atomically(path, [&](const ByteSink &sink) { safetensors_write(p.header, p.tensors, sink); });
 }
 
-size_t model_file_size(const Model &m) { return plan_file(m, nullptr, false).size; }
+size_t model_file_size(const Model &m) { return plan_file(m, nullptr, nullptr, false).size; }
 
 size_t model_file_write(const Model &m, void *buf, size_t capacity) {
-    const Plan p = plan_file(m, nullptr, true);
+    const Plan p = plan_file(m, nullptr, nullptr, true);
     if (capacity < p.size) fail(SNN_ERR_COUNT, "capacity %zu is below the %zu bytes needed", capacity, p.size);
     unsigned char *dst = static_cast<unsigned char *>(buf);
     safetensors_write(p.header, p.tensors, [&](const void *data, size_t bytes) {
@@ -327,5 +373,22 @@ size_t model_file_write(const Model &m, void *buf, size_t capacity) {
 void model_file_load(const std::string &path, Model &m, Optimiser *opt) { load_path(path, m, opt); }
 
 void model_file_load_buffer(const unsigned char *bytes, size_t size, Model &m) { load_buffer(bytes, size, m); }
+
+LossScaler model_file_loss_scaling(const std::string &path) {
+    const InputFile file(path);
+    try {
+        unsigned char first[8] = {};
+        file.read(0, first, size_t(std::min<uint64_t>(8, file.size())));
+        const uint64_t length = safetensors_header_length(first, file.size());
+        std::string json(size_t(length), '\0');
+        file.read(8, &json[0], json.size());
+        const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
+        if (!h.metadata.count("optimiser"))
+            fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
+        return read_loss_scaling(h);
+    } catch (const Error &e) {
+        fail(e.status(), "'%s': %s", path.c_str(), e.what());
+    }
+}
 
 }  // namespace snn

@@ -13,9 +13,13 @@
 
 namespace snn {
 
-// Writes the model (and the optimiser when non-null: a checkpoint) to path,
+// Writes the model (and the optimiser when non-null: a checkpoint; and a
+// backward cache's loss scaling when `scaler` is non-null and on) to path,
 // atomically (see save_atomically).
-void model_file_save(const Model &m, const Optimiser *o, const std::string &path);
+void model_file_save(const Model &m, const Optimiser *o, const LossScaler *scaler, const std::string &path);
+// The loss scaling a checkpoint holds (validated as loss_scaler_set), or a
+// scaler turned off when it holds none.
+LossScaler model_file_loss_scaling(const std::string &path);
 // The size in bytes of the model's file, without reading its values.
 size_t model_file_size(const Model &m);
 // Writes the model's file into buf when capacity suffices (SNN_ERR_COUNT

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <queue>
 #include <set>
@@ -32,7 +33,17 @@ LayerPlans::~LayerPlans() {
         if (p.plan) p.kernels->release(*be_, p.plan);
 }
 
-size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward) {
+const char *precision_name(Precision p) {
+    switch (p) {
+        case Precision::f32: return "float32";
+        case Precision::bf16: return "bf16";
+        case Precision::f16: return "fp16";
+    }
+    return "?";
+}
+
+size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward,
+                        Precision precision) {
     be_ = &be;
     plans_.assign(net.layers.size(), Plan{nullptr, nullptr});
     size_t workspace = 0;
@@ -45,7 +56,7 @@ size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_
         if (!k->plan) continue;
         size_t ws = 0;
         try {
-            plans_[i].plan = k->plan(be, s, l, max_batch, backward, &ws);
+            plans_[i].plan = k->plan(be, s, l, max_batch, backward, precision, &ws);
         } catch (const Error &e) {
             fail(e.status(), "%s: %s", layer_label(net, i).c_str(), e.what());
         }
@@ -348,7 +359,7 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     c.stream = OwnedStream(be, in_floats * sizeof(float), allow_tf32_enabled());
     // Plans first: a layer the backend cannot run at max_batch is refused
     // before the large allocations.
-    const size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false);
+    const size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false, c.precision);
     c.arena_plan = plan_forward(net, max_batch);
     c.arena = DeviceBuffer(be, c.arena_plan.floats * sizeof(float));
     const std::vector<size_t> owner = owners(net);
@@ -372,8 +383,34 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     if (net.input().is_tokens) c.token_staging.assign(size_t(max_batch) * size_t(net.input().steps()), 0.0f);
 }
 
+void check_precision(const Network &net, Backend &be, Precision p) {
+    const char *why = nullptr;
+    if (be.precision_support(p, &why) == PrecisionSupport::none)
+        fail(SNN_ERR_UNSUPPORTED, "%s cannot compute in %s: %s", be.name(), precision_name(p), why ? why : "");
+    for (size_t i = 1; i < net.layers.size(); ++i) {
+        const OpKernels *k = op_kernels(be, net.layers[i].kind);
+        if (k && op_desc(net.layers[i].kind).products && !(k->precisions & precision_bit(p)))
+            fail(SNN_ERR_UNSUPPORTED, "%s: %s computes '%s' in float32 only, not in %s", layer_label(net, i).c_str(),
+                 be.name(), op_desc(net.layers[i].kind).name, precision_name(p));
+    }
+}
+
+void forward_cache_set_precision(ForwardCache &c, Precision p) {
+    if (p == c.precision) return;
+    check_precision(c.net, *c.backend, p);
+    LayerPlans plans;
+    const size_t ws = plans.make(*c.backend, c.stream.get(), c.net, c.max_batch, false, p);
+    DeviceBuffer workspace(*c.backend, ws);
+    c.backend->synchronize(c.stream.get());  // the old workspace may be in use
+    c.plans = std::move(plans);
+    c.workspace = std::move(workspace);
+    c.precision = p;
+}
+
 void forward_cache_follow(ForwardCache &c, const Model &m) {
+    check_precision(c.net, *m.backend, c.precision);
     ForwardCache to;
+    to.precision = c.precision;
     forward_cache_init(to, m, c.max_batch);
     // Only what holds values: the inputs set, the last pass's kept values
     // and what its nodes saved for the backward pass.
@@ -398,6 +435,7 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
     to.forward_batch = c.forward_batch;
     to.training = c.training;
     to.forward_training = c.forward_training;
+    to.forward_precision = c.forward_precision;
     to.seed = c.seed;
     to.passes = c.passes;
     to.forward_key = c.forward_key;
@@ -442,6 +480,7 @@ void forward_pass(ForwardCache &c, Model &m) {
     else
         be.wait_mark(s, m.stream.get());
     OpArgs a = pass_args(be, s, m, m.state_ptr(), n, c.training, c.workspace.get());
+    a.precision = c.precision;
     a.lengths = c.has_lengths ? c.lengths.i32() : nullptr;
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
@@ -456,6 +495,7 @@ void forward_pass(ForwardCache &c, Model &m) {
     }
     c.forward_batch = n;
     c.forward_training = c.training;
+    c.forward_precision = c.precision;
     if (c.training) {
         c.forward_key = c.passes;
         ++c.passes;
@@ -472,6 +512,28 @@ void forward_pass(ForwardCache &c, Model &m) {
 
 // ---- backward ----------------------------------------------------------------
 
+void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff, int64_t growth_interval,
+                     int64_t good_steps) {
+    if (!(scale > 0.0) || !std::isfinite(float(scale)))
+        fail(SNN_ERR_INVALID_ARGUMENT, "the loss scale %g is not a positive finite float", scale);
+    if (!(growth > 1.0) || !std::isfinite(growth))
+        fail(SNN_ERR_INVALID_ARGUMENT, "the growth factor %g is not finite and above 1", growth);
+    if (!(backoff > 0.0 && backoff < 1.0))
+        fail(SNN_ERR_INVALID_ARGUMENT, "the backoff factor %g is not in (0, 1)", backoff);
+    if (growth_interval < 1 || growth_interval > (int64_t(1) << 53))
+        fail(SNN_ERR_INVALID_ARGUMENT, "the growth interval %lld is not in [1, 2^53]", (long long)growth_interval);
+    if (good_steps < 0 || good_steps >= growth_interval)
+        fail(SNN_ERR_INVALID_ARGUMENT, "the count of good steps %lld is not in [0, growth interval %lld)",
+             (long long)good_steps, (long long)growth_interval);
+    sc.enabled = true;
+    sc.scale = scale;
+    sc.growth = growth;
+    sc.backoff = backoff;
+    sc.growth_interval = growth_interval;
+    sc.good_steps = good_steps;
+    sc.found_inf = false;
+}
+
 void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     Backend &be = *m.backend;
     b.net = m.net;
@@ -485,7 +547,7 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     const size_t labels = size_t(max_batch) * labels_per_sample(net);
     const size_t staging = std::max(batch_floats(max_batch, out) * sizeof(float), labels * sizeof(int32_t));
     b.stream = OwnedStream(be, staging, allow_tf32_enabled());
-    const size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true);
+    const size_t ws = b.plans.make(be, b.stream.get(), net, max_batch, true, b.plan_precision);
     b.grads = DeviceBuffer(be, net.param_count * sizeof(float));
     b.targets = DeviceBuffer(be, batch_floats(max_batch, out) * sizeof(float));
     b.labels = DeviceBuffer(be, labels * sizeof(int32_t));
@@ -511,6 +573,7 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
 
 void backward_cache_follow(BackwardCache &b, const Model &m) {
     BackwardCache to;
+    to.plan_precision = b.plan_precision;
     backward_cache_init(to, m, b.max_batch);
     // Only what holds values: targets, labels and gradients that were set.
     auto carry = [&](const DeviceBuffer &src, DeviceBuffer &dst, int64_t n, size_t per_sample, size_t size) {
@@ -530,6 +593,7 @@ void backward_cache_follow(BackwardCache &b, const Model &m) {
     to.input_grad_batch = b.input_grad_batch;
     to.grads_batch = b.grads_batch;
     to.grads_finite = b.grads_finite;
+    to.scaler = b.scaler;
     b = std::move(to);
 }
 
@@ -557,6 +621,7 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     std::fill(b.written.begin(), b.written.end(), 0);
     b.written[owner[L - 1]] = 1;
     OpArgs a = pass_args(be, s, m, nullptr, n, f.forward_training, b.workspace.get());
+    a.precision = f.forward_precision;
     a.lengths = f.has_lengths ? f.lengths.i32() : nullptr;
     a.grads = b.grads.f();
     for (size_t i = L - 1; i >= 1; --i) {
@@ -591,11 +656,52 @@ void backward_layers(BackwardCache &b, ForwardCache &f, const Model &m, int64_t 
     b.input_grad_batch = b.want_input_grad ? n : -1;
     b.grads_batch = n;
 }
+// The plans and workspace of the backward cache follow the precision of the
+// forward pass it differentiates (made again when it changes: a one-off).
+void follow_precision(BackwardCache &b, const ForwardCache &f) {
+    if (b.plan_precision == f.forward_precision) return;
+    LayerPlans plans;
+    const size_t ws = plans.make(*b.backend, b.stream.get(), b.net, b.max_batch, true, f.forward_precision);
+    DeviceBuffer workspace(*b.backend, ws);
+    b.backend->synchronize(b.stream.get());
+    b.plans = std::move(plans);
+    b.workspace = std::move(workspace);
+    b.plan_precision = f.forward_precision;
+}
+
+// With loss scaling the gradients were computed from scale * dL/dy: they
+// are divided by the scale, checked, and the scale updated (GradScaler).
+void unscale(BackwardCache &b, int64_t n) {
+    LossScaler &sc = b.scaler;
+    Backend &be = *b.backend;
+    const float inv = float(1.0 / sc.scale);
+    be.scale(b.stream.get(), b.grads.f(), inv, b.net.param_count);
+    size_t input_floats = 0;
+    if (b.want_input_grad) {
+        input_floats = size_t(n) * size_t(b.net.input().size());
+        be.scale(b.stream.get(), b.input_grad.f(), inv, input_floats);
+    }
+    const bool finite = be.all_finite(b.stream.get(), b.grads.f(), b.net.param_count) &&
+                        be.all_finite(b.stream.get(), b.input_grad.f(), input_floats);
+    sc.found_inf = !finite;
+    if (!finite) {
+        sc.scale *= sc.backoff;
+        sc.good_steps = 0;
+    } else if (++sc.good_steps >= sc.growth_interval) {
+        if (std::isfinite(float(sc.scale * sc.growth))) sc.scale *= sc.growth;
+        sc.good_steps = 0;
+    }
+}
+
 void finish_backward(BackwardCache &b, ForwardCache &f, const Model &m) {
-    if (check_finite_enabled())
+    if (b.scaler.enabled) {
+        unscale(b, f.forward_batch);
+        b.grads_finite = !b.scaler.found_inf;
+    } else if (check_finite_enabled()) {
         b.grads_finite = b.backend->all_finite(b.stream.get(), b.grads.f(), b.net.param_count);
-    else
+    } else {
         b.grads_finite = true;
+    }
     // The forward cache may overwrite its activations, and the model its
     // parameters and state, only after backprop read them.
     b.backend->wait(f.stream.get(), b.stream.get());
@@ -645,7 +751,10 @@ void backprop_loss(BackwardCache &b, ForwardCache &f, const Model &m, int32_t lo
     a.param = float(b.loss_params[size_t(d.kind)]);
     a.dy = b.deltas.back();
     a.loss = b.loss.f();
+    follow_precision(b, f);
     be.loss_kernel(d.kind)(a);
+    if (b.scaler.enabled)
+        be.scale(s, a.dy, float(b.scaler.scale), size_t(n) * size_t(out.size()));
     backward_layers(b, f, m, n);
     float value = 0.0f;
     if (loss_host || check_finite_enabled()) be.download(s, &value, b.loss.get(), sizeof(float));
@@ -660,7 +769,10 @@ void backprop_output_grad(BackwardCache &b, ForwardCache &f, const Model &m, con
     const int64_t n = f.forward_batch;
     be.wait(s, f.stream.get());
     be.wait_mark(s, m.stream.get());
-    be.upload(s, b.deltas.back(),grad_host, size_t(n * m.net.output().size()) * sizeof(float));
+    follow_precision(b, f);
+    be.upload(s, b.deltas.back(), grad_host, size_t(n * m.net.output().size()) * sizeof(float));
+    if (b.scaler.enabled)
+        be.scale(s, b.deltas.back(), float(b.scaler.scale), size_t(n) * size_t(m.net.output().size()));
     backward_layers(b, f, m, n);
     finish_backward(b, f, m);
 }

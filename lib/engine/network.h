@@ -93,7 +93,8 @@ public:
         plans_.swap(o.plans_);
     }
     // Makes the plans for every node; returns the largest workspace needed.
-    size_t make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward);
+    size_t make(Backend &be, Stream *s, const Network &net, int64_t max_batch, bool backward,
+                Precision precision);
     void *operator[](size_t layer) const { return plans_[layer].plan; }
     const OpKernels *kernels(size_t layer) const { return plans_[layer].kernels; }
 
@@ -174,6 +175,8 @@ struct ForwardCache {
     int64_t input_batch = -1;    // batch of the inputs set, -1 when none
     int64_t forward_batch = -1;  // batch of the last forward pass, -1 when none
     bool training = true;        // the mode of the next pass
+    Precision precision = Precision::f32;          // of the next pass (snn_set_precision)
+    Precision forward_precision = Precision::f32;  // of the last pass
     bool forward_training = true;// the mode of the last pass
     uint64_t seed = 0, passes = 0;  // dropout: the seed and the training passes since it was set
     uint64_t forward_key = 0;    // passes - 1 at the last training pass
@@ -200,6 +203,12 @@ struct ForwardCache {
 };
 
 void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
+// Throws SNN_ERR_UNSUPPORTED when `be` cannot run net at precision p: the
+// backend lacks it, or a node with products has no kernels for it.
+void check_precision(const Network &net, Backend &be, Precision p);
+// Makes the cache's next passes run at precision p (re-plans its nodes once,
+// an allocation outside the training loop). On failure unchanged.
+void forward_cache_set_precision(ForwardCache &c, Precision p);
 // Moves a cache made for `m` on another device to m's device, keeping its
 // batch, inputs and outputs (a one-off allocation and copy). On failure the
 // cache is unchanged.
@@ -208,6 +217,21 @@ void forward_cache_follow(ForwardCache &c, const Model &m);
 // for the current batch) and records what it read (ForwardCache::pass). A
 // training-mode pass updates the running statistics: the model is mutable.
 void forward_pass(ForwardCache &c, Model &m);
+
+struct LossScaler {
+    bool enabled = false;
+    double scale = 65536.0, growth = 2.0, backoff = 0.5;
+    int64_t growth_interval = 2000;
+    int64_t good_steps = 0;   // finite steps since the scale last changed
+    bool found_inf = false;   // the last backprop's gradient was not finite: skip its step
+};
+
+// Turns scaling on with these settings and state, after checking them
+// (scale finite and > 0, growth > 1, backoff in (0, 1), growth_interval and
+// good_steps in [1, 2^53] and [0, growth_interval)); SNN_ERR_INVALID_ARGUMENT
+// naming the value otherwise, the scaler unchanged.
+void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff, int64_t growth_interval,
+                     int64_t good_steps);
 
 struct BackwardCache {
     Network net;
@@ -232,7 +256,15 @@ struct BackwardCache {
     int64_t grads_batch = -1;    // batch of the last backprop, -1 when none
     bool grads_finite = true;
     LayerPlans plans;
+    Precision plan_precision = Precision::f32;  // what plans and workspace were made for
     DeviceBuffer workspace;
+    // Dynamic loss scaling (torch.cuda.amp.GradScaler's rule), on while
+    // scaler.enabled: backprop multiplies the loss's gradient by scale,
+    // divides the parameter gradients by it and checks them; a non-finite
+    // one marks the step skipped (found_inf, no error), halves the scale by
+    // backoff and restarts the count of good steps; growth_interval good
+    // steps in a row multiply it by growth.
+    LossScaler scaler;
 };
 
 void backward_cache_init(BackwardCache &c, const Model &m, int64_t max_batch);

@@ -16,7 +16,7 @@
 namespace snn {
 
 // Bump whenever Backend, GpuRuntime or HostServices change.
-constexpr int32_t kGpuPluginApiVersion = 3;
+constexpr int32_t kGpuPluginApiVersion = 4;
 
 struct HostServices {
     int32_t api_version;

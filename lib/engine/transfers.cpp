@@ -250,6 +250,7 @@ void backward_set_gradients(BackwardCache &b, const float *src) {
     }
     if (b.grads_batch < 0) b.grads_batch = 0;
     b.grads_finite = true;
+    b.scaler.found_inf = false;
 }
 
 size_t input_gradient_count(const BackwardCache &b) {
@@ -266,6 +267,8 @@ void backward_get_input_gradients(const BackwardCache &b, float *dst) {
 
 void optimiser_checked_step(Optimiser &o, Model &m, const BackwardCache &b) {
     if (b.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
+    // Loss scaling found an overflow: the step is skipped (GradScaler's rule).
+    if (b.scaler.enabled && b.scaler.found_inf) return;
     if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
     if (o.steps >= kMaxOptimiserSteps)
         fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");

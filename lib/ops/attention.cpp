@@ -84,6 +84,6 @@ void init(const Layer &l, uint64_t seed, float *params, float *) {
 
 }  // namespace
 
-const OpDesc op_attention{"attention", {"attention"}, parse, infer, describe, init, nullptr, nullptr, true, true};
+const OpDesc op_attention{"attention", {"attention"}, parse, infer, describe, init, nullptr, nullptr, true, true, false, true};
 
 }  // namespace snn

@@ -53,6 +53,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) {
 
 }  // namespace
 
-const OpDesc op_conv{"conv", {"conv"}, parse, infer, describe, nullptr, nullptr, nullptr};
+const OpDesc op_conv{"conv", {"conv"}, parse, infer, describe, nullptr, nullptr, nullptr, false, false, false, true};
 
 }  // namespace snn

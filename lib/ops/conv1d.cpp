@@ -64,6 +64,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) {
 
 }  // namespace
 
-const OpDesc op_conv1d{"conv1d", {"conv1d"}, parse, infer, describe, nullptr, nullptr, nullptr, true, true};
+const OpDesc op_conv1d{"conv1d", {"conv1d"}, parse, infer, describe, nullptr, nullptr, nullptr, true, true, false, true};
 
 }  // namespace snn

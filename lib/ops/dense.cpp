@@ -38,6 +38,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) {
 
 }  // namespace
 
-const OpDesc op_dense{"dense", {"dense"}, parse, infer, describe, nullptr, nullptr, nullptr, true};
+const OpDesc op_dense{"dense", {"dense"}, parse, infer, describe, nullptr, nullptr, nullptr, true, false, false, true};
 
 }  // namespace snn

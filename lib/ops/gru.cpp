@@ -26,6 +26,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) { return recurr
 
 }  // namespace
 
-const OpDesc op_gru{"gru", {"gru"}, parse, recurrent_infer, describe, recurrent_init, nullptr, nullptr, true, true};
+const OpDesc op_gru{"gru", {"gru"}, parse, recurrent_infer, describe, recurrent_init, nullptr, nullptr, true, true, false, true};
 
 }  // namespace snn

@@ -32,6 +32,6 @@ std::string describe(const Layer &l, const std::vector<Layer> &) { return recurr
 
 }  // namespace
 
-const OpDesc op_lstm{"lstm", {"lstm"}, parse, recurrent_infer, describe, recurrent_init, nullptr, nullptr, true, true};
+const OpDesc op_lstm{"lstm", {"lstm"}, parse, recurrent_infer, describe, recurrent_init, nullptr, nullptr, true, true, false, true};
 
 }  // namespace snn

@@ -32,6 +32,10 @@ struct OpArgs {
     // Forward: the cache's mode. Backward: the mode of the forward pass
     // being differentiated.
     bool training = true;
+    // The precision of the pass's products (engine/backend.h). Backward: the
+    // precision of the forward pass being differentiated. Only kernels whose
+    // table lists it (OpKernels::precisions) are called with a low one.
+    Precision precision = Precision::f32;
     uint64_t key = 0;            // random stream of this layer in this pass (dropout)
     // Valid steps per sample, [n] int32 in [1, T] of the backend's memory
     // (padding at the end), or null when every sample has its full T steps
@@ -53,14 +57,21 @@ struct OpArgs {
 struct OpKernels {
     // Optional: what a cache needs made once (descriptors, chosen
     // algorithms), for batches up to max_batch; *workspace_bytes receives the
-    // scratch one call needs.
-    void *(*plan)(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward,
+    // scratch one call needs at that precision (OpArgs::precision).
+    void *(*plan)(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward, Precision precision,
                   size_t *workspace_bytes) = nullptr;
     void (*release)(Backend &be, void *plan) = nullptr;  // must not throw
     void (*forward)(const OpArgs &a) = nullptr;
     // Writes dx[j] where non-null and the node's parameter gradients.
     void (*backward)(const OpArgs &a) = nullptr;
+    // Bit p set: forward and backward honour Precision p (precision_bits).
+    // An op with products (OpDesc::products) runs a low precision only where
+    // its kernels list it; the others compute float32 at every precision.
+    uint32_t precisions = 1u;
 };
+
+constexpr uint32_t precision_bit(Precision p) { return 1u << uint32_t(p); }
+constexpr uint32_t kAllPrecisions = (1u << kPrecisionCount) - 1u;
 
 // An op's description, independent of the backend.
 struct OpDesc {
@@ -94,6 +105,9 @@ struct OpDesc {
     bool sequences = false;
     bool requires_sequence = false;
     bool tokens = false;
+    // The op's work is matrix products (dense, convolutions, attention,
+    // recurrent layers): a low precision applies to it.
+    bool products = false;
 };
 
 const OpDesc &op_desc(OpKind kind);

@@ -93,7 +93,8 @@ struct OpResult {
 
 // Forward then backward of node 1 of `net` on one side, every output
 // starting as NaN; y, aux and state are read after the forward pass.
-inline OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_t key, const OpInputs &in) {
+inline OpResult run_op(Side side, const Network &net, int64_t n, bool training, uint64_t key, const OpInputs &in,
+                       Precision precision = Precision::f32) {
     const Layer &l = net.layers[1];
     const OpKernels *k = op_kernels(*side.be, l.kind);
     EXPECT_NE(k, nullptr);
@@ -105,7 +106,7 @@ inline OpResult run_op(Side side, const Network &net, int64_t n, bool training, 
     Buffer<float> grads(side, nans(in.params.size()));
     Buffer<int32_t> lengths(side, in.lengths);
     size_t workspace_bytes = 0;
-    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, &workspace_bytes) : nullptr;
+    void *plan = k->plan ? k->plan(*side.be, side.s, l, n, true, precision, &workspace_bytes) : nullptr;
     void *workspace = side.be->alloc(workspace_bytes);
     OpArgs a;
     a.be = side.be;
@@ -115,6 +116,7 @@ inline OpResult run_op(Side side, const Network &net, int64_t n, bool training, 
     a.workspace = workspace;
     a.n = n;
     a.training = training;
+    a.precision = precision;
     a.key = key;
     a.lengths = in.lengths.empty() ? nullptr : lengths.get();
     a.x[0] = x.get();

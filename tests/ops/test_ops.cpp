@@ -450,7 +450,7 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
         int32_t *lengths_buf = static_cast<int32_t *>(be.alloc(lengths.size() * sizeof(int32_t)));
         if (!lengths.empty()) be.upload(s, lengths_buf, lengths.data(), lengths.size() * sizeof(int32_t));
         size_t workspace_bytes = 0;
-        void *plan = k.plan ? k.plan(be, s, l, n, true, &workspace_bytes) : nullptr;
+        void *plan = k.plan ? k.plan(be, s, l, n, true, snn::Precision::f32, &workspace_bytes) : nullptr;
         void *workspace = be.alloc(workspace_bytes);
         snn::OpArgs a;
         a.be = &be;

@@ -857,7 +857,9 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * state stay float32 in the one flat vector (the master copy), activations
  * in the cache stay float32, and gradients arrive float32 in the flat
  * gradient vector. The backward pass runs at the precision of the forward
- * pass it differentiates.
+ * pass it differentiates (a backward cache makes its plans again, once,
+ * when that precision changes: keep one backward cache per precision when
+ * alternating).
  *
  * Where each runs:
  *   SNN_PRECISION_FLOAT32  everywhere (the default).

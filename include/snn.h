@@ -911,6 +911,13 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  *     backoff_factor and the count of good steps restarts; the next
  *     snn_optimiser_step with this cache returns SNN_OK without changing the
  *     parameters or the optimiser's step count.
+ * Gradients replaced after snn_backprop by snn_set_gradients (summed over
+ * data-parallel ranks, say) decide instead: the backprop's update of the
+ * scale is redone with their finiteness, so ranks that set the same sum
+ * skip or step alike and keep the same scale. Gradients changed in place
+ * (snn_gradients_device) are checked again by snn_optimiser_step, which
+ * refuses a non-finite one its backprop did not find (SNN_ERR_NOT_FINITE,
+ * parameters unchanged).
  * With snn_set_check_finite on, a non-finite loss is still
  * SNN_ERR_NOT_FINITE. snn_set_loss_scaling(c, 1)
  * turns it on with PyTorch's defaults (S = 65536, growth 2, backoff 0.5,

@@ -8,11 +8,13 @@
  * and every preallocation a training loop needs (snn_model_create,
  * snn_preallocate, snn_preallocate_grads, snn_optimiser_create) and count the
  * allocations they make. Threads: SNN_NUM_THREADS (default: all cores).
- * Usage: snn_bench [case ...] [--reps N]
- *        snn_bench --spec SPEC [--batch N] [--forward] [--reps N]
+ * Usage: snn_bench [case ...] [--reps N] [--precision float32|bf16]
+ *        snn_bench --spec SPEC [--batch N] [--forward] [--reps N] [--precision P]
  * The second form times one training step (or, with --forward, one forward
  * pass) of any model, as the case "custom": a way to see what one layer of
- * a case costs.
+ * a case costs. --precision sets the forward cache's precision
+ * (snn_cache_set_precision; its backward pass follows); a precision the CPU
+ * cannot run exits with snn's message.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -54,10 +56,17 @@ static const bench_case cases[] = {
     {"cnn_inference_1000",
      "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
      1000, 0, 0, 0},
+    {"cnn_inference_1",
+     "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
+     1, 0, 0, 0},
     {"default_cnn_train_step",
      "input 28x28x1; conv 3x3 32 relu pad=1; maxpool 2; conv 3x3 64 relu pad=1; maxpool 2; "
      "flatten; dense 128 relu; dense 10",
      64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
+    {"default_cnn_inference_1", FASHION_MNIST_DEFAULT_SPEC, 1, 0, 0, 0},
+    {"default_cnn_inference_64", FASHION_MNIST_DEFAULT_SPEC, 64, 0, 0, 0},
+    {"seed_forward_1", "input 100; dense 200 relu; dense 1", 1, 0, 0, 0},
+    {"mlp_inference_1", "input 784; dense 128 relu; dense 64 relu; dense 10", 1, 0, 0, 0},
     /* examples/fashion_mnist's --model resnet */
     {"resnet_train_step", FASHION_MNIST_RESNET_SPEC, 64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
     {"startup_tiny", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE, 1},
@@ -105,7 +114,7 @@ static void run_startup(const bench_case *c, int reps) {
     free(times);
 }
 
-static void run(const bench_case *c, int reps) {
+static void run(const bench_case *c, int reps, snn_precision precision) {
     snn_model *m = NULL;
     snn_forward_cache *f = NULL;
     snn_backward_cache *b = NULL;
@@ -115,6 +124,7 @@ static void run(const bench_case *c, int reps) {
     CHECK(snn_model_input_size(m, &in));
     CHECK(snn_model_output_size(m, &out));
     CHECK(snn_preallocate(m, c->batch, &f));
+    CHECK(snn_cache_set_precision(f, precision));
     float *x = malloc(sizeof(float) * in * (size_t)c->batch);
     float *t = malloc(sizeof(float) * out * (size_t)c->batch);
     int32_t *labels = malloc(sizeof(int32_t) * (size_t)c->batch);
@@ -157,6 +167,7 @@ static void run(const bench_case *c, int reps) {
 
 int main(int argc, char **argv) {
     int reps = 0;
+    snn_precision precision = SNN_PRECISION_FLOAT32;
     const char *only[16];
     int n_only = 0;
     bench_case custom = {"custom", NULL, 64, 1, SNN_LOSS_MSE, 0};
@@ -165,6 +176,15 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) custom.spec = argv[++i];
         else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) custom.batch = atoll(argv[++i]);
         else if (strcmp(argv[i], "--forward") == 0) custom.train = 0;
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            const char *p = argv[++i];
+            if (strcmp(p, "float32") == 0) precision = SNN_PRECISION_FLOAT32;
+            else if (strcmp(p, "bf16") == 0) precision = SNN_PRECISION_BF16;
+            else {
+                fprintf(stderr, "--precision must be float32 or bf16, not %s\n", p);
+                return 2;
+            }
+        }
         else if (n_only < 16) only[n_only++] = argv[i];
     }
     if (custom.spec) {
@@ -172,7 +192,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "--batch must be at least 1\n");
             return 2;
         }
-        run(&custom, reps > 0 ? reps : 50);
+        run(&custom, reps > 0 ? reps : 50, precision);
         return 0;
     }
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
@@ -187,10 +207,12 @@ int main(int argc, char **argv) {
         /* Training cases stay below about 800 steps: past that, Adam's first
          * moment of weights whose gradient is always zero (dead relu units)
          * decays into subnormal floats, which slows the update several-fold
-         * (measure that regime with --reps 3000). */
-        const int heavy = c->batch >= 1000 || strstr(c->name, "cnn") || strstr(c->name, "resnet");
+         * (measure that regime with --reps 3000). Convolutional networks
+         * at batch 64 and any network at batch 1000 take milliseconds a call. */
+        const int conv = strstr(c->name, "cnn") || strstr(c->name, "resnet");
+        const int heavy = c->batch >= 1000 || (conv && c->batch >= 64);
         int r = reps > 0 ? reps : heavy ? 50 : c->train ? 500 : 2000;
-        run(c, r);
+        run(c, r, precision);
     }
     return 0;
 }

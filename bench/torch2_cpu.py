@@ -2,6 +2,7 @@
 """snn_bench's CPU cases in PyTorch (Python), for comparison with snn.
 
     bench/torch2_cpu.py [CASE ...] [--reps N] [--interop-threads N]
+                        [--precision float32|bf16]
     bench/torch2_cpu.py --version
 
 The twin of bench/snn_bench.c (and of bench/torch_bench.cpp, its libtorch
@@ -20,6 +21,11 @@ here. Modules stay in training mode for training steps, so batchnorm uses
 the batch's statistics and dropout draws a new mask at every step, as snn's
 training steps do. zero_grad sets gradients to None (PyTorch 2.x's default),
 whichever version runs.
+
+--precision bf16 runs the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16), and backward and the optimiser
+step outside it, as PyTorch's automatic mixed precision guide does: snn's
+--precision bf16 (products in bf16, parameters and the rest float32).
 
 Threads: SNN_NUM_THREADS (default: all cores) is passed to
 torch.set_num_threads, as snn_bench and torch_bench read it. With
@@ -115,7 +121,12 @@ CASES = {
     "tiny_forward": ("tiny", 32, None),
     "cnn_train_step": ("cnn", 64, "xent"),
     "cnn_inference_1000": ("cnn", 1000, None),
+    "cnn_inference_1": ("cnn", 1, None),
     "default_cnn_train_step": ("default_cnn", 64, "xent"),
+    "default_cnn_inference_1": ("default_cnn", 1, None),
+    "default_cnn_inference_64": ("default_cnn", 64, None),
+    "seed_forward_1": ("seed", 1, None),
+    "mlp_inference_1": ("mlp", 1, None),
     "resnet_train_step": ("resnet", 64, "xent"),
 }
 
@@ -123,7 +134,7 @@ CASES = {
 def default_reps(name, batch, loss):
     # As snn_bench: training cases stay below the steps where Adam's moments
     # of always-zero gradients turn subnormal.
-    if batch >= 1000 or "cnn" in name or "resnet" in name:
+    if batch >= 1000 or (("cnn" in name or "resnet" in name) and batch >= 64):
         return 50
     return 500 if loss else 2000
 
@@ -153,15 +164,16 @@ def time_calls(name, reps, call):
     print("%s %.2f -" % (name, times[reps // 2]), flush=True)
 
 
-def run(name, reps):
+def run(name, reps, precision):
     net_name, batch, loss = CASES[name]
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
     torch.manual_seed(0)
     net = make_net(net_name)
     x = filled((batch,) + INPUT_SHAPE[net_name], 2654435761, 1000)
     outputs = OUTPUTS.get(net_name, 10)
     if loss is None:
         net.eval()  # no batchnorm or dropout in these networks: the same computation
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast:
             time_calls(name, reps, lambda: net(x))
         return
     net.train()
@@ -175,7 +187,9 @@ def run(name, reps):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_fn(net(x), target).backward()
+        with autocast:
+            loss = loss_fn(net(x), target)
+        loss.backward()
         opt.step()
 
     time_calls(name, reps, step)
@@ -203,6 +217,7 @@ def main():
     parser.add_argument("cases", nargs="*", help="cases to run (default: all)")
     parser.add_argument("--reps", type=int, default=0, help="repetitions per case")
     parser.add_argument("--interop-threads", type=int, default=0)
+    parser.add_argument("--precision", choices=("float32", "bf16"), default="float32")
     parser.add_argument("--version", action="store_true", help="print the versions and exit")
     args = parser.parse_args()
     if args.version:
@@ -219,7 +234,8 @@ def main():
     for name, (_, batch, loss) in CASES.items():
         if args.cases and name not in args.cases:
             continue
-        run(name, args.reps if args.reps > 0 else default_reps(name, batch, loss))
+        reps = args.reps if args.reps > 0 else default_reps(name, batch, loss)
+        run(name, reps, args.precision)
 
 
 if __name__ == "__main__":

@@ -27,10 +27,10 @@
 # A, B, ...); each process prints the median microseconds of one call, a
 # peer's time is the median of its rounds in its fastest setting (shown in
 # parentheses); a setting more than twice as slow as the peer's fastest in
-# the first round is not run again. Ratios: above 1, the second named is
-# slower. A peer that
-# fails (snn refusing bf16 on a processor or build without it) shows its
-# error in the table. The raw lines go to BUILD_DIR/precision_compare.log.
+# the first round is not run again. Ratios are times over times: above 1,
+# the second named is faster. A peer that fails (snn refusing bf16 on a
+# processor or build without it) shows its error in the table. The raw
+# lines go to BUILD_DIR/precision_compare.log.
 set -euo pipefail
 
 die() { echo "precision_compare.sh: $*" >&2; exit 1; }

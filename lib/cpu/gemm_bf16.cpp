@@ -337,4 +337,16 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, cons
     gemm_bf16_packed(M, N, K, a, b, C, ldc, accumulate);
 }
 
+void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work, float *scratch) {
+    if (p == Precision::bf16)
+        gemm_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work);
+    else if (trans_a)
+        gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else if (trans_b)
+        gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
+    else
+        gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
 }  // namespace snn

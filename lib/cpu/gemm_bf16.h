@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/backend.h"
+
 namespace snn {
 
 // Bytes of a packed op(A) [M][K], of a packed op(B) [K][N], and of the
@@ -47,5 +49,12 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void
 // Packs both operands into work (gemm_bf16_bytes) and multiplies.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work);
+
+// C (+)= op(A) op(B) at precision p: gemm_bf16 when p is bf16 (work:
+// gemm_bf16_bytes), else the float32 products of cpu/cpu_backend.h (gemm_nn,
+// gemm_nt with scratch, gemm_tn; never both transposed).
+void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work,
+             float *scratch = nullptr);
 
 }  // namespace snn

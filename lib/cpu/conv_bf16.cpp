@@ -1,14 +1,27 @@
-// Convolution at bf16 on the CPU: im2col lowering and gemm_bf16 (operands
-// rounded to bf16, float32 sums), the products of autocast's convolution.
-// A chunk of images is lowered at once into col[K][nb*P] (K = cin*kh*kw,
-// P = hout*wout), so one product covers the chunk:
+// Convolution at bf16 on the CPU: the products of autocast's convolution
+// (operands rounded to bf16, float32 sums) by gemm_bf16, over a chunk of
+// images lowered at once, with one of two lowerings:
+//
+// Shifted (stride 1, odd kernel, "same" padding (k-1)/2, native bf16): each
+// image is copied into a zero-padded map of hp x wp = (hin + kh - 1) x
+// (win + kw - 1), channel-major over the chunk: xpad[c][img][hp*wp]. The
+// lowered row of tap (c, i, j) is then xpad's channel c shifted by
+// i*wp + j, read in place (gemm_bf16_pack_b_rows), and the product's column
+// q = img*hp*wp + oy*wp + ox is output (oy, ox); columns past wout or hout
+// are computed and dropped. Backward, dZ is laid out the same way with its
+// padding, zeros around: dW = dZ xpad-rows^T, and dX is the convolution of
+// padded dZ with the flipped kernel W'[c][co][i][j] = W[co][c][kh-1-i][kw-1-j].
+// No lowered copy is written, and no col2im pass.
+//
+// im2col (every other convolution; and where the processor lacks AVX-512
+// BF16, the emulated product): col[K][nb*P] (K = cin*kh*kw, P = hout*wout),
 //   forward   Z[cout][nb*P] = W[cout][K] col
 //   backward  dW += dZ col^T ; dcol = W^T dZ, then col2im
+//
 // Chunks are dealt round-robin over the workers, each with its own slot of
-// the workspace (col, Z, the product's packing); each worker's products run
-// on its own thread, so results depend on the thread count only through the
-// order in which the workers' weight gradients are summed (fixed for a
-// given count).
+// the workspace; each worker's products run on its own thread, so results
+// depend on the thread count only through the order in which the workers'
+// weight gradients are summed (fixed for a given count).
 #include "cpu/conv_bf16.h"
 
 #include <algorithm>
@@ -26,15 +39,38 @@ namespace {
 
 // Lowered columns of one chunk kept under this many floats.
 constexpr int64_t kColBudget = int64_t(1) << 20;
+// The shifted lowering computes hp*wp columns per image for hout*wout
+// outputs: taken while that costs at most this factor (28x28 and 14x14 maps
+// with 3x3 kernels: 1.15 and 1.31; 7x7: 1.65 takes im2col).
+constexpr double kShiftedWaste = 1.4;
 
 struct Plan {
+    bool shifted;     // the shifted lowering (else im2col)
     int64_t chunk;    // images lowered per product
     int32_t workers;  // workspace slots planned
-    size_t slot;      // bytes per worker: col, Z, the packing
+    size_t slot;      // bytes per worker, for either lowering
     size_t params;    // floats of dW + db summed per extra worker
 };
 
 int64_t taps(const ConvDims &d) { return d.cin * d.kh * d.kw; }
+
+// The padded map of the shifted lowering: hp x wp, and the floats past a
+// chunk's last map that shifted rows read (kept zero).
+struct Padded {
+    int64_t hp, wp, plane, slack;
+};
+Padded padded_of(const ConvDims &d) {
+    const int64_t hp = d.hin + d.kh - 1, wp = d.win + d.kw - 1;
+    return {hp, wp, hp * wp, (d.kh - 1) * wp + d.kw - 1};
+}
+
+bool shifted_eligible(const ConvDims &d) {
+    if (d.sh != 1 || d.sw != 1 || d.kh % 2 == 0 || d.kw % 2 == 0 || 2 * d.ph != d.kh - 1 || 2 * d.pw != d.kw - 1)
+        return false;
+    return double(padded_of(d).plane) <= kShiftedWaste * double(d.hout * d.wout);
+}
+
+// ---- im2col ----
 
 // Output columns ox whose input column ox*sw - pw + j lies in [0, win): [*lo, *hi).
 void valid_columns(const ConvDims &d, int64_t j, int64_t *lo, int64_t *hi) {
@@ -64,7 +100,10 @@ void im2col(const ConvDims &d, int64_t nb, const float *x, float *col) {
                         }
                         const float *src = x + (img * d.cin + c) * in_map + iy * d.win + j - d.pw;
                         std::fill(o, o + lo, 0.0f);
-                        for (int64_t ox = lo; ox < hi; ++ox) o[ox] = src[ox * d.sw];
+                        if (d.sw == 1)
+                            std::copy(src + lo, src + hi, o + lo);
+                        else
+                            for (int64_t ox = lo; ox < hi; ++ox) o[ox] = src[ox * d.sw];
                         std::fill(o + hi, o + d.wout, 0.0f);
                     }
             }
@@ -87,10 +126,45 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
                         if (iy < 0 || iy >= d.hin) continue;
                         float *dst = dx + (img * d.cin + c) * in_map + iy * d.win + j - d.pw;
                         const float *o = row + img * P + oy * d.wout;
-                        for (int64_t ox = lo; ox < hi; ++ox) dst[ox * d.sw] += o[ox];
+                        if (d.sw == 1)
+                            for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += o[ox];
+                        else
+                            for (int64_t ox = lo; ox < hi; ++ox) dst[ox * d.sw] += o[ox];
                     }
             }
 }
+
+// ---- shifted ----
+
+// xpad[c][img][hp*wp] = the nb images, each map at row ph, column pw of its
+// padded map, zeros around, then `slack` zeros.
+void pad_images(const ConvDims &d, const Padded &p, int64_t nb, const float *x, float *xpad) {
+    for (int64_t c = 0; c < d.cin; ++c)
+        for (int64_t img = 0; img < nb; ++img) {
+            float *map = xpad + (c * nb + img) * p.plane;
+            const float *src = x + (img * d.cin + c) * d.hin * d.win;
+            std::fill(map, map + d.ph * p.wp, 0.0f);
+            for (int64_t iy = 0; iy < d.hin; ++iy) {
+                float *row = map + (d.ph + iy) * p.wp;
+                std::fill(row, row + d.pw, 0.0f);
+                std::copy(src + iy * d.win, src + (iy + 1) * d.win, row + d.pw);
+                std::fill(row + d.pw + d.win, row + p.wp, 0.0f);
+            }
+            std::fill(map + (d.ph + d.hin) * p.wp, map + p.plane, 0.0f);
+        }
+    std::fill(xpad + d.cin * nb * p.plane, xpad + d.cin * nb * p.plane + p.slack, 0.0f);
+}
+
+// rows[(c*kh + i)*kw + j] = the channel c of a padded chunk (channels of
+// nb maps) shifted by tap (i, j)
+void shifted_rows(const ConvDims &d, const Padded &p, int64_t channels, int64_t nb, const float *pad,
+                  const float **rows) {
+    for (int64_t c = 0; c < channels; ++c)
+        for (int64_t i = 0; i < d.kh; ++i)
+            for (int64_t j = 0; j < d.kw; ++j) rows[(c * d.kh + i) * d.kw + j] = pad + c * nb * p.plane + i * p.wp + j;
+}
+
+// ---- the passes ----
 
 struct Job {
     const Plan *plan;
@@ -99,56 +173,135 @@ struct Job {
     const float *x, *w, *b, *y;
     float *out, *dy, *dw, *db, *dx;
     char *workspace;
-    float *pre;  // z kept for gelu and silu, or null
+    float *pre;      // z kept for gelu and silu, or null
+    float *flipped;  // backward, shifted: W' [cin][cout*kh*kw]
 };
 
-// A worker's slot: col [K][chunk*P], Z [cout][chunk*P], then the packing.
+// A worker's slot. im2col: col [K][chunk*P], z [cout][chunk*P]. Shifted:
+// xpad [cin][chunk][hp*wp] + slack (backward: then dX before its scatter),
+// z [cout][chunk][hp*wp] + slack (backward: padded dZ), the row pointers.
+// Then the packing.
 struct Slot {
     float *col, *z;
+    const float **rows;
     void *pack;
 };
-Slot slot_of(const Job &j, int32_t worker) {
-    const ConvDims &d = *j.d;
-    const int64_t P = d.hout * d.wout;
-    char *base = j.workspace + size_t(worker) * j.plan->slot;
-    float *col = reinterpret_cast<float *>(base);
-    float *z = col + taps(d) * j.plan->chunk * P;
-    return {col, z, z + d.cout * j.plan->chunk * P};
+Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worker) {
+    float *base = reinterpret_cast<float *>(workspace + size_t(worker) * plan.slot);
+    if (!plan.shifted) {
+        const int64_t ld = plan.chunk * d.hout * d.wout;
+        float *z = base + taps(d) * ld;
+        return {base, z, nullptr, z + d.cout * ld};
+    }
+    const Padded p = padded_of(d);
+    const int64_t ld = plan.chunk * p.plane;
+    float *z = base + d.cin * ld + p.slack;
+    const float **rows = reinterpret_cast<const float **>(z + d.cout * ld + p.slack);
+    return {base, z, rows, rows + std::max(taps(d), d.cout * d.kh * d.kw)};
 }
 
-// Per chunk: Z = W col ; out[img][co][p] = act(Z[co][img*P + p] + b[co]) (z kept for gelu and silu)
+// y's rows from z's: out = act(z + b), z kept in pre for gelu and silu.
+// z row (img, co, oy) at z + co*ld + img*zimg + oy*zrow.
+void bias_activate(const Job &j, int64_t i0, int64_t nb, const float *z, int64_t ld, int64_t zimg, int64_t zrow) {
+    const ConvDims &d = *j.d;
+    const int64_t P = d.hout * d.wout;
+    for (int64_t img = 0; img < nb; ++img)
+        for (int64_t co = 0; co < d.cout; ++co) {
+            const float bias = d.bias ? j.b[co] : 0.0f;
+            for (int64_t oy = 0; oy < d.hout; ++oy) {
+                const float *src = z + co * ld + img * zimg + oy * zrow;
+                const int64_t at = ((i0 + img) * d.cout + co) * P + oy * d.wout;
+                if (j.pre) {
+                    activate_span(Act::identity, src, bias, j.pre + at, d.wout);
+                    activate_span(d.act, j.pre + at, 0.0f, j.out + at, d.wout);
+                } else {
+                    activate_span(d.act, src, bias, j.out + at, d.wout);
+                }
+            }
+        }
+}
+
+// Per chunk: Z = W lowered(x) ; out = act(Z + b) (z kept for gelu and silu)
 void forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);
     const ConvDims &d = *j.d;
-    const int64_t K = taps(d), P = d.hout * d.wout;
-    const Slot s = slot_of(j, worker);
+    const int64_t K = taps(d), P = d.hout * d.wout, in_size = d.cin * d.hin * d.win;
+    const Slot s = slot_of(*j.plan, d, j.workspace, worker);
+    const Padded p = padded_of(d);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
-        const int64_t nb = std::min(j.chunk, j.n - i0), ld = nb * P;
-        im2col(d, nb, j.x + i0 * d.cin * d.hin * d.win, s.col);
-        gemm_bf16(false, false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld, false, s.pack);
-        for (int64_t img = 0; img < nb; ++img)
-            for (int64_t co = 0; co < d.cout; ++co) {
-                const float *src = s.z + co * ld + img * P;
-                const int64_t at = ((i0 + img) * d.cout + co) * P;
-                const float bias = d.bias ? j.b[co] : 0.0f;
-                if (j.pre) {
-                    activate_span(Act::identity, src, bias, j.pre + at, P);
-                    activate_span(d.act, j.pre + at, 0.0f, j.out + at, P);
-                } else {
-                    activate_span(d.act, src, bias, j.out + at, P);
-                }
-            }
+        const int64_t nb = std::min(j.chunk, j.n - i0);
+        if (j.plan->shifted) {
+            const int64_t ld = nb * p.plane;
+            pad_images(d, p, nb, j.x + i0 * in_size, s.col);
+            shifted_rows(d, p, d.cin, nb, s.col, s.rows);
+            char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, K);
+            gemm_bf16_pack_a(false, d.cout, K, j.w, K, s.pack);
+            gemm_bf16_pack_b_rows(false, K, ld, s.rows, b);
+            gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, false);
+            bias_activate(j, i0, nb, s.z, ld, p.plane, p.wp);
+        } else {
+            const int64_t ld = nb * P;
+            im2col(d, nb, j.x + i0 * in_size, s.col);
+            gemm_bf16(false, false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld, false, s.pack);
+            bias_activate(j, i0, nb, s.z, ld, P, d.wout);
+        }
     }
 }
 
-// Per chunk: dZ = dy act'(y or z) gathered to [cout][nb*P] ; db += row sums
-// of dZ ; dW += dZ col^T ; dx = col2im(W^T dZ). Worker 0 sums into dw and db,
-// the others into their own slots.
+// dZ = dy act'(y or z) of the chunk's images, row (img, co, oy) to
+// dz + co*ld + img*zimg + oy*zrow.
+void gather_dz(const Job &j, int64_t i0, int64_t nb, float *dz, int64_t ld, int64_t zimg, int64_t zrow) {
+    const ConvDims &d = *j.d;
+    const int64_t P = d.hout * d.wout;
+    for (int64_t img = 0; img < nb; ++img)
+        for (int64_t co = 0; co < d.cout; ++co)
+            for (int64_t oy = 0; oy < d.hout; ++oy) {
+                const int64_t at = ((i0 + img) * d.cout + co) * P + oy * d.wout;
+                derivative_span(d.act, j.dy + at, (j.pre ? j.pre : j.y) + at, dz + co * ld + img * zimg + oy * zrow,
+                                d.wout);
+            }
+}
+
+// The shifted backward of one chunk: padded dZ ; db += sums of dZ ;
+// dW += dZ xpad-rows^T ; dX = W' dZ-rows, scattered into dx.
+void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb, float *dw, float *db) {
+    const ConvDims &d = *j.d;
+    const Padded p = padded_of(d);
+    const int64_t K = taps(d), ld = nb * p.plane, in_size = d.cin * d.hin * d.win, kk = d.kh * d.kw;
+    std::fill(s.z, s.z + d.cout * ld + p.slack, 0.0f);
+    gather_dz(j, i0, nb, s.z + d.ph * p.wp + d.pw, ld, p.plane, p.wp);
+    if (d.bias)
+        for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * ld, ld);
+    pad_images(d, p, nb, j.x + i0 * in_size, s.col);
+    shifted_rows(d, p, d.cin, nb, s.col, s.rows);
+    // dW[co][k] += sum over q of dZ[co][q] xpad-row_k[q] (dZ read from its interior's corner)
+    char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, ld);
+    gemm_bf16_pack_a(false, d.cout, ld, s.z + d.ph * p.wp + d.pw, ld, s.pack);
+    gemm_bf16_pack_b_rows(true, ld, K, s.rows, b);
+    gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, true);
+    if (!j.dx) return;
+    // dX[c][q] = sum over (co, i, j) of W'[c][co][i][j] dZpad[co][q + i*wp + j], over xpad's place
+    shifted_rows(d, p, d.cout, nb, s.z, s.rows);
+    b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cin, d.cout * kk);
+    gemm_bf16_pack_a(false, d.cin, d.cout * kk, j.flipped, d.cout * kk, s.pack);
+    gemm_bf16_pack_b_rows(false, d.cout * kk, ld, s.rows, b);
+    gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, false);
+    for (int64_t img = 0; img < nb; ++img)
+        for (int64_t c = 0; c < d.cin; ++c)
+            for (int64_t iy = 0; iy < d.hin; ++iy) {
+                const float *src = s.col + c * ld + img * p.plane + iy * p.wp;
+                std::copy(src, src + d.win, j.dx + (i0 + img) * in_size + (c * d.hin + iy) * d.win);
+            }
+}
+
+// Per chunk: dZ = dy act'(y or z) ; db += row sums of dZ ; dW += dZ
+// lowered(x)^T ; dx from W^T dZ. Worker 0 sums into dw and db, the others
+// into their own slots.
 void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Job &j = *static_cast<const Job *>(ctx);
     const ConvDims &d = *j.d;
     const int64_t K = taps(d), P = d.hout * d.wout, in_size = d.cin * d.hin * d.win;
-    const Slot s = slot_of(j, worker);
+    const Slot s = slot_of(*j.plan, d, j.workspace, worker);
     float *dw = j.dw, *db = j.db;
     if (worker > 0) {
         dw = reinterpret_cast<float *>(j.workspace + size_t(j.plan->workers) * j.plan->slot) +
@@ -159,11 +312,11 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     if (d.bias) std::fill(db, db + d.cout, 0.0f);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
         const int64_t nb = std::min(j.chunk, j.n - i0), ld = nb * P;
-        for (int64_t img = 0; img < nb; ++img)
-            for (int64_t co = 0; co < d.cout; ++co) {
-                const int64_t at = ((i0 + img) * d.cout + co) * P;
-                derivative_span(d.act, j.dy + at, (j.pre ? j.pre : j.y) + at, s.z + co * ld + img * P, P);
-            }
+        if (j.plan->shifted) {
+            shifted_backward_chunk(j, s, i0, nb, dw, db);
+            continue;
+        }
+        gather_dz(j, i0, nb, s.z, ld, P, d.wout);
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * ld, ld);
         im2col(d, nb, j.x + i0 * in_size, s.col);
@@ -187,21 +340,41 @@ int64_t balanced_chunk(const Plan &p, int64_t n, int32_t workers) {
     return std::max<int64_t>(1, (n + workers * rounds - 1) / (workers * rounds));
 }
 
+// Bytes of a worker's slot for a chunk of nb images.
+size_t im2col_slot(const ConvDims &d, int64_t nb, bool backward) {
+    const int64_t K = taps(d), ld = nb * d.hout * d.wout;
+    size_t pack = gemm_bf16_bytes(d.cout, ld, K);
+    if (backward) pack = std::max({pack, gemm_bf16_bytes(d.cout, K, ld), gemm_bf16_bytes(K, ld, d.cout)});
+    return size_t((K + d.cout) * ld) * sizeof(float) + pack;
+}
+
+size_t shifted_slot(const ConvDims &d, int64_t nb, bool backward) {
+    const Padded p = padded_of(d);
+    const int64_t K = taps(d), ld = nb * p.plane, kk = d.kh * d.kw;
+    size_t pack = gemm_bf16_bytes(d.cout, ld, K);
+    if (backward) pack = std::max({pack, gemm_bf16_bytes(d.cout, K, ld), gemm_bf16_bytes(d.cin, ld, d.cout * kk)});
+    const size_t floats = size_t((d.cin + d.cout) * ld + 2 * p.slack);
+    return floats * sizeof(float) + size_t(std::max(K, d.cout * kk)) * sizeof(float *) + pack;
+}
+
+// Floats of W' after the slots and partial gradients (backward, shifted).
+size_t flipped_floats(const ConvDims &d) { return size_t(d.cout * taps(d)); }
+
 }  // namespace
 
 void *conv_bf16_plan(const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
     const int64_t K = taps(d), P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
-    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
+    const bool shifted = shifted_eligible(d) && cpu_has_bf16();
+    const int64_t per_image = K * (shifted ? padded_of(d).plane : P);
+    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, per_image));
     chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-    const int64_t ld = chunk * P;
-    size_t pack = gemm_bf16_bytes(d.cout, ld, K);
-    if (backward) pack = std::max({pack, gemm_bf16_bytes(d.cout, K, ld), gemm_bf16_bytes(K, ld, d.cout)});
-    const size_t slot = size_t((K + d.cout) * ld) * sizeof(float) + pack;
-    Plan *p = new (std::nothrow) Plan{chunk, workers, slot, size_t(d.cout * K + d.cout)};
+    const size_t slot = shifted ? shifted_slot(d, chunk, backward) : im2col_slot(d, chunk, backward);
+    Plan *p = new (std::nothrow) Plan{shifted, chunk, workers, (slot + 63) / 64 * 64, size_t(d.cout * K + d.cout)};
     if (!p) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    *workspace_bytes = size_t(workers) * slot + (backward ? size_t(workers - 1) * p->params * sizeof(float) : 0);
+    *workspace_bytes = size_t(workers) * p->slot;
+    if (backward) *workspace_bytes += (size_t(workers - 1) * p->params + flipped_floats(d)) * sizeof(float);
     return p;
 }
 
@@ -213,7 +386,7 @@ void conv_bf16_forward(const OpArgs &a, const void *plan) {
     const int32_t workers = workers_for(p, a.n);
     Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], a.params + a.l->weight_offset,
             a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
-            static_cast<char *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
+            static_cast<char *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr, nullptr};
     parallel_run(workers, forward_worker, &job);
 }
 
@@ -222,15 +395,24 @@ void conv_bf16_backward(const OpArgs &a, const void *plan) {
     const Plan &p = *static_cast<const Plan *>(plan);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = workers_for(p, a.n);
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], a.params + a.l->weight_offset, nullptr, a.y,
+    float *partials = reinterpret_cast<float *>(static_cast<char *>(a.workspace) + size_t(p.workers) * p.slot);
+    float *flipped = partials + size_t(p.workers - 1) * p.params;
+    const float *w = a.params + a.l->weight_offset;
+    if (p.shifted && a.dx[0]) {
+        // W'[c][(co*kh + i)*kw + j] = W[co][c][kh-1-i][kw-1-j]
+        const int64_t kk = d.kh * d.kw;
+        for (int64_t c = 0; c < d.cin; ++c)
+            for (int64_t co = 0; co < d.cout; ++co)
+                for (int64_t t = 0; t < kk; ++t) flipped[(c * d.cout + co) * kk + t] = w[(co * d.cin + c) * kk + kk - 1 - t];
+    }
+    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, nullptr, a.y,
             nullptr, a.dy, dw, db, a.dx[0], static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr};
+            act_uses_input(d.act) ? a.aux : nullptr, flipped};
     parallel_run(workers, backward_worker, &job);
     // The other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * taps(d));
     for (int32_t k = 1; k < workers; ++k) {
-        const float *part = reinterpret_cast<const float *>(job.workspace + size_t(p.workers) * p.slot) +
-                            size_t(k - 1) * p.params;
+        const float *part = partials + size_t(k - 1) * p.params;
         for (size_t i = 0; i < params; ++i) dw[i] += part[i];
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += part[params + size_t(co)];

@@ -37,12 +37,20 @@ inline int64_t pairs_of(int64_t K) { return (K + 1) / 2; }
 
 int32_t workers_for(int64_t M, int64_t N, int64_t K) { return M * N * K >= kParallel ? cpu_threads() : 1; }
 
+// Row r of a row-major matrix: base + r*ld, or rows[r] when given.
+struct Rows {
+    const float *base;
+    int64_t ld;
+    const float *const *rows;
+    const float *operator()(int64_t r) const { return rows ? rows[r] : base + r * ld; }
+};
+
 // ---- emulated: operands rounded to bf16, the float32 product ---------------
 
 // out[r][c] = bf16_round(op(X)[r][c]) for the R x C matrix op(X).
-void round_operand(bool trans, int64_t R, int64_t C, const float *X, int64_t ld, float *out) {
+void round_operand(bool trans, int64_t R, int64_t C, Rows X, float *out) {
     for (int64_t r = 0; r < R; ++r)
-        for (int64_t c = 0; c < C; ++c) out[r * C + c] = bf16_round(trans ? X[c * ld + r] : X[r * ld + c]);
+        for (int64_t c = 0; c < C; ++c) out[r * C + c] = bf16_round(trans ? X(c)[r] : X(r)[c]);
 }
 
 }  // namespace
@@ -125,13 +133,13 @@ SNN_BF16 __attribute__((always_inline)) inline void put_pairs(uint32_t *p0, uint
 
 // Rows r0 .. r0+15 of a row-major matrix X [R][K] (rows past R zero) as
 // pairs, transposed: for each pair kk, the 16 rows' dwords (put_pairs).
-SNN_BF16 void rows_to_pair_columns(const float *X, int64_t ld, int64_t R, int64_t K, int64_t r0, uint32_t *p0,
-                                   uint32_t *p1, int64_t stride) {
+SNN_BF16 void rows_to_pair_columns(Rows X, int64_t R, int64_t K, int64_t r0, uint32_t *p0, uint32_t *p1,
+                                   int64_t stride) {
     const int64_t Kp = pairs_of(K);
     for (int64_t kk0 = 0; kk0 < Kp; kk0 += 16) {
         __m512i v[16];
         for (int64_t r = 0; r < 16; ++r)
-            v[r] = r0 + r < R ? pairs_from_row(X + (r0 + r) * ld + 2 * kk0, K - 2 * kk0) : _mm512_setzero_si512();
+            v[r] = r0 + r < R ? pairs_from_row(X(r0 + r) + 2 * kk0, K - 2 * kk0) : _mm512_setzero_si512();
         transpose16(v);
         for (int64_t m = 0; m < 16 && kk0 + m < Kp; ++m) put_pairs(p0, p1, stride, kk0 + m, v[m]);
     }
@@ -139,30 +147,30 @@ SNN_BF16 void rows_to_pair_columns(const float *X, int64_t ld, int64_t R, int64_
 
 // Packed op(A): panel p (rows 8p .. 8p+7) at a + p*Kp*8 dwords, pair kk of
 // row r at [kk*8 + r]. Group g covers panels 2g and 2g + 1.
-SNN_BF16 void pack_a_group(bool trans_a, int64_t M, int64_t K, const float *A, int64_t lda, uint32_t *a, int64_t g) {
+SNN_BF16 void pack_a_group(bool trans_a, int64_t M, int64_t K, Rows A, uint32_t *a, int64_t g) {
     const int64_t Kp = pairs_of(K), i0 = g * kRowGroup;
     uint32_t *p0 = a + (2 * g) * Kp * kMr, *p1 = p0 + Kp * kMr;
     if (!trans_a) {
-        rows_to_pair_columns(A, lda, M, K, i0, p0, p1, kMr);
+        rows_to_pair_columns(A, M, K, i0, p0, p1, kMr);
         return;
     }
     for (int64_t kk = 0; kk < Kp; ++kk) {
-        const float *even = A + 2 * kk * lda + i0, *odd = 2 * kk + 1 < K ? even + lda : nullptr;
+        const float *even = A(2 * kk) + i0, *odd = 2 * kk + 1 < K ? A(2 * kk + 1) + i0 : nullptr;
         put_pairs(p0, p1, kMr, kk, pairs_from_rows(even, odd, M - i0));
     }
 }
 
 // Packed op(B): panel q (columns 32q .. 32q+31) at b + q*Kp*32 dwords, pair
 // kk of column c at [kk*32 + c].
-SNN_BF16 void pack_b_panel(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, uint32_t *b, int64_t q) {
+SNN_BF16 void pack_b_panel(bool trans_b, int64_t K, int64_t N, Rows B, uint32_t *b, int64_t q) {
     const int64_t Kp = pairs_of(K), j0 = q * kNr;
     uint32_t *panel = b + q * Kp * kNr;
     if (trans_b) {
-        for (int64_t h = 0; h < 2; ++h) rows_to_pair_columns(B, ldb, N, K, j0 + 16 * h, panel + 16 * h, nullptr, kNr);
+        for (int64_t h = 0; h < 2; ++h) rows_to_pair_columns(B, N, K, j0 + 16 * h, panel + 16 * h, nullptr, kNr);
         return;
     }
     for (int64_t kk = 0; kk < Kp; ++kk) {
-        const float *even = B + 2 * kk * ldb + j0, *odd = 2 * kk + 1 < K ? even + ldb : nullptr;
+        const float *even = B(2 * kk) + j0, *odd = 2 * kk + 1 < K ? B(2 * kk + 1) + j0 : nullptr;
         for (int64_t h = 0; h < 2; ++h)
             put_pairs(panel + 16 * h, nullptr, kNr, kk,
                       pairs_from_rows(even + 16 * h, odd ? odd + 16 * h : nullptr, N - j0 - 16 * h));
@@ -221,8 +229,7 @@ SNN_BF16 void product_block(int64_t M, int64_t N, int64_t K, const uint32_t *a, 
 struct PackJob {
     bool trans;
     int64_t R, C;  // op(X) is R x C
-    const float *X;
-    int64_t ld;
+    Rows X;
     uint32_t *out;
 };
 
@@ -230,7 +237,7 @@ void pack_a_worker(void *ctx, int32_t w, int32_t workers) {
     const PackJob &j = *static_cast<const PackJob *>(ctx);
     int64_t b, e;
     split_range((j.R + kRowGroup - 1) / kRowGroup, workers, w, &b, &e);
-    for (int64_t g = b; g < e; ++g) pack_a_group(j.trans, j.R, j.C, j.X, j.ld, j.out, g);
+    for (int64_t g = b; g < e; ++g) pack_a_group(j.trans, j.R, j.C, j.X, j.out, g);
 }
 
 // op(B) is K x N: R = K, C = N.
@@ -238,7 +245,7 @@ void pack_b_worker(void *ctx, int32_t w, int32_t workers) {
     const PackJob &j = *static_cast<const PackJob *>(ctx);
     int64_t b, e;
     split_range((j.C + kNr - 1) / kNr, workers, w, &b, &e);
-    for (int64_t q = b; q < e; ++q) pack_b_panel(j.trans, j.R, j.C, j.X, j.ld, j.out, q);
+    for (int64_t q = b; q < e; ++q) pack_b_panel(j.trans, j.R, j.C, j.X, j.out, q);
 }
 
 struct ProductJob {
@@ -270,22 +277,35 @@ void product_worker(void *ctx, int32_t w, int32_t workers) {
 }  // namespace
 
 void gemm_bf16_pack_a(bool trans_a, int64_t M, int64_t K, const float *A, int64_t lda, void *packed) {
+    const Rows rows{A, lda, nullptr};
     if (!cpu_has_bf16()) {
-        round_operand(trans_a, M, K, A, lda, static_cast<float *>(packed));
+        round_operand(trans_a, M, K, rows, static_cast<float *>(packed));
         return;
     }
-    PackJob job{trans_a, M, K, A, lda, static_cast<uint32_t *>(packed)};
+    PackJob job{trans_a, M, K, rows, static_cast<uint32_t *>(packed)};
     parallel_run(M * K >= kParallel / 16 ? cpu_threads() : 1, pack_a_worker, &job);
 }
 
-void gemm_bf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *packed) {
+namespace {
+
+// op(B) [K][N] from its rows (or, when trans, from the rows of B).
+void pack_b(bool trans_b, int64_t K, int64_t N, Rows rows, void *packed) {
     if (!cpu_has_bf16()) {
-        // op(B) [K][N]: rows of op(B) are columns of B when trans_b.
-        round_operand(trans_b, K, N, B, ldb, static_cast<float *>(packed));
+        round_operand(trans_b, K, N, rows, static_cast<float *>(packed));
         return;
     }
-    PackJob job{trans_b, K, N, B, ldb, static_cast<uint32_t *>(packed)};
+    PackJob job{trans_b, K, N, rows, static_cast<uint32_t *>(packed)};
     parallel_run(K * N >= kParallel / 16 ? cpu_threads() : 1, pack_b_worker, &job);
+}
+
+}  // namespace
+
+void gemm_bf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *packed) {
+    pack_b(trans_b, K, N, Rows{B, ldb, nullptr}, packed);
+}
+
+void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *const *rows, void *packed) {
+    pack_b(trans_b, K, N, Rows{nullptr, 0, rows}, packed);
 }
 
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void *b, float *C, int64_t ldc,
@@ -309,11 +329,15 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void
 // Without x86-64 there is no AVX-512 BF16 and cpu_has_bf16() is false: the
 // emulated path alone.
 void gemm_bf16_pack_a(bool trans_a, int64_t M, int64_t K, const float *A, int64_t lda, void *packed) {
-    round_operand(trans_a, M, K, A, lda, static_cast<float *>(packed));
+    round_operand(trans_a, M, K, Rows{A, lda, nullptr}, static_cast<float *>(packed));
 }
 
 void gemm_bf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *packed) {
-    round_operand(trans_b, K, N, B, ldb, static_cast<float *>(packed));
+    round_operand(trans_b, K, N, Rows{B, ldb, nullptr}, static_cast<float *>(packed));
+}
+
+void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *const *rows, void *packed) {
+    round_operand(trans_b, K, N, Rows{nullptr, 0, rows}, static_cast<float *>(packed));
 }
 
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void *b, float *C, int64_t ldc,

@@ -40,6 +40,10 @@ inline size_t gemm_bf16_bytes(int64_t M, int64_t N, int64_t K) {
 
 void gemm_bf16_pack_a(bool trans_a, int64_t M, int64_t K, const float *A, int64_t lda, void *packed);
 void gemm_bf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *packed);
+// op(B) given by rows that need not be evenly spaced: rows[k] holds
+// op(B)[k][0 .. N), or with trans_b rows[j] holds op(B)[0 .. K)[j] (row j of
+// B). A lowering names the shifted rows of an input this way.
+void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *const *rows, void *packed);
 
 // C[M][N] (+)= packed op(A) packed op(B). Split over the CPU threads when
 // large (run inline when called from a worker).

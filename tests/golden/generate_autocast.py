@@ -38,11 +38,11 @@ CASES = [
     dict(name="autocast_mlp", spec="input 16; dense 24 relu; dense 16 tanh; dense 6", batch=12, seed=11),
     # The default CNN of examples/fashion_mnist, its channels and image scaled down.
     dict(name="autocast_default_cnn",
-         spec="input 10x10x1; conv 3x3 6 relu pad=1; maxpool 2; conv 3x3 8 relu pad=1; maxpool 2; flatten; "
+         spec="input 12x12x1; conv 3x3 6 relu pad=1; maxpool 2; conv 3x3 8 relu pad=1; maxpool 2; flatten; "
               "dense 16 relu; dense 10", batch=6, seed=12),
     # One stage of the resnet example: a convolution and a residual block.
     dict(name="autocast_resnet_block",
-         spec="input 6x6x3; conv 3 6 pad=1 nobias; batchnorm; relu name=s1; conv 3 6 pad=1 nobias; batchnorm; "
+         spec="input 12x12x3; conv 3 6 pad=1 nobias; batchnorm; relu name=s1; conv 3 6 pad=1 nobias; batchnorm; "
               "relu; conv 3 6 pad=1 nobias; batchnorm; add s1; relu; maxpool 2; flatten; dense 5",
          batch=6, seed=13),
     dict(name="autocast_conv1d_lstm_attention", sequence=True,

@@ -138,6 +138,37 @@ TEST(GemmBf16, Blocks) {
         }
 }
 
+// op(B) given by row pointers (gemm_bf16_pack_b_rows, the shifted lowering's
+// rows) gives the product of the matrix those rows form, with either kernel.
+TEST(GemmBf16, RowsOfB) {
+    const bool native = native_available();
+    for (bool tb : {false, true})
+        for (int64_t K : {1, 7, 40})
+            for (int64_t N : {3, 33, 70}) {
+                const int64_t M = 11, rows = tb ? N : K, cols = tb ? K : N;
+                Case c = make_case(false, tb, M, N, K, true);
+                // The rows of B, in reverse order in their own buffer.
+                std::vector<float> store(size_t(rows * (cols + 1)));
+                std::vector<const float *> at(static_cast<size_t>(rows));
+                for (int64_t r = 0; r < rows; ++r) {
+                    float *row = store.data() + (rows - 1 - r) * (cols + 1);
+                    for (int64_t k = 0; k < cols; ++k) row[k] = c.B[size_t(r * c.ldb + k)];
+                    at[size_t(r)] = row;
+                }
+                for (CpuKernels kernels : {CpuKernels::reference, CpuKernels::fast}) {
+                    if (kernels == CpuKernels::fast && !native) continue;
+                    snn::cpu_choose_kernels(kernels);
+                    std::vector<float> C = c.C0;
+                    std::vector<unsigned char> a(snn::gemm_bf16_a_bytes(M, K)), b(snn::gemm_bf16_b_bytes(K, N));
+                    snn::gemm_bf16_pack_a(false, M, K, c.A.data(), c.lda, a.data());
+                    snn::gemm_bf16_pack_b_rows(tb, K, N, at.data(), b.data());
+                    snn::gemm_bf16_packed(M, N, K, a.data(), b.data(), C.data(), c.ldc, true);
+                    snn::cpu_choose_kernels(CpuKernels::environment);
+                    EXPECT_EQ(compare(c, C, run(c, kernels), 0.0, "rows"), 0u);
+                }
+            }
+}
+
 TEST(GemmBf16, ZeroDepth) {
     const Case c = make_case(false, false, 3, 5, 0, false);
     for (CpuKernels k : {CpuKernels::reference, CpuKernels::fast}) {

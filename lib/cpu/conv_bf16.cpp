@@ -13,10 +13,19 @@
 // padded dZ with the flipped kernel W'[c][co][i][j] = W[co][c][kh-1-i][kw-1-j].
 // No lowered copy is written, and no col2im pass.
 //
+// Direct (few taps, stride 1, identity or relu, native bf16: a first
+// layer): cpu/conv_direct.h's float32 kernels on operands rounded to bf16
+// (each image and W into the workspace, dy in place), whose products of
+// bf16 values are exact in float32: the same values as the products above.
+// relu's and identity's derivative keeps dZ = dy act'(y) rounded.
+//
 // im2col (every other convolution; and where the processor lacks AVX-512
 // BF16, the emulated product): col[K][nb*P] (K = cin*kh*kw, P = hout*wout),
 //   forward   Z[cout][nb*P] = W[cout][K] col
 //   backward  dW += dZ col^T ; dcol = W^T dZ, then col2im
+//
+// As autocast's gradient of a bf16 output, dZ is rounded to bf16 (the
+// bias's gradient sums the rounded values).
 //
 // Chunks are dealt round-robin over the workers, each with its own slot of
 // the workspace; each worker's products run on its own thread, so results
@@ -29,9 +38,11 @@
 
 #include "common/error.h"
 #include "cpu/activation.h"
+#include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/thread_pool.h"
+#include "engine/math.h"
 #include "ops/dims.h"
 
 namespace snn {
@@ -45,6 +56,7 @@ constexpr int64_t kColBudget = int64_t(1) << 20;
 constexpr double kShiftedWaste = 1.4;
 
 struct Plan {
+    bool direct;      // the direct kernels, one image at a time
     bool shifted;     // the shifted lowering (else im2col)
     int64_t chunk;    // images lowered per product
     int32_t workers;  // workspace slots planned
@@ -53,6 +65,19 @@ struct Plan {
 };
 
 int64_t taps(const ConvDims &d) { return d.cin * d.kh * d.kw; }
+
+// Floats after the slots shared by the workers (W' or W rounded), then the
+// backward's partial gradients.
+size_t shared_floats(const ConvDims &d) { return size_t(d.cout * taps(d)); }
+
+bool direct_eligible(const ConvDims &d) {
+    return conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
+}
+
+// dst = src rounded to bf16
+void round_span(const float *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_round(src[i]);
+}
 
 // The padded map of the shifted lowering: hp x wp, and the floats past a
 // chunk's last map that shifted rows read (kept zero).
@@ -174,7 +199,7 @@ struct Job {
     float *out, *dy, *dw, *db, *dx;
     char *workspace;
     float *pre;      // z kept for gelu and silu, or null
-    float *flipped;  // backward, shifted: W' [cin][cout*kh*kw]
+    float *shared;   // shifted backward: W' [cin][cout*kh*kw]; direct: W rounded
 };
 
 // A worker's slot. im2col: col [K][chunk*P], z [cout][chunk*P]. Shifted:
@@ -186,8 +211,10 @@ struct Slot {
     const float **rows;
     void *pack;
 };
+// Direct: the rounded image [cin*hin*win], then the direct kernels' space.
 Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worker) {
     float *base = reinterpret_cast<float *>(workspace + size_t(worker) * plan.slot);
+    if (plan.direct) return {base, base + d.cin * d.hin * d.win, nullptr, nullptr};
     if (!plan.shifted) {
         const int64_t ld = plan.chunk * d.hout * d.wout;
         float *z = base + taps(d) * ld;
@@ -230,7 +257,13 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Padded p = padded_of(d);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
         const int64_t nb = std::min(j.chunk, j.n - i0);
-        if (j.plan->shifted) {
+        if (j.plan->direct) {
+            for (int64_t img = i0; img < i0 + nb; ++img) {
+                round_span(j.x + img * in_size, s.col, in_size);
+                conv_direct_forward_image(d, s.col, j.shared, j.b, j.out + img * d.cout * P,
+                                          j.pre ? j.pre + img * d.cout * P : nullptr, s.z);
+            }
+        } else if (j.plan->shifted) {
             const int64_t ld = nb * p.plane;
             pad_images(d, p, nb, j.x + i0 * in_size, s.col);
             shifted_rows(d, p, d.cin, nb, s.col, s.rows);
@@ -257,8 +290,9 @@ void gather_dz(const Job &j, int64_t i0, int64_t nb, float *dz, int64_t ld, int6
         for (int64_t co = 0; co < d.cout; ++co)
             for (int64_t oy = 0; oy < d.hout; ++oy) {
                 const int64_t at = ((i0 + img) * d.cout + co) * P + oy * d.wout;
-                derivative_span(d.act, j.dy + at, (j.pre ? j.pre : j.y) + at, dz + co * ld + img * zimg + oy * zrow,
-                                d.wout);
+                float *row = dz + co * ld + img * zimg + oy * zrow;
+                derivative_span(d.act, j.dy + at, (j.pre ? j.pre : j.y) + at, row, d.wout);
+                round_span(row, row, d.wout);
             }
 }
 
@@ -283,7 +317,7 @@ void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb,
     // dX[c][q] = sum over (co, i, j) of W'[c][co][i][j] dZpad[co][q + i*wp + j], over xpad's place
     shifted_rows(d, p, d.cout, nb, s.z, s.rows);
     b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cin, d.cout * kk);
-    gemm_bf16_pack_a(false, d.cin, d.cout * kk, j.flipped, d.cout * kk, s.pack);
+    gemm_bf16_pack_a(false, d.cin, d.cout * kk, j.shared, d.cout * kk, s.pack);
     gemm_bf16_pack_b_rows(false, d.cout * kk, ld, s.rows, b);
     gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, false);
     for (int64_t img = 0; img < nb; ++img)
@@ -304,14 +338,23 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Slot s = slot_of(*j.plan, d, j.workspace, worker);
     float *dw = j.dw, *db = j.db;
     if (worker > 0) {
-        dw = reinterpret_cast<float *>(j.workspace + size_t(j.plan->workers) * j.plan->slot) +
-             size_t(worker - 1) * j.plan->params;
+        dw = j.shared + shared_floats(d) + size_t(worker - 1) * j.plan->params;
         db = dw + d.cout * K;
     }
     std::fill(dw, dw + d.cout * K, 0.0f);
     if (d.bias) std::fill(db, db + d.cout, 0.0f);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
         const int64_t nb = std::min(j.chunk, j.n - i0), ld = nb * P;
+        if (j.plan->direct) {
+            for (int64_t img = i0; img < i0 + nb; ++img) {
+                float *dy = j.dy + img * d.cout * P;
+                round_span(dy, dy, d.cout * P);
+                round_span(j.x + img * in_size, s.col, in_size);
+                conv_direct_backward_image(d, s.col, j.shared, j.y + img * d.cout * P, nullptr, dy, dw, db,
+                                           j.dx ? j.dx + img * in_size : nullptr, s.z);
+            }
+            continue;
+        }
         if (j.plan->shifted) {
             shifted_backward_chunk(j, s, i0, nb, dw, db);
             continue;
@@ -357,8 +400,15 @@ size_t shifted_slot(const ConvDims &d, int64_t nb, bool backward) {
     return floats * sizeof(float) + size_t(std::max(K, d.cout * kk)) * sizeof(float *) + pack;
 }
 
-// Floats of W' after the slots and partial gradients (backward, shifted).
-size_t flipped_floats(const ConvDims &d) { return size_t(d.cout * taps(d)); }
+size_t direct_slot(const ConvDims &d, bool backward) {
+    const size_t kernels = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
+    return (size_t(d.cin * d.hin * d.win) + kernels) * sizeof(float);
+}
+
+// The layout after the slots.
+float *shared_of(const Plan &p, void *workspace) {
+    return reinterpret_cast<float *>(static_cast<char *>(workspace) + size_t(p.workers) * p.slot);
+}
 
 }  // namespace
 
@@ -366,15 +416,19 @@ void *conv_bf16_plan(const Layer &l, int64_t max_batch, bool backward, size_t *w
     const ConvDims d = conv_dims(l);
     const int64_t K = taps(d), P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
-    const bool shifted = shifted_eligible(d) && cpu_has_bf16();
+    const bool native = cpu_has_bf16(), direct = native && direct_eligible(d);
+    const bool shifted = !direct && native && shifted_eligible(d);
     const int64_t per_image = K * (shifted ? padded_of(d).plane : P);
-    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, per_image));
+    int64_t chunk = direct ? 1 : std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, per_image));
     chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-    const size_t slot = shifted ? shifted_slot(d, chunk, backward) : im2col_slot(d, chunk, backward);
-    Plan *p = new (std::nothrow) Plan{shifted, chunk, workers, (slot + 63) / 64 * 64, size_t(d.cout * K + d.cout)};
+    const size_t slot = direct    ? direct_slot(d, backward)
+                        : shifted ? shifted_slot(d, chunk, backward)
+                                  : im2col_slot(d, chunk, backward);
+    Plan *p = new (std::nothrow)
+        Plan{direct, shifted, chunk, workers, (slot + 63) / 64 * 64, size_t(d.cout * K + d.cout)};
     if (!p) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    *workspace_bytes = size_t(workers) * p->slot;
-    if (backward) *workspace_bytes += (size_t(workers - 1) * p->params + flipped_floats(d)) * sizeof(float);
+    *workspace_bytes = size_t(workers) * p->slot + shared_floats(d) * sizeof(float);
+    if (backward) *workspace_bytes += size_t(workers - 1) * p->params * sizeof(float);
     return p;
 }
 
@@ -384,9 +438,12 @@ void conv_bf16_forward(const OpArgs &a, const void *plan) {
     const ConvDims d = conv_dims(*a.l);
     const Plan &p = *static_cast<const Plan *>(plan);
     const int32_t workers = workers_for(p, a.n);
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], a.params + a.l->weight_offset,
-            a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
-            static_cast<char *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr, nullptr};
+    const float *w = a.params + a.l->weight_offset;
+    float *shared = shared_of(p, a.workspace);
+    if (p.direct) round_span(w, shared, d.cout * taps(d));
+    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, a.params + a.l->bias_offset, nullptr, a.y,
+            nullptr, nullptr, nullptr, nullptr, static_cast<char *>(a.workspace),
+            act_uses_input(d.act) ? a.aux : nullptr, shared};
     parallel_run(workers, forward_worker, &job);
 }
 
@@ -395,19 +452,19 @@ void conv_bf16_backward(const OpArgs &a, const void *plan) {
     const Plan &p = *static_cast<const Plan *>(plan);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = workers_for(p, a.n);
-    float *partials = reinterpret_cast<float *>(static_cast<char *>(a.workspace) + size_t(p.workers) * p.slot);
-    float *flipped = partials + size_t(p.workers - 1) * p.params;
+    float *shared = shared_of(p, a.workspace), *partials = shared + shared_floats(d);
     const float *w = a.params + a.l->weight_offset;
+    if (p.direct) round_span(w, shared, d.cout * taps(d));
     if (p.shifted && a.dx[0]) {
         // W'[c][(co*kh + i)*kw + j] = W[co][c][kh-1-i][kw-1-j]
         const int64_t kk = d.kh * d.kw;
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t co = 0; co < d.cout; ++co)
-                for (int64_t t = 0; t < kk; ++t) flipped[(c * d.cout + co) * kk + t] = w[(co * d.cin + c) * kk + kk - 1 - t];
+                for (int64_t t = 0; t < kk; ++t) shared[(c * d.cout + co) * kk + t] = w[(co * d.cin + c) * kk + kk - 1 - t];
     }
     Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, nullptr, a.y,
             nullptr, a.dy, dw, db, a.dx[0], static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr, flipped};
+            act_uses_input(d.act) ? a.aux : nullptr, shared};
     parallel_run(workers, backward_worker, &job);
     // The other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * taps(d));

@@ -41,6 +41,7 @@
 #include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/multiversion.h"
 #include "cpu/thread_pool.h"
 #include "engine/math.h"
 #include "ops/dims.h"
@@ -49,7 +50,7 @@ namespace snn {
 namespace {
 
 // Lowered columns of one chunk kept under this many floats.
-constexpr int64_t kColBudget = int64_t(1) << 20;
+constexpr int64_t kColBudget = int64_t(1) << 18;
 // The shifted lowering computes hp*wp columns per image for hout*wout
 // outputs: taken while that costs at most this factor (28x28 and 14x14 maps
 // with 3x3 kernels: 1.15 and 1.31; 7x7: 1.65 takes im2col).
@@ -74,9 +75,14 @@ bool direct_eligible(const ConvDims &d) {
     return conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
 }
 
-// dst = src rounded to bf16
+// dst = src rounded to bf16 (bf16_round, branch-free so that it vectorises)
+SNN_MULTIVERSION
 void round_span(const float *src, float *dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_round(src[i]);
+    for (int64_t i = 0; i < n; ++i) {
+        const uint32_t u = float_bits(src[i]);
+        const uint32_t nearest = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u, quiet = (u | 0x00400000u) & 0xffff0000u;
+        dst[i] = bits_float((u & 0x7fffffffu) > 0x7f800000u ? quiet : nearest);
+    }
 }
 
 // The padded map of the shifted lowering: hp x wp, and the floats past a

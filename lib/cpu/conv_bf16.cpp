@@ -2,13 +2,14 @@
 // (operands rounded to bf16, float32 sums) by gemm_bf16, over a chunk of
 // images lowered at once, with one of two lowerings:
 //
-// Shifted (stride 1, odd kernel, "same" padding (k-1)/2, native bf16): each
-// image is copied into a zero-padded map of hp x wp = (hin + kh - 1) x
-// (win + kw - 1), channel-major over the chunk: xpad[c][img][hp*wp]. The
-// lowered row of tap (c, i, j) is then xpad's channel c shifted by
+// Shifted (stride 1, odd kernel, "same" padding (k-1)/2, native bf16): per
+// channel, the chunk's images are stacked into one zero-padded map of rows
+// wp = win + kw - 1 wide: ph zero rows, then each image's hin rows (pw zeros
+// either side) followed by ph zero rows, which pad both it and the next
+// image. The lowered row of tap (c, i, j) is then channel c's map shifted by
 // i*wp + j, read in place (gemm_bf16_pack_b_rows), and the product's column
-// q = img*hp*wp + oy*wp + ox is output (oy, ox); columns past wout or hout
-// are computed and dropped. Backward, dZ is laid out the same way with its
+// q = img*(hin + ph)*wp + oy*wp + ox is output (oy, ox); the columns past
+// wout and the rows between images are computed and dropped. Backward, dZ is laid out the same way with its
 // padding, zeros around: dW = dZ xpad-rows^T, and dX is the convolution of
 // padded dZ with the flipped kernel W'[c][co][i][j] = W[co][c][kh-1-i][kw-1-j].
 // No lowered copy is written, and no col2im pass.
@@ -51,10 +52,10 @@ namespace {
 
 // Lowered columns of one chunk kept under this many floats.
 constexpr int64_t kColBudget = int64_t(1) << 18;
-// The shifted lowering computes hp*wp columns per image for hout*wout
-// outputs: taken while that costs at most this factor (28x28 and 14x14 maps
-// with 3x3 kernels: 1.15 and 1.31; 7x7: 1.65 takes im2col).
-constexpr double kShiftedWaste = 1.4;
+// The shifted lowering computes (hin + ph)*wp columns per image for
+// hout*wout outputs: taken while that costs at most this factor (3x3
+// kernels on 28x28, 14x14 and 7x7 maps: 1.11, 1.22 and 1.47).
+constexpr double kShiftedWaste = 1.5;
 
 struct Plan {
     bool direct;      // the direct kernels, one image at a time
@@ -85,20 +86,23 @@ void round_span(const float *src, float *dst, int64_t n) {
     }
 }
 
-// The padded map of the shifted lowering: hp x wp, and the floats past a
-// chunk's last map that shifted rows read (kept zero).
+// The stacked maps of the shifted lowering: rows wp wide, top zero rows,
+// the floats from one image to the next, and the floats past the last
+// channel that shifted rows read (kept zero). A channel of nb images holds
+// block(nb) floats.
 struct Padded {
-    int64_t hp, wp, plane, slack;
+    int64_t wp, top, stride, slack;
+    int64_t block(int64_t nb) const { return top + nb * stride; }
 };
 Padded padded_of(const ConvDims &d) {
-    const int64_t hp = d.hin + d.kh - 1, wp = d.win + d.kw - 1;
-    return {hp, wp, hp * wp, (d.kh - 1) * wp + d.kw - 1};
+    const int64_t wp = d.win + d.kw - 1;
+    return {wp, d.ph * wp, (d.hin + d.ph) * wp, (d.kh - 1) * wp + d.kw - 1};
 }
 
 bool shifted_eligible(const ConvDims &d) {
     if (d.sh != 1 || d.sw != 1 || d.kh % 2 == 0 || d.kw % 2 == 0 || 2 * d.ph != d.kh - 1 || 2 * d.pw != d.kw - 1)
         return false;
-    return double(padded_of(d).plane) <= kShiftedWaste * double(d.hout * d.wout);
+    return double(padded_of(d).stride) <= kShiftedWaste * double(d.hout * d.wout);
 }
 
 // ---- im2col ----
@@ -167,23 +171,24 @@ void col2im(const ConvDims &d, int64_t nb, const float *col, float *dx) {
 
 // ---- shifted ----
 
-// xpad[c][img][hp*wp] = the nb images, each map at row ph, column pw of its
-// padded map, zeros around, then `slack` zeros.
+// xpad[c] = the nb images' channel c stacked (Padded), then `slack` zeros.
 void pad_images(const ConvDims &d, const Padded &p, int64_t nb, const float *x, float *xpad) {
-    for (int64_t c = 0; c < d.cin; ++c)
+    for (int64_t c = 0; c < d.cin; ++c) {
+        float *channel = xpad + c * p.block(nb);
+        std::fill(channel, channel + p.top, 0.0f);
         for (int64_t img = 0; img < nb; ++img) {
-            float *map = xpad + (c * nb + img) * p.plane;
+            float *map = channel + p.top + img * p.stride;
             const float *src = x + (img * d.cin + c) * d.hin * d.win;
-            std::fill(map, map + d.ph * p.wp, 0.0f);
             for (int64_t iy = 0; iy < d.hin; ++iy) {
-                float *row = map + (d.ph + iy) * p.wp;
+                float *row = map + iy * p.wp;
                 std::fill(row, row + d.pw, 0.0f);
                 std::copy(src + iy * d.win, src + (iy + 1) * d.win, row + d.pw);
                 std::fill(row + d.pw + d.win, row + p.wp, 0.0f);
             }
-            std::fill(map + (d.ph + d.hin) * p.wp, map + p.plane, 0.0f);
+            std::fill(map + d.hin * p.wp, map + p.stride, 0.0f);
         }
-    std::fill(xpad + d.cin * nb * p.plane, xpad + d.cin * nb * p.plane + p.slack, 0.0f);
+    }
+    std::fill(xpad + d.cin * p.block(nb), xpad + d.cin * p.block(nb) + p.slack, 0.0f);
 }
 
 // rows[(c*kh + i)*kw + j] = the channel c of a padded chunk (channels of
@@ -192,7 +197,7 @@ void shifted_rows(const ConvDims &d, const Padded &p, int64_t channels, int64_t 
                   const float **rows) {
     for (int64_t c = 0; c < channels; ++c)
         for (int64_t i = 0; i < d.kh; ++i)
-            for (int64_t j = 0; j < d.kw; ++j) rows[(c * d.kh + i) * d.kw + j] = pad + c * nb * p.plane + i * p.wp + j;
+            for (int64_t j = 0; j < d.kw; ++j) rows[(c * d.kh + i) * d.kw + j] = pad + c * p.block(nb) + i * p.wp + j;
 }
 
 // ---- the passes ----
@@ -209,8 +214,8 @@ struct Job {
 };
 
 // A worker's slot. im2col: col [K][chunk*P], z [cout][chunk*P]. Shifted:
-// xpad [cin][chunk][hp*wp] + slack (backward: then dX before its scatter),
-// z [cout][chunk][hp*wp] + slack (backward: padded dZ), the row pointers.
+// xpad [cin][block] + slack (backward: then dX before its scatter), z
+// [cout][block] + slack (backward: padded dZ), the row pointers.
 // Then the packing.
 struct Slot {
     float *col, *z;
@@ -227,9 +232,9 @@ Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worke
         return {base, z, nullptr, z + d.cout * ld};
     }
     const Padded p = padded_of(d);
-    const int64_t ld = plan.chunk * p.plane;
-    float *z = base + d.cin * ld + p.slack;
-    const float **rows = reinterpret_cast<const float **>(z + d.cout * ld + p.slack);
+    const int64_t block = p.block(plan.chunk);
+    float *z = base + d.cin * block + p.slack;
+    const float **rows = reinterpret_cast<const float **>(z + d.cout * block + p.slack);
     return {base, z, rows, rows + std::max(taps(d), d.cout * d.kh * d.kw)};
 }
 
@@ -270,14 +275,14 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
                                           j.pre ? j.pre + img * d.cout * P : nullptr, s.z);
             }
         } else if (j.plan->shifted) {
-            const int64_t ld = nb * p.plane;
+            const int64_t ld = nb * p.stride;
             pad_images(d, p, nb, j.x + i0 * in_size, s.col);
             shifted_rows(d, p, d.cin, nb, s.col, s.rows);
             char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, K);
             gemm_bf16_pack_a(false, d.cout, K, j.w, K, s.pack);
             gemm_bf16_pack_b_rows(false, K, ld, s.rows, b);
             gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, false);
-            bias_activate(j, i0, nb, s.z, ld, p.plane, p.wp);
+            bias_activate(j, i0, nb, s.z, ld, p.stride, p.wp);
         } else {
             const int64_t ld = nb * P;
             im2col(d, nb, j.x + i0 * in_size, s.col);
@@ -307,16 +312,18 @@ void gather_dz(const Job &j, int64_t i0, int64_t nb, float *dz, int64_t ld, int6
 void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb, float *dw, float *db) {
     const ConvDims &d = *j.d;
     const Padded p = padded_of(d);
-    const int64_t K = taps(d), ld = nb * p.plane, in_size = d.cin * d.hin * d.win, kk = d.kh * d.kw;
-    std::fill(s.z, s.z + d.cout * ld + p.slack, 0.0f);
-    gather_dz(j, i0, nb, s.z + d.ph * p.wp + d.pw, ld, p.plane, p.wp);
+    const int64_t K = taps(d), ld = nb * p.stride, block = p.block(nb), in_size = d.cin * d.hin * d.win;
+    const int64_t kk = d.kh * d.kw;
+    float *dz = s.z + p.top + d.pw;  // dZ[co][q], q as the forward's columns: row stride block
+    std::fill(s.z, s.z + d.cout * block + p.slack, 0.0f);
+    gather_dz(j, i0, nb, dz, block, p.stride, p.wp);
     if (d.bias)
-        for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * ld, ld);
+        for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * block, block);
     pad_images(d, p, nb, j.x + i0 * in_size, s.col);
     shifted_rows(d, p, d.cin, nb, s.col, s.rows);
-    // dW[co][k] += sum over q of dZ[co][q] xpad-row_k[q] (dZ read from its interior's corner)
+    // dW[co][k] += sum over q of dZ[co][q] xpad-row_k[q]
     char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, ld);
-    gemm_bf16_pack_a(false, d.cout, ld, s.z + d.ph * p.wp + d.pw, ld, s.pack);
+    gemm_bf16_pack_a(false, d.cout, ld, dz, block, s.pack);
     gemm_bf16_pack_b_rows(true, ld, K, s.rows, b);
     gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, true);
     if (!j.dx) return;
@@ -329,7 +336,7 @@ void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb,
     for (int64_t img = 0; img < nb; ++img)
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t iy = 0; iy < d.hin; ++iy) {
-                const float *src = s.col + c * ld + img * p.plane + iy * p.wp;
+                const float *src = s.col + c * ld + img * p.stride + iy * p.wp;
                 std::copy(src, src + d.win, j.dx + (i0 + img) * in_size + (c * d.hin + iy) * d.win);
             }
 }
@@ -399,10 +406,10 @@ size_t im2col_slot(const ConvDims &d, int64_t nb, bool backward) {
 
 size_t shifted_slot(const ConvDims &d, int64_t nb, bool backward) {
     const Padded p = padded_of(d);
-    const int64_t K = taps(d), ld = nb * p.plane, kk = d.kh * d.kw;
+    const int64_t K = taps(d), ld = nb * p.stride, kk = d.kh * d.kw;
     size_t pack = gemm_bf16_bytes(d.cout, ld, K);
     if (backward) pack = std::max({pack, gemm_bf16_bytes(d.cout, K, ld), gemm_bf16_bytes(d.cin, ld, d.cout * kk)});
-    const size_t floats = size_t((d.cin + d.cout) * ld + 2 * p.slack);
+    const size_t floats = size_t((d.cin + d.cout) * p.block(nb) + 2 * p.slack);
     return floats * sizeof(float) + size_t(std::max(K, d.cout * kk)) * sizeof(float *) + pack;
 }
 
@@ -424,7 +431,7 @@ void *conv_bf16_plan(const Layer &l, int64_t max_batch, bool backward, size_t *w
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
     const bool native = cpu_has_bf16(), direct = native && direct_eligible(d);
     const bool shifted = !direct && native && shifted_eligible(d);
-    const int64_t per_image = K * (shifted ? padded_of(d).plane : P);
+    const int64_t per_image = K * (shifted ? padded_of(d).stride : P);
     int64_t chunk = direct ? 1 : std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, per_image));
     chunk = std::min(chunk, (max_batch + workers - 1) / workers);
     const size_t slot = direct    ? direct_slot(d, backward)

@@ -172,9 +172,11 @@ void recurrent_backward(const OpArgs &a) {
             b.dhp = w.dhp + k * n * GH;
             b.dh_prev = dh_next;
             Cell::backward(cs.stream, st, b);
-            if (k)
-                gemm_nn(cs, p, n, H, GH, operand(cs, p, b.dhp, size_t(n * GH), p == Precision::f32 ? nullptr : dhp16 + k * n * GH),
-                        GH, w_hh, H, dh_next, H, true, "cublasGemm (recurrent state gradient)");
+            if (k) {
+                uint16_t *slot = p == Precision::f32 ? nullptr : dhp16 + k * n * GH;
+                gemm_nn(cs, p, n, H, GH, operand(cs, p, b.dhp, size_t(n * GH), slot), GH, w_hh, H, dh_next, H, true,
+                        "cublasGemm (recurrent state gradient)");
+            }
             float *swap = dh;
             dh = dh_next;
             dh_next = swap;

@@ -127,7 +127,9 @@ TEST_P(Autocast, Bf16AgainstAutocastAndFloat64) {
         EXPECT_LE(e16, b.bf16) << b.array;
         EXPECT_LE(e_vs_ac, b.autocast) << b.array;
         EXPECT_LE(e32, b.f32) << b.array;
-        if (std::string(b.array) == "outputs") EXPECT_LT(e16, eac) << "snn's bf16 outputs are expected closer to float64";
+        if (std::string(b.array) == "outputs") {
+            EXPECT_LT(e16, eac) << "snn's bf16 outputs are expected closer to float64";
+        }
     }
 }
 

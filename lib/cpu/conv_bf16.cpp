@@ -234,7 +234,8 @@ Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worke
     const Padded p = padded_of(d);
     const int64_t block = p.block(plan.chunk);
     float *z = base + d.cin * block + p.slack;
-    const float **rows = reinterpret_cast<const float **>(z + d.cout * block + p.slack);
+    const int64_t floats = (d.cin + d.cout) * block + 2 * p.slack;  // then the pointers, 64-byte aligned
+    const float **rows = reinterpret_cast<const float **>(base + (floats + 15) / 16 * 16);
     return {base, z, rows, rows + std::max(taps(d), d.cout * d.kh * d.kw)};
 }
 
@@ -409,7 +410,7 @@ size_t shifted_slot(const ConvDims &d, int64_t nb, bool backward) {
     const int64_t K = taps(d), ld = nb * p.stride, kk = d.kh * d.kw;
     size_t pack = gemm_bf16_bytes(d.cout, ld, K);
     if (backward) pack = std::max({pack, gemm_bf16_bytes(d.cout, K, ld), gemm_bf16_bytes(d.cin, ld, d.cout * kk)});
-    const size_t floats = size_t((d.cin + d.cout) * p.block(nb) + 2 * p.slack);
+    const size_t floats = size_t(((d.cin + d.cout) * p.block(nb) + 2 * p.slack + 15) / 16 * 16);
     return floats * sizeof(float) + size_t(std::max(K, d.cout * kk)) * sizeof(float *) + pack;
 }
 

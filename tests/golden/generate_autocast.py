@@ -16,8 +16,9 @@ Autocast rounds the outputs of its bf16 ops to bf16, where snn keeps float32
 activations and rounds only the operands of its products: snn at bf16 is
 expected closer to the reference than autocast is. tests/golden/
 test_autocast.cpp replays the cases through the C API at bf16 and compares.
-The file format is generate.py's, its values written with 17 digits; the
-"steps" line is 0 (no optimiser step is recorded). Run (PyTorch 2):
+The file format is generate.py's, the float64 reference written with 17
+digits and float32 values with the 9 that give them exactly; the "steps"
+line is 0 (no optimiser step is recorded). Run (PyTorch 2):
 
     python3 tests/golden/generate_autocast.py [case ...]
 """
@@ -52,10 +53,11 @@ CASES = [
 
 
 def write_array(f, name, values, integer=False):
+    form = "%d" if integer else "%.17g" if values.dtype == torch.float64 else "%.9g"
     values = values.detach().reshape(-1).double().tolist()
     f.write("%s %d\n" % (name, len(values)))
     for i in range(0, len(values), 6):
-        f.write(" ".join(("%d" % v) if integer else ("%.17g" % v) for v in values[i:i + 6]) + "\n")
+        f.write(" ".join(form % v for v in values[i:i + 6]) + "\n")
 
 
 def build(case):

@@ -7,8 +7,10 @@
 // is skipped where the processor lacks AVX-512 BF16.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -165,6 +167,31 @@ TEST(GemmBf16, RowsOfB) {
                     snn::gemm_bf16_packed(M, N, K, a.data(), b.data(), C.data(), c.ldc, true);
                     snn::cpu_choose_kernels(CpuKernels::environment);
                     EXPECT_EQ(compare(c, C, run(c, kernels), 0.0, "rows"), 0u);
+                }
+            }
+}
+
+// The packing and the product split over the threads (rows or columns of
+// C, row groups of op(A) and panels of op(B)) give the same bits as one
+// thread: the sums over k do not depend on the split.
+constexpr std::array<int64_t, 3> kLarge[] = {{300, 40, 777}, {64, 600, 390}};  // M, N, K
+
+TEST(GemmBf16, ThreadsGiveTheSameBits) {
+    const bool native = native_available();
+    for (bool ta : {false, true})
+        for (bool tb : {false, true})
+            for (const std::array<int64_t, 3> &s : kLarge) {
+                const Case c = make_case(ta, tb, s[0], s[1], s[2], false);
+                for (CpuKernels kernels : {CpuKernels::reference, CpuKernels::fast}) {
+                    if (kernels == CpuKernels::fast && !native) continue;
+                    snn::cpu_set_threads(1);
+                    const std::vector<float> one = run(c, kernels);
+                    for (int32_t threads : {2, 3}) {
+                        snn::cpu_set_threads(threads);
+                        const std::vector<float> many = run(c, kernels);
+                        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << threads;
+                    }
+                    snn::cpu_set_threads(1);
                 }
             }
 }

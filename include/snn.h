@@ -869,10 +869,13 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *                          rounding of operands, float32 products: the same
  *                          accuracy, no speed-up); snn_precision_support
  *                          tells which. GPU: compute capability 8.0 or newer
- *                          (cuBLAS and cuDNN tensor-core math).
+ *                          (cuBLAS tensor-core products with float32
+ *                          accumulation; convolutions lowered to them, as
+ *                          cuDNN would round their outputs to 16 bits).
  *   SNN_PRECISION_FP16     GPUs only (the CPU refuses it); use it with loss
  *                          scaling (snn_set_loss_scaling), as fp16's range
- *                          is small.
+ *                          is small (operands of 65520 and more become
+ *                          infinite, of 2^-25 and less zero).
  * A precision a device cannot run is SNN_ERR_UNSUPPORTED, never a silent
  * float32. */
 typedef int32_t snn_precision;

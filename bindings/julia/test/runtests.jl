@@ -1079,29 +1079,24 @@ end
         e = errorof(() -> SNN.precision!(fwd, :fp16))
         @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED && occursin("fp16", e.message)
         @test SNN.cache_precision(fwd) == :float32
-        # Dense has bf16 kernels on the CPU or it has not: with them, the MLP's outputs
-        # and gradients at bf16 lie within 2^-6 of float32's (operands rounded to 8
-        # significant bits, float32 sums); without, the cache refuses bf16 naming the layer.
-        e = errorof(() -> SNN.precision!(fwd, :bf16))
-        if e === nothing
-            function mlp_pass(p)
-                mf, mb = preallocate(mlp, 3; precision=p), preallocate_grads(mlp, 3)
-                set_inputs!(mf, reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:17], 6, 3))
-                forward!(mf, mlp)
-                my = copy(get_outputs(mf))
-                backprop!(mb, mf, mlp, MSELoss(fill(0.1f0, size(my))))
-                mg = SNN.get_gradients(mb)
-                foreach(close, (mf, mb))
-                (my, mg)
-            end
-            (ya, ga), (yb, gb) = mlp_pass(:float32), mlp_pass(:bf16)
-            @test maximum(abs.(yb .- ya)) <= maximum(abs.(ya)) / 64
-            @test maximum(abs.(gb .- ga)) <= maximum(abs.(ga)) / 64
-            @test yb != ya
-        else
-            @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED && occursin("dense", e.message)
-            @test SNN.cache_precision(fwd) == :float32
+        # The MLP's outputs and gradients at bf16 lie within 2^-6 of float32's (operands
+        # rounded to 8 significant bits, float32 sums), and differ from them.
+        @test SNN.precision!(fwd, :bf16) === fwd
+        @test SNN.cache_precision(fwd) == :bf16
+        function mlp_pass(p)
+            mf, mb = preallocate(mlp, 3; precision=p), preallocate_grads(mlp, 3)
+            set_inputs!(mf, reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:17], 6, 3))
+            forward!(mf, mlp)
+            my = copy(get_outputs(mf))
+            backprop!(mb, mf, mlp, MSELoss(fill(0.1f0, size(my))))
+            mg = SNN.get_gradients(mb)
+            foreach(close, (mf, mb))
+            (my, mg)
         end
+        (ya, ga), (yb, gb) = mlp_pass(:float32), mlp_pass(:bf16)
+        @test maximum(abs.(yb .- ya)) <= maximum(abs.(ya)) / 64
+        @test maximum(abs.(gb .- ga)) <= maximum(abs.(ga)) / 64
+        @test yb != ya
         @test SNN.precision!(fwd, :float32) === fwd
         @test_throws ArgumentError SNN.precision!(fwd, :float64)
         @test_throws ArgumentError preallocate(mlp, 4; precision=:half)

@@ -80,6 +80,11 @@ constexpr OpCase kCases[] = {
     {OpKind::conv, "silu", "input 5x5x2; conv 3 4 silu", 2, 1e-2f, kMse, {"conv_silu_gelu_inline"}},
     {OpKind::conv, "sigmoid_pad2", "input 4x5x2; conv 3 2 sigmoid pad=2", 2, 1e-2f, kMse,
      {"conv_nobias_sigmoid_pad2"}},
+    // Stride 1 with "same" padding on a map large enough for the bf16
+    // kernels' shifted lowering (cpu/conv_bf16.cpp), a 5x5 kernel after a
+    // 3x3, both input gradients through it.
+    {OpKind::conv, "same_padding_large_map", "input 12x12x2; conv 3 3 pad=1 silu; conv 5 2 pad=2 nobias", 2, 1e-2f,
+     kMse, {"conv_silu_gelu_inline"}},
 
     // maxpool and avgpool: square and rectangular windows, overlapping
     // (stride 1), sizes that do not divide (floor), first after the input.

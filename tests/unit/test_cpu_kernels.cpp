@@ -10,6 +10,8 @@
 // parameter gradients and input gradients.
 #include <stdlib.h>
 
+#include <random>
+
 #include "helpers.h"
 
 namespace {
@@ -187,6 +189,30 @@ TEST(CpuKernels, OddGeometriesMatchTheReference) {
          })
         for (int64_t batch : {1, 3})
             for (bool training : {true, false}) compare(spec, batch, training);
+}
+
+// Random geometries through every convolution path (the AVX-512 direct
+// kernels for stride 1, the direct kernels for few taps, the lowerings):
+// kernels 1x1 to 7x7, strides 1 to 3, padding 0 to 3 on each axis, 1 to 70
+// channels, tiny and non-square maps, batches 1 to 5, at 1 and 2 threads,
+// against the reference lowering. A seed per case, in the trace.
+TEST(CpuKernels, RandomConvolutionGeometriesMatchTheReference) {
+    std::mt19937 rng(2026);
+    const auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const char *acts[] = {"", " relu", " tanh", " gelu"};
+    for (int k = 0; k < 48; ++k) {
+        const int kh = pick(1, 7), kw = pick(1, 7), stride = pick(1, 3) == 1 ? 1 : pick(1, 3);
+        const int ph = pick(0, 3), pw = pick(0, 3);
+        const int h = std::max(kh - 2 * ph, 0) + pick(1, 9), w = std::max(kw - 2 * pw, 0) + pick(1, 13);
+        const bool wide = pick(0, 3) == 0;
+        const int cin = wide ? pick(17, 70) : pick(1, 16), cout = wide ? pick(17, 70) : pick(1, 20);
+        const std::string spec = "input " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(cin) +
+                                 "; conv " + std::to_string(kh) + "x" + std::to_string(kw) + " " +
+                                 std::to_string(cout) + acts[pick(0, 3)] + " stride=" + std::to_string(stride) +
+                                 " pad=" + std::to_string(ph) + "x" + std::to_string(pw) +
+                                 (pick(0, 2) == 0 ? " nobias" : "");
+        compare(spec, pick(1, 5), pick(0, 3) != 0);
+    }
 }
 
 // Dense products between the plain loops and OpenBLAS take snn's own AVX-512

@@ -214,24 +214,29 @@ void product(const Product &p, const Weights &wt, int64_t r0, int64_t r1, const 
         product_rows<8, 1>(p, wt, r0, r1, bias, e, out);
 }
 
-// The backward geometry: one pitch for the padded input and the padded
-// output gradient, wide enough for both (win + 2 pw for the forward taps,
-// win + kw - 1 for the transposed ones).
+// The geometry of both passes: rows of win + pw floats, pw zeros and then
+// the row's values, so that the zeros before a row also pad the end of the
+// row above; an output row then computes kw - 1 - pw values past its end
+// (kw - 1 with a pad on each side). One extra row of zeros under the map
+// serves the last row's taps. The output gradient's rows, kw - 1 - pw zeros
+// and wout values, have the same pitch.
 struct BackwardLayout {
     Padded x, dz;
     int64_t image;  // floats of one image's two buffers
 };
 
+int64_t shared_pitch(const ConvDims &d) { return d.win + d.pw; }
+
 BackwardLayout backward_layout(const ConvDims &d) {
-    const int64_t pitch = d.win + std::max(2 * d.pw, d.kw - 1);
+    const int64_t pitch = shared_pitch(d), dz_top = d.kh - 1 - d.ph;
     BackwardLayout L;
-    L.x = {d.cin, d.hin + 2 * d.ph, pitch, d.ph, d.pw};
-    L.dz = {d.cout, d.hin + d.kh - 1, pitch, d.kh - 1 - d.ph, d.kw - 1 - d.pw};
+    L.x = {d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw};
+    L.dz = {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw};
     L.image = L.x.floats() + L.dz.floats();
     return L;
 }
 
-Padded forward_padded(const ConvDims &d) { return {d.cin, d.hin + 2 * d.ph, d.win + 2 * d.pw, d.ph, d.pw}; }
+Padded forward_padded(const ConvDims &d) { return {d.cin, d.hin + 2 * d.ph + 1, shared_pitch(d), d.ph, d.pw}; }
 
 // Floats of a table of Lanes for `count` values of q.
 int64_t lanes_floats(int64_t count) { return lane_vectors(count) * int64_t(sizeof(Lanes) / sizeof(float)); }

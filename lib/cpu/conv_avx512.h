@@ -4,7 +4,7 @@
 // coordinates q = oy*pitch + ox (a row's last pitch - wout columns are
 // computed and dropped), where tap (i, j) of input channel c reads the
 // buffer at c*plane + q + i*pitch + j: every tap is a contiguous run of the
-// buffer, so tiles of 8 output channels x 48 values of q are built in
+// buffer, so tiles of up to 8 output channels x 64 values of q are built in
 // registers from broadcast weights and unaligned loads, and the valid
 // columns are packed together as they are stored (NCHW, as always).
 // The input gradient is the same product over the padded output gradient

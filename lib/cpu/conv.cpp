@@ -244,14 +244,15 @@ void padded_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t parts = j.n >= workers ? 1 : std::min<int64_t>(blocks, (workers + j.n - 1) / j.n);
     int64_t i0, i1, last = -1;
     split_range(j.n * parts, workers, worker, &i0, &i1);
+    float *workspace = j.workspace + size_t(worker) * j.plan->slot;
+    if (i0 < i1) conv512_forward_begin(d, workspace);
     for (int64_t item = i0; item < i1; ++item) {
         const int64_t img = item / parts;
         int64_t b0, b1;
         split_range(blocks, int32_t(parts), int32_t(item % parts), &b0, &b1);
         conv512_forward_image(d, j.x + img * in_size, j.w, j.b, j.out + img * out_size,
                               j.pre ? j.pre + img * out_size : nullptr, b0 * kConv512Rows,
-                              std::min(d.cout, b1 * kConv512Rows), img == last,
-                              j.workspace + size_t(worker) * j.plan->slot);
+                              std::min(d.cout, b1 * kConv512Rows), img == last, workspace);
         last = img;
     }
 }

@@ -61,15 +61,19 @@ struct Lanes {
 int64_t lane_vectors(int64_t count) { return ceil_div(count, 16) + kTile / 16; }
 
 void fill_lanes(int64_t count, int64_t pitch, int64_t width, Lanes *lanes) {
+    int64_t row = 0, col = 0;  // of q
     for (int64_t v = 0; v < lane_vectors(count); ++v) {
         Lanes L{0u, 0};
-        bool first = true;
         for (int64_t l = 0; l < 16; ++l) {
-            const int64_t q = 16 * v + l, row = q / pitch, col = q % pitch;
-            if (q >= count || col >= width) continue;
-            L.mask |= 1u << l;
-            if (first) L.first = int32_t(row * width + col);
-            first = false;
+            const int64_t q = 16 * v + l;
+            if (q < count && col < width) {
+                if (L.mask == 0) L.first = int32_t(row * width + col);
+                L.mask |= 1u << l;
+            }
+            if (++col == pitch) {
+                col = 0;
+                ++row;
+            }
         }
         lanes[v] = L;
     }
@@ -330,17 +334,19 @@ size_t conv512_backward_floats(const ConvDims &d, int64_t chunk) {
     return size_t(chunk * L.image + slack_floats(d) + lanes_floats(d.hin * L.x.pitch));
 }
 
+void conv512_forward_begin(const ConvDims &d, float *workspace) {
+    const Padded p = forward_padded(d);
+    const int64_t slack = slack_floats(d);
+    std::fill(workspace + p.floats(), workspace + p.floats() + slack, 0.0f);
+    fill_lanes(d.hout * p.pitch, p.pitch, d.wout, reinterpret_cast<Lanes *>(workspace + p.floats() + slack));
+}
+
 void conv512_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y, float *pre,
                            int64_t co0, int64_t co1, bool padded, float *workspace) {
     const Padded p = forward_padded(d);
     const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw, count = d.hout * p.pitch;
-    const int64_t slack = slack_floats(d);
-    Lanes *lanes = reinterpret_cast<Lanes *>(workspace + p.floats() + slack);
-    if (!padded) {
-        pad_maps(p, d.hin, d.win, x, d.hin * d.win, workspace);
-        std::fill(workspace + p.floats(), workspace + p.floats() + slack, 0.0f);
-        fill_lanes(count, p.pitch, d.wout, lanes);
-    }
+    const Lanes *lanes = reinterpret_cast<const Lanes *>(workspace + p.floats() + slack_floats(d));
+    if (!padded) pad_maps(p, d.hin, d.win, x, d.hin * d.win, workspace);
     const Product prod{workspace, d.cin, p.plane(), p.pitch, d.kh, d.kw, count, d.wout, P, lanes};
     const Weights wt{w, K, d.kh * d.kw, d.kw, 1};
     const bool fused = !pre && (d.act == Act::identity || d.act == Act::relu);
@@ -389,6 +395,7 @@ bool conv512_eligible(const ConvDims &) { return false; }
 size_t conv512_forward_floats(const ConvDims &) { return 0; }
 int64_t conv512_backward_chunk(const ConvDims &, int64_t) { return 1; }
 size_t conv512_backward_floats(const ConvDims &, int64_t) { return 0; }
+void conv512_forward_begin(const ConvDims &, float *) {}
 void conv512_forward_image(const ConvDims &, const float *, const float *, const float *, float *, float *, int64_t,
                            int64_t, bool, float *) {}
 void conv512_backward_images(const ConvDims &, int64_t, const float *, const float *, const float *, const float *,

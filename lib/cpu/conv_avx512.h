@@ -38,6 +38,10 @@ size_t conv512_forward_floats(const ConvDims &d);
 int64_t conv512_backward_chunk(const ConvDims &d, int64_t budget_floats);
 size_t conv512_backward_floats(const ConvDims &d, int64_t chunk);
 
+// Prepares a worker's workspace for conv512_forward_image calls (once per
+// pass: what depends on the geometry alone).
+void conv512_forward_begin(const ConvDims &d, float *workspace);
+
 // Output channels [co0, co1) of one image: y = act(w * x + b) in NCHW, z kept
 // in pre when not null (then y = act(pre)). padded: the workspace already
 // holds this image's padded copy (a previous call with the same image).

@@ -10,12 +10,16 @@
 // fit the planned workspace, so a call never needs more scratch than was
 // planned. The pick is a pure function of the batch, so results do not
 // depend on the order of batch sizes.
+//
+// At bf16 and fp16 the convolutions are lowered to matrix products instead
+// (conv_lowered.h says why) and the plan is only their workspace.
 #include <climits>
 #include <map>
 #include <mutex>
 #include <new>
 #include <tuple>
 
+#include "conv_lowered.h"
 #include "ops.h"
 
 namespace snn {
@@ -245,11 +249,15 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
     p.batch = n;
 }
 
-void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward, Precision,
+void *conv_plan(Backend &be, Stream *s, const Layer &l, int64_t max_batch, bool backward, Precision precision,
                 size_t *workspace_bytes) {
     CudaStream &cs = cuda_backend(be).use(s);
     const ConvDims d = conv_dims(l);
     if (max_batch < 1) raise(SNN_ERR_INTERNAL, "conv plan: max_batch < 1");
+    if (precision != Precision::f32) {
+        *workspace_bytes = conv_lowered_bytes(d, max_batch, backward, precision);
+        return nullptr;
+    }
     // cuDNN's 4-d descriptors count a tensor's elements in an int.
     for (int64_t per_sample : {d.cin * d.hin * d.win, d.cout * d.hout * d.wout})
         if (per_sample > 0 && max_batch > INT_MAX / per_sample)
@@ -337,13 +345,17 @@ ConvPlan &prepare(const OpArgs &a, const CudaStream &cs, const ConvDims &d) {
 void conv_forward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const ConvDims d = conv_dims(*a.l);
-    ConvPlan &p = prepare(a, cs, d);
     const float *w = a.params + a.l->weight_offset;
     const float *b = d.bias ? a.params + a.l->bias_offset : nullptr;
-    const float one = 1.0f, zero = 0.0f;
-    check(cudnnConvolutionForward(cs.dnn, &one, p.x, a.x[0], p.w, w, p.fwd, p.fwd_algo,
-                                  a.workspace, p.fwd_bytes, &zero, p.y, a.y),
-          "cudnnConvolutionForward");
+    if (a.precision != Precision::f32) {
+        conv_lowered_forward(cs, d, a.precision, a.n, a.x[0], w, a.y, a.workspace);
+    } else {
+        ConvPlan &p = prepare(a, cs, d);
+        const float one = 1.0f, zero = 0.0f;
+        check(cudnnConvolutionForward(cs.dnn, &one, p.x, a.x[0], p.w, w, p.fwd, p.fwd_algo, a.workspace,
+                                      p.fwd_bytes, &zero, p.y, a.y),
+              "cudnnConvolutionForward");
+    }
     const int64_t hw = d.hout * d.wout;
     float *z = act_uses_input(d.act) ? aux_per_sample(a) : nullptr;
     bias_activation(cs.stream, a.y, z, b, static_cast<size_t>(a.n * d.cout * hw), d.cout, hw,
@@ -356,16 +368,20 @@ void conv_forward(const OpArgs &a) {
 void conv_backward(const OpArgs &a) {
     CudaStream &cs = stream_of(a);
     const ConvDims d = conv_dims(*a.l);
-    ConvPlan &p = prepare(a, cs, d);
-    if (!p.backward) raise(SNN_ERR_INTERNAL, "conv backward with a plan made for inference");
     const float *w = a.params + a.l->weight_offset;
     float *dw = a.grads + a.l->weight_offset;
-    const float one = 1.0f, zero = 0.0f;
     const int64_t hw = d.hout * d.wout;
     const float *v = act_uses_input(d.act) ? aux_per_sample(a) : a.y;
     activation_grad(cs.stream, a.dy, v, static_cast<size_t>(a.n * d.cout * hw), d.act);
     const float *dz = a.dy;
     if (d.bias) channel_sums(cs.stream, a.grads + a.l->bias_offset, dz, a.n, d.cout, hw);
+    if (a.precision != Precision::f32) {
+        conv_lowered_backward(cs, d, a.precision, a.n, a.x[0], w, dz, dw, a.dx[0], a.workspace);
+        return;
+    }
+    ConvPlan &p = prepare(a, cs, d);
+    if (!p.backward) raise(SNN_ERR_INTERNAL, "conv backward with a plan made for inference");
+    const float one = 1.0f, zero = 0.0f;
     check(cudnnConvolutionBackwardFilter(cs.dnn, &one, p.x, a.x[0], p.y, dz, p.bwd_filter,
                                          p.filter_algo, a.workspace, p.filter_bytes, &zero, p.w,
                                          dw),
@@ -380,6 +396,6 @@ void conv_backward(const OpArgs &a) {
 }  // namespace cu
 
 extern const OpKernels cuda_op_conv{cu::conv_plan, cu::conv_plan_release, cu::conv_forward,
-                                    cu::conv_backward};
+                                    cu::conv_backward, kAllPrecisions};
 
 }  // namespace snn

@@ -5,10 +5,13 @@
 // for gelu and silu).
 //
 // cuBLAS is column-major: a row-major A[r][c] read column-major is A^T.
-// These are dense.cu's products with x = col, in = C K and n = rows.
+// These are dense.cu's products with x = col, in = C K and n = rows. At
+// bf16 and fp16 their operands are 16-bit copies after the float scratch
+// (low_precision.h).
 #include <algorithm>
 
 #include "conv1d_lower.h"
+#include "low_precision.h"
 #include "ops.h"
 
 namespace snn {
@@ -21,9 +24,19 @@ constexpr int64_t kLoweredBudget = int64_t(1) << 22;
 
 int64_t chunk_of(const Conv1dDims &d) { return std::max<int64_t>(1, kLoweredBudget / (d.out_steps * d.cols())); }
 
-void *conv1d_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, Precision, size_t *workspace_bytes) {
+// The float scratch: a chunk's lowered rows.
+size_t col_bytes(const Conv1dDims &d, int64_t max_batch) {
+    return aligned16(size_t(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols()) * sizeof(float));
+}
+
+// Workspace: the lowered rows; at a low precision then the 16-bit copies of
+// W, the rows and (backward) the chunk's dz.
+void *conv1d_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision p,
+                  size_t *workspace_bytes) {
     const Conv1dDims d = conv1d_dims(l);
-    *workspace_bytes = static_cast<size_t>(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols()) * sizeof(float);
+    const size_t rows = size_t(std::min(chunk_of(d), max_batch) * d.out_steps);
+    *workspace_bytes = col_bytes(d, max_batch) + low_bytes(p, {size_t(d.out * d.cols()), rows * size_t(d.cols()),
+                                                              backward ? rows * size_t(d.out) : 0});
     return nullptr;
 }
 
@@ -34,16 +47,18 @@ void conv1d_forward(const OpArgs &a) {
     const Layer &l = *a.l;
     const Conv1dDims d = conv1d_dims(l);
     if (a.n <= 0) return;
-    const float *w = a.params + l.weight_offset;
+    const Precision p = a.precision;
     float *col = static_cast<float *>(a.workspace);
-    const float one = 1.0f, zero = 0.0f;
     const int64_t chunk = chunk_of(d);
+    LowScratch low(p, a.workspace, col_bytes(d, a.n));
+    const void *w = operand(cs, p, a.params + l.weight_offset, size_t(d.out * d.cols()), low.take(d.out * d.cols()));
+    uint16_t *col16 = low.take(std::min(chunk, a.n) * d.out_steps * d.cols());
     for (int64_t s0 = 0; s0 < a.n; s0 += chunk) {
         const int64_t nb = std::min(chunk, a.n - s0), rows = nb * d.out_steps;
         conv1d_lower(cs.stream, d, a.x[0], a.lengths, s0, nb, col);
-        check(cublasSgemm_64(cs.blas, CUBLAS_OP_T, CUBLAS_OP_N, d.out, rows, d.cols(), &one, w, d.cols(), col,
-                             d.cols(), &zero, a.y + s0 * d.out_steps * d.out, d.out),
-              "cublasSgemm (conv1d forward)");
+        const void *c = operand(cs, p, col, size_t(rows * d.cols()), col16);
+        gemm_at(cs, p, CUBLAS_OP_T, CUBLAS_OP_N, d.out, rows, d.cols(), 1.0f, w, d.cols(), c, d.cols(), 0.0f,
+                a.y + s0 * d.out_steps * d.out, d.out, "cublasGemm (conv1d forward)");
     }
     float *z = act_uses_input(l.act) ? aux_per_sample(a) : nullptr;
     bias_activation(cs.stream, a.y, z, l.bias ? a.params + l.bias_offset : nullptr,
@@ -60,24 +75,26 @@ void conv1d_backward(const OpArgs &a) {
     const Layer &l = *a.l;
     const Conv1dDims d = conv1d_dims(l);
     if (a.n <= 0) return;
-    const float *w = a.params + l.weight_offset;
+    const Precision p = a.precision;
     float *dw = a.grads + l.weight_offset;
     float *col = static_cast<float *>(a.workspace);
-    const float one = 1.0f, zero = 0.0f;
     const int64_t chunk = chunk_of(d), total_rows = a.n * d.out_steps;
     activation_grad(cs.stream, a.dy, act_uses_input(l.act) ? aux_per_sample(a) : a.y,
                     static_cast<size_t>(total_rows * d.out), l.act);
+    LowScratch low(p, a.workspace, col_bytes(d, a.n));
+    const void *w = operand(cs, p, a.params + l.weight_offset, size_t(d.out * d.cols()), low.take(d.out * d.cols()));
+    uint16_t *col16 = low.take(std::min(chunk, a.n) * d.out_steps * d.cols());
+    uint16_t *dz16 = low.take(std::min(chunk, a.n) * d.out_steps * d.out);
     for (int64_t s0 = 0; s0 < a.n; s0 += chunk) {
         const int64_t nb = std::min(chunk, a.n - s0), rows = nb * d.out_steps;
-        const float *dz = a.dy + s0 * d.out_steps * d.out;
+        const void *dz = operand(cs, p, a.dy + s0 * d.out_steps * d.out, size_t(rows * d.out), dz16);
         conv1d_lower(cs.stream, d, a.x[0], a.lengths, s0, nb, col);
-        check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_T, d.cols(), d.out, rows, &one, col, d.cols(), dz,
-                             d.out, s0 > 0 ? &one : &zero, dw, d.cols()),
-              "cublasSgemm (conv1d weight gradient)");
+        const void *c = operand(cs, p, col, size_t(rows * d.cols()), col16);
+        gemm_at(cs, p, CUBLAS_OP_N, CUBLAS_OP_T, d.cols(), d.out, rows, 1.0f, c, d.cols(), dz, d.out,
+                s0 > 0 ? 1.0f : 0.0f, dw, d.cols(), "cublasGemm (conv1d weight gradient)");
         if (a.dx[0] == nullptr) continue;
-        check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_N, d.cols(), rows, d.out, &one, w, d.cols(), dz,
-                             d.out, &zero, col, d.cols()),
-              "cublasSgemm (conv1d input gradient)");
+        gemm_at(cs, p, CUBLAS_OP_N, CUBLAS_OP_N, d.cols(), rows, d.out, 1.0f, w, d.cols(), dz, d.out, 0.0f, col,
+                d.cols(), "cublasGemm (conv1d input gradient)");
         conv1d_lower_adjoint(cs.stream, d, col, a.lengths, s0, nb, a.dx[0]);
     }
     if (l.bias) channel_sums(cs.stream, a.grads + l.bias_offset, a.dy, total_rows, d.out, 1);
@@ -86,6 +103,7 @@ void conv1d_backward(const OpArgs &a) {
 }  // namespace
 }  // namespace cu
 
-extern const OpKernels cuda_op_conv1d{cu::conv1d_plan, nullptr, cu::conv1d_forward, cu::conv1d_backward};
+extern const OpKernels cuda_op_conv1d{cu::conv1d_plan, nullptr, cu::conv1d_forward, cu::conv1d_backward,
+                                      kAllPrecisions};
 
 }  // namespace snn

@@ -8,10 +8,15 @@
 // Lengths are read by the kernels on the device; the host loop runs T
 // iterations whatever they are.
 //
+// At bf16 and fp16 the products' operands are 16-bit copies after the
+// float scratch (low_precision.h): the weights once per direction, h_{k-1}
+// and dhp_k per iteration (dhp_k's copies serve dW_hh after the loop too).
+//
 // cuBLAS is column-major: a row-major A[r][c] is, read column-major, A^T
 // (ld c); each product below is the row-major one on those transposes.
 #pragma once
 
+#include "low_precision.h"
 #include "ops.h"
 #include "ops/recurrent.h"
 
@@ -46,31 +51,37 @@ struct RecurrentBackward {
 };
 
 // Row-major C[M][N] (+)= A[M][K] B[N][K]^T: C^T = op_T(B) A^T.
-inline void gemm_nt(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSgemm_64(cs.blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B, ldb, A, lda, accumulate ? &one : &zero,
-                         C, ldc),
-          what);
+inline void gemm_nt(CudaStream &cs, Precision p, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
+    gemm_at(cs, p, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, 1.0f, B, ldb, A, lda, accumulate ? 1.0f : 0.0f, C, ldc, what);
 }
 // Row-major C[M][N] = A[K][M]^T B[K][N]: C^T = B^T op_T(A^T).
-inline void gemm_tn(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc, const char *what) {
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_T, N, M, K, &one, B, ldb, A, lda, &zero, C, ldc), what);
+inline void gemm_tn(CudaStream &cs, Precision p, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, float *C, int64_t ldc, const char *what) {
+    gemm_at(cs, p, CUBLAS_OP_N, CUBLAS_OP_T, N, M, K, 1.0f, B, ldb, A, lda, 0.0f, C, ldc, what);
 }
 // Row-major C[M][N] (+)= A[M][K] B[K][N]: C^T = B^T A^T.
-inline void gemm_nn(CudaStream &cs, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                    int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSgemm_64(cs.blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, ldb, A, lda, accumulate ? &one : &zero,
-                         C, ldc),
-          what);
+inline void gemm_nn(CudaStream &cs, Precision p, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, const char *what) {
+    gemm_at(cs, p, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, 1.0f, B, ldb, A, lda, accumulate ? 1.0f : 0.0f, C, ldc, what);
 }
 
+// The float scratch of ops/recurrent.h, where the 16-bit copies start.
+inline size_t recurrent_float_bytes(const RecurrentDims &d, int64_t n, bool backward) {
+    return aligned16(recurrent_workspace_floats(d, n, backward) * sizeof(float));
+}
+
+// The 16-bit copies: forward W_ih, W_hh, x and h_{k-1}; backward W_ih,
+// W_hh, x, dhp of every iteration, dxp and the kept h.
 template <class Cell>
-void *recurrent_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
-    *workspace_bytes = recurrent_workspace_floats(recurrent_dims(l), max_batch, backward) * sizeof(float);
+void *recurrent_plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision p,
+                     size_t *workspace_bytes) {
+    const RecurrentDims d = recurrent_dims(l);
+    const size_t gh = size_t(d.GH()), nt = size_t(max_batch * d.T), h = size_t(max_batch * d.H);
+    const size_t weights = gh * size_t(d.F), hidden = gh * size_t(d.H), x = nt * size_t(d.F);
+    *workspace_bytes = recurrent_float_bytes(d, max_batch, backward) +
+                       (backward ? low_bytes(p, {weights, hidden, x, nt * gh, nt * gh, nt * size_t(d.H)})
+                                 : low_bytes(p, {weights, hidden, x, h}));
     return nullptr;
 }
 
@@ -82,13 +93,19 @@ void recurrent_forward(const OpArgs &a) {
     const RecurrentDims d = recurrent_dims(*a.l);
     const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
     if (n <= 0) return;
+    const Precision p = a.precision;
     const float *W = a.params + a.l->weight_offset;
     const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
+    LowScratch low(p, a.workspace, recurrent_float_bytes(d, n, false));
+    uint16_t *w_ih16 = low.take(GH * d.F), *w_hh16 = low.take(GH * H);
+    const void *x = operand(cs, p, a.x[0], size_t(n * T * d.F), low.take(n * T * d.F));
+    uint16_t *h16 = low.take(n * H);
     fill_floats(cs.stream, w.zeros, 0.0f, size_t(n * H));
     for (int64_t dir = 0; dir < d.dirs; ++dir) {
         const RecurrentKept kept = recurrent_kept(d, aux_per_sample(a), n, dir);
-        gemm_nt(cs, n * T, GH, d.F, a.x[0], d.F, W + d.w_ih(dir), d.F, w.xp, GH, false,
-                "cublasSgemm (recurrent input projection)");
+        const void *w_ih = operand(cs, p, W + d.w_ih(dir), size_t(GH * d.F), w_ih16);
+        const void *w_hh = operand(cs, p, W + d.w_hh(dir), size_t(GH * H), w_hh16);
+        gemm_nt(cs, p, n * T, GH, d.F, x, d.F, w_ih, d.F, w.xp, GH, false, "cublasGemm (recurrent input projection)");
         RecurrentStep st{n, T, H, 0, DH, dir * H, dir == 1, d.last, a.lengths};
         RecurrentForward f{w.xp, w.hp, d.bias ? W + d.b_ih(dir) : nullptr, d.bias ? W + d.b_hh(dir) : nullptr,
                            nullptr, nullptr, nullptr, nullptr, nullptr, a.y};
@@ -100,8 +117,8 @@ void recurrent_forward(const OpArgs &a) {
             f.cell = kept.cell + k * n * H;
             f.h = kept.h + k * n * H;
             if (k)
-                gemm_nt(cs, n, GH, H, f.h_prev, H, W + d.w_hh(dir), H, w.hp, GH, false,
-                        "cublasSgemm (recurrent step)");
+                gemm_nt(cs, p, n, GH, H, operand(cs, p, f.h_prev, size_t(n * H), h16), H, w_hh, H, w.hp, GH, false,
+                        "cublasGemm (recurrent step)");
             else
                 fill_floats(cs.stream, w.hp, 0.0f, size_t(n * GH));
             Cell::forward(cs.stream, st, f);
@@ -122,12 +139,20 @@ void recurrent_backward(const OpArgs &a) {
     const RecurrentDims d = recurrent_dims(*a.l);
     const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH(), DH = d.out_features();
     if (n <= 0) return;
+    const Precision p = a.precision;
     const float *W = a.params + a.l->weight_offset;
     float *dW = a.grads + a.l->weight_offset;
     const RecurrentWork w = recurrent_work(d, static_cast<float *>(a.workspace), n);
+    LowScratch low(p, a.workspace, recurrent_float_bytes(d, n, true));
+    uint16_t *w_ih16 = low.take(GH * d.F), *w_hh16 = low.take(GH * H);
+    const void *x = operand(cs, p, a.x[0], size_t(n * T * d.F), low.take(n * T * d.F));
+    uint16_t *dhp16 = low.take(n * T * GH), *dxp16 = low.take(n * T * GH), *h16 = low.take(n * T * H);
+    // Every iteration's dhp as an operand: w.dhp, or the copies made in the loop.
+    const void *dhp = p == Precision::f32 ? static_cast<const void *>(w.dhp) : dhp16;
     fill_floats(cs.stream, w.zeros, 0.0f, size_t(n * H));
     for (int64_t dir = 0; dir < d.dirs; ++dir) {
         const RecurrentKept kept = recurrent_kept(d, aux_per_sample(a), n, dir);
+        const void *w_hh = operand(cs, p, W + d.w_hh(dir), size_t(GH * H), w_hh16);
         float *dh = w.dh, *dh_next = w.dh_next;
         fill_floats(cs.stream, w.dc, 0.0f, size_t(n * H));
         if (d.last)
@@ -147,18 +172,22 @@ void recurrent_backward(const OpArgs &a) {
             b.dhp = w.dhp + k * n * GH;
             b.dh_prev = dh_next;
             Cell::backward(cs.stream, st, b);
-            if (k)
-                gemm_nn(cs, n, H, GH, b.dhp, GH, W + d.w_hh(dir), H, dh_next, H, true,
-                        "cublasSgemm (recurrent state gradient)");
+            if (k) {
+                uint16_t *slot = p == Precision::f32 ? nullptr : dhp16 + k * n * GH;
+                gemm_nn(cs, p, n, H, GH, operand(cs, p, b.dhp, size_t(n * GH), slot), GH, w_hh, H, dh_next, H, true,
+                        "cublasGemm (recurrent state gradient)");
+            }
             float *swap = dh;
             dh = dh_next;
             dh_next = swap;
         }
-        gemm_tn(cs, GH, d.F, n * T, w.dxp, GH, a.x[0], d.F, dW + d.w_ih(dir), d.F,
-                "cublasSgemm (recurrent input weight gradient)");
+        const void *dxp = operand(cs, p, w.dxp, size_t(n * T * GH), dxp16);
+        gemm_tn(cs, p, GH, d.F, n * T, dxp, GH, x, d.F, dW + d.w_ih(dir), d.F,
+                "cublasGemm (recurrent input weight gradient)");
         if (T > 1)
-            gemm_tn(cs, GH, H, (T - 1) * n, w.dhp + n * GH, GH, kept.h, H, dW + d.w_hh(dir), H,
-                    "cublasSgemm (recurrent weight gradient)");
+            gemm_tn(cs, p, GH, H, (T - 1) * n, operand_at(p, dhp, n * GH), GH,
+                    operand(cs, p, kept.h, size_t((T - 1) * n * H), h16), H, dW + d.w_hh(dir), H,
+                    "cublasGemm (recurrent weight gradient)");
         else
             fill_floats(cs.stream, dW + d.w_hh(dir), 0.0f, size_t(GH * H));
         if (d.bias) {
@@ -166,14 +195,14 @@ void recurrent_backward(const OpArgs &a) {
             channel_sums(cs.stream, dW + d.b_hh(dir), w.dhp, n * T, GH, 1);
         }
         if (a.dx[0])
-            gemm_nn(cs, n * T, d.F, GH, w.dxp, GH, W + d.w_ih(dir), d.F, a.dx[0], d.F, dir > 0,
-                    "cublasSgemm (recurrent input gradient)");
+            gemm_nn(cs, p, n * T, d.F, GH, dxp, GH, operand(cs, p, W + d.w_ih(dir), size_t(GH * d.F), w_ih16), d.F,
+                    a.dx[0], d.F, dir > 0, "cublasGemm (recurrent input gradient)");
     }
 }
 
 template <class Cell>
 constexpr OpKernels recurrent_kernels() {
-    return {recurrent_plan<Cell>, nullptr, recurrent_forward<Cell>, recurrent_backward<Cell>};
+    return {recurrent_plan<Cell>, nullptr, recurrent_forward<Cell>, recurrent_backward<Cell>, kAllPrecisions};
 }
 
 }  // namespace cu

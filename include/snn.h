@@ -857,7 +857,9 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * state stay float32 in the one flat vector (the master copy), activations
  * in the cache stay float32, and gradients arrive float32 in the flat
  * gradient vector. The backward pass runs at the precision of the forward
- * pass it differentiates.
+ * pass it differentiates (a backward cache makes its plans again, once,
+ * when that precision changes: keep one backward cache per precision when
+ * alternating).
  *
  * Where each runs:
  *   SNN_PRECISION_FLOAT32  everywhere (the default).
@@ -867,10 +869,13 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  *                          rounding of operands, float32 products: the same
  *                          accuracy, no speed-up); snn_precision_support
  *                          tells which. GPU: compute capability 8.0 or newer
- *                          (cuBLAS and cuDNN tensor-core math).
+ *                          (cuBLAS tensor-core products with float32
+ *                          accumulation; convolutions lowered to them, as
+ *                          cuDNN would round their outputs to 16 bits).
  *   SNN_PRECISION_FP16     GPUs only (the CPU refuses it); use it with loss
  *                          scaling (snn_set_loss_scaling), as fp16's range
- *                          is small.
+ *                          is small (operands of 65520 and more become
+ *                          infinite, of 2^-25 and less zero).
  * A precision a device cannot run is SNN_ERR_UNSUPPORTED, never a silent
  * float32. */
 typedef int32_t snn_precision;
@@ -909,6 +914,13 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  *     backoff_factor and the count of good steps restarts; the next
  *     snn_optimiser_step with this cache returns SNN_OK without changing the
  *     parameters or the optimiser's step count.
+ * Gradients replaced after snn_backprop by snn_set_gradients (summed over
+ * data-parallel ranks, say) decide instead: the backprop's update of the
+ * scale is redone with their finiteness, so ranks that set the same sum
+ * skip or step alike and keep the same scale. Gradients changed in place
+ * (snn_gradients_device) are checked again by snn_optimiser_step, which
+ * refuses a non-finite one its backprop did not find (SNN_ERR_NOT_FINITE,
+ * parameters unchanged).
  * With snn_set_check_finite on, a non-finite loss is still
  * SNN_ERR_NOT_FINITE. snn_set_loss_scaling(c, 1)
  * turns it on with PyTorch's defaults (S = 65536, growth 2, backoff 0.5,

@@ -73,6 +73,7 @@ typedef struct {
     int quiet;
     int distributed;     /* train data-parallel over the MPI ranks */
     const char *device;  /* "cpu", "gpu" or "auto" */
+    const char *precision; /* "float32", "bf16" or "fp16" */
 } options;
 
 static void usage(FILE *to) {
@@ -108,6 +109,9 @@ static void usage(FILE *to) {
             "  --limit N      train on the first N images, test on the first N/5\n"
             "  --device D     cpu (default), gpu (GPU 0: the training set is uploaded once\n"
             "                 and batches are gathered on the GPU) or auto (GPU if usable)\n"
+            "  --precision P  float32 (default), bf16 (products in bf16, float32\n"
+            "                 accumulation and master parameters, as torch.autocast) or\n"
+            "                 fp16 (GPUs, with dynamic loss scaling)\n"
             "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model\n"
             "                 on the test set, without training\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
@@ -142,7 +146,7 @@ static long parse_long(const char *name, const char *value, long min, long max) 
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {"default", NULL, 0, 64, 0.0, 0, -1.0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu"};
+    options o = {"default", NULL, 0, 64, 0.0, 0, -1.0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu", "float32"};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -217,6 +221,10 @@ static options parse_options(int argc, char **argv) {
             if (strcmp(value, "cpu") && strcmp(value, "gpu") && strcmp(value, "auto"))
                 bad_option("expects cpu, gpu or auto", name, value);
             o.device = value;
+        } else if (!strcmp(name, "--precision")) {
+            if (strcmp(value, "float32") && strcmp(value, "bf16") && strcmp(value, "fp16"))
+                bad_option("expects float32, bf16 or fp16", name, value);
+            o.precision = value;
         } else {
             bad_option("is not an option", name, NULL);
         }
@@ -661,6 +669,13 @@ static void check_model_shape(const snn_model *model) {
     }
 }
 
+/* The snn_precision --precision names. */
+static snn_precision precision_of(const options *o) {
+    return !strcmp(o->precision, "bf16")   ? SNN_PRECISION_BF16
+           : !strcmp(o->precision, "fp16") ? SNN_PRECISION_FP16
+                                           : SNN_PRECISION_FLOAT32;
+}
+
 /* Moves the model where --device says; returns the device it is on. */
 static int32_t move_to_device(const options *o, snn_model *model) {
     int32_t device = SNN_DEVICE_CPU;
@@ -687,6 +702,7 @@ static int evaluate_saved(const options *o) {
     snn_forward_cache *eval = NULL;
     CHECK(snn_preallocate(model, n < EVAL_BATCH ? (int64_t)n : EVAL_BATCH, &eval));
     CHECK(snn_cache_set_training(eval, 0));
+    CHECK(snn_cache_set_precision(eval, precision_of(o)));
     long confusion[CLASSES][CLASSES];
     double t0 = now_seconds();
     double accuracy = evaluate(model, eval, &test, n, confusion);
@@ -747,9 +763,9 @@ int main(int argc, char **argv) {
     n_train -= n_train % (size_t)ranks.size; /* every batch splits evenly */
 
     printf("network     %s\nparameters  %zu\ndata        %zu training and %zu test images "
-           "from %s\ntraining    %ld epoch%s, batch %ld, %s lr %g%s, seed %llu, %d thread%s\n\n",
+           "from %s\ntraining    %ld epoch%s, batch %ld, %s lr %g%s, seed %llu, %d thread%s, %s\n\n",
            spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
-           o.batch, o.weight_decay > 0.0 ? "AdamW" : "Adam", o.lr, o.cosine ? " (cosine schedule)" : "", o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s");
+           o.batch, o.weight_decay > 0.0 ? "AdamW" : "Adam", o.lr, o.cosine ? " (cosine schedule)" : "", o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s", o.precision);
     if (ranks.size > 1)
         printf("ranks       %d MPI ranks, %ld images of each batch per rank, %d thread%s each\n\n",
                (int)ranks.size, o.batch / ranks.size, (int)snn_get_num_threads(),
@@ -765,6 +781,11 @@ int main(int argc, char **argv) {
     /* Training passes use batch statistics and dropout; evaluation uses the
      * running statistics and no dropout, on its own cache. */
     CHECK(snn_cache_set_training(eval, 0));
+    /* Products in the chosen precision; fp16 needs loss scaling. */
+    snn_precision precision = precision_of(&o);
+    CHECK(snn_cache_set_precision(fwd, precision));
+    CHECK(snn_cache_set_precision(eval, precision));
+    if (precision == SNN_PRECISION_FP16) CHECK(snn_set_loss_scaling(bwd, 1));
     /* Dropout's masks follow --seed (and differ between ranks). */
     CHECK(snn_cache_set_seed(fwd, o.seed + (unsigned long long)ranks.rank));
     CHECK(snn_optimiser_create(model, o.weight_decay > 0.0 ? SNN_OPTIMISER_ADAMW : SNN_OPTIMISER_ADAM, &adam));

@@ -81,6 +81,41 @@ SNN_HD float bf16_to_float(uint16_t h) { return bits_float(uint32_t(h) << 16); }
 // f rounded to bf16 and back: what a bf16 operand holds.
 SNN_HD float bf16_round(float f) { return bf16_to_float(float_to_bf16(f)); }
 
+// The IEEE half (fp16) nearest to f, ties to even: values from 65520 up
+// round to infinity, those below 2^-14 to half's subnormals (multiples of
+// 2^-24, 2^-25 and less to zero); NaN stays a quiet NaN of the same sign.
+SNN_HD uint16_t float_to_half(float f) {
+    const uint32_t u = float_bits(f), a = u & 0x7fffffffu;
+    const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+    if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);
+    if (a >= 0x38800000u) {  // normal: rebias the exponent (127 - 15), round 13 bits away
+        const uint32_t v = a - 0x38000000u;
+        return uint16_t(sign | ((v + 0xfffu + ((v >> 13) & 1u)) >> 13));
+    }
+    const uint32_t e = a >> 23;
+    if (e < 102) return sign;  // below 2^-25, or 2^-25 itself (a tie, to even 0)
+    // a = m 2^(e - 150) = (m >> shift) units of 2^-24 and a remainder.
+    const uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    uint32_t q = m >> shift;
+    const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (q & 1u))) ++q;  // q = 0x400 is the smallest normal
+    return uint16_t(sign | q);
+}
+
+SNN_HD float half_to_float(uint16_t h) {
+    const uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 31) return bits_float(sign | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        const float v = float(m) * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return bits_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+// f rounded to fp16 and back: what an fp16 operand holds.
+SNN_HD float half_round(float f) { return half_to_float(float_to_half(f)); }
+
 // e^x 2^k for k in [0, 64], e^x to within 1 ulp over the whole float range,
 // branch-free so loops over it vectorise (Cephes' method): e^x = 2^n e^r
 // with n = round(x / ln 2), |r| <= ln(2)/2, and e^r by a degree-6

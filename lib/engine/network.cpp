@@ -512,6 +512,19 @@ void forward_pass(ForwardCache &c, Model &m) {
 
 // ---- backward ----------------------------------------------------------------
 
+void loss_scaler_update(LossScaler &sc, bool finite) {
+    sc.scale_before = sc.scale;
+    sc.good_steps_before = sc.good_steps;
+    sc.found_inf = !finite;
+    if (!finite) {
+        sc.scale *= sc.backoff;
+        sc.good_steps = 0;
+    } else if (++sc.good_steps >= sc.growth_interval) {
+        if (std::isfinite(float(sc.scale * sc.growth))) sc.scale *= sc.growth;
+        sc.good_steps = 0;
+    }
+}
+
 void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff, int64_t growth_interval,
                      int64_t good_steps) {
     if (!(scale > 0.0) || !std::isfinite(float(scale)))
@@ -532,6 +545,8 @@ void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff
     sc.growth_interval = growth_interval;
     sc.good_steps = good_steps;
     sc.found_inf = false;
+    sc.scale_before = scale;
+    sc.good_steps_before = good_steps;
 }
 
 void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
@@ -683,14 +698,7 @@ void unscale(BackwardCache &b, int64_t n) {
     }
     const bool finite = be.all_finite(b.stream.get(), b.grads.f(), b.net.param_count) &&
                         be.all_finite(b.stream.get(), b.input_grad.f(), input_floats);
-    sc.found_inf = !finite;
-    if (!finite) {
-        sc.scale *= sc.backoff;
-        sc.good_steps = 0;
-    } else if (++sc.good_steps >= sc.growth_interval) {
-        if (std::isfinite(float(sc.scale * sc.growth))) sc.scale *= sc.growth;
-        sc.good_steps = 0;
-    }
+    loss_scaler_update(sc, finite);
 }
 
 void finish_backward(BackwardCache &b, ForwardCache &f, const Model &m) {

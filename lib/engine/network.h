@@ -224,7 +224,14 @@ struct LossScaler {
     int64_t growth_interval = 2000;
     int64_t good_steps = 0;   // finite steps since the scale last changed
     bool found_inf = false;   // the last backprop's gradient was not finite: skip its step
+    // Before the last backprop's update, so gradients set afterwards
+    // (snn_set_gradients, e.g. summed over ranks) can redo it.
+    double scale_before = 65536.0;
+    int64_t good_steps_before = 0;
 };
+
+// The scaler's update after a step whose gradient was finite or not.
+void loss_scaler_update(LossScaler &sc, bool finite);
 
 // Turns scaling on with these settings and state, after checking them
 // (scale finite and > 0, growth > 1, backoff in (0, 1), growth_interval and

@@ -250,7 +250,17 @@ void backward_set_gradients(BackwardCache &b, const float *src) {
     }
     if (b.grads_batch < 0) b.grads_batch = 0;
     b.grads_finite = true;
-    b.scaler.found_inf = false;
+    // With loss scaling, gradients set here (summed over data-parallel
+    // ranks, say) decide the step in place of the last backprop's: its
+    // scaler update is redone with their finiteness, so every rank that
+    // sets the same sum skips or steps alike and keeps the same scale.
+    LossScaler &sc = b.scaler;
+    if (sc.enabled) {
+        const bool finite = b.backend->all_finite(b.stream.get(), b.grads.f(), n);
+        sc.scale = sc.scale_before;
+        sc.good_steps = sc.good_steps_before;
+        loss_scaler_update(sc, finite);
+    }
 }
 
 size_t input_gradient_count(const BackwardCache &b) {
@@ -268,7 +278,14 @@ void backward_get_input_gradients(const BackwardCache &b, float *dst) {
 void optimiser_checked_step(Optimiser &o, Model &m, const BackwardCache &b) {
     if (b.grads_batch < 0) fail(SNN_ERR_STATE, "the backward cache holds no gradient (call snn_backprop first)");
     // Loss scaling found an overflow: the step is skipped (GradScaler's rule).
+    // Gradients changed in place since (snn_gradients_device) are checked
+    // again: an overflow on another rank must not reach the parameters.
     if (b.scaler.enabled && b.scaler.found_inf) return;
+    if (b.scaler.enabled && !b.backend->all_finite(b.stream.get(), b.grads.f(), b.net.param_count))
+        fail(SNN_ERR_NOT_FINITE,
+             "the gradient holds NaN or Inf though its snn_backprop found none (changed in place since? set summed "
+             "gradients with snn_set_gradients, which decides the step with loss scaling); the parameters were left "
+             "unchanged");
     if (!b.grads_finite) fail(SNN_ERR_NOT_FINITE, "the gradient holds NaN or Inf; the parameters were left unchanged");
     if (o.steps >= kMaxOptimiserSteps)
         fail(SNN_ERR_STATE, "the optimiser has counted 2^53 steps, the most it can (call snn_optimiser_reset)");

@@ -45,8 +45,13 @@ using namespace emulated;
 // Each kernel of cuda/*.cu and the test that runs it.
 const std::map<std::string, std::string> kKernelCases = {
     {"bias_activation_kernel", "Elementwise.BiasActivation"},
+    {"to_low_kernel", "LowPrecision.ToLow"},
+    {"conv_lower_kernel", "LowPrecision.Conv"},
+    {"conv_dz_rows_kernel", "LowPrecision.Conv"},
+    {"conv_lower_adjoint_kernel", "LowPrecision.Conv"},
     {"activation_grad_kernel", "Elementwise.ActivationGrad"},
     {"add_kernel", "Elementwise.Add"},
+    {"scale_kernel", "Elementwise.Scale"},
     {"channel_sums_kernel", "Elementwise.ChannelSums"},
     {"fill_kernel", "Elementwise.Fill"},
     {"gather_kernel", "Elementwise.GatherDevice"},
@@ -602,6 +607,25 @@ TEST(Elementwise, Add) {
                                                        expect_same),
                     run(cpu_side()));
     }
+    launched.check();
+}
+
+// Loss scaling's unscale: x *= factor, by the CPU's rule.
+TEST(Elementwise, Scale) {
+    Launched launched({"scale_kernel"});
+    for (size_t n : {size_t(1), size_t(257), size_t(300001)})
+        for (float factor : {0.5f, 65536.0f, 1e-38f}) {
+            const Floats x0 = uniform(n, n);
+            const auto run = [&](Side side) {
+                Buffer<float> x(side, x0);
+                side.be->scale(side.s, x.get(), factor, n);
+                return x.read();
+            };
+            const std::string what = "scale " + std::to_string(n) + " by " + std::to_string(factor);
+            expect_same(what, under_every_schedule<Floats>(what, [&] { return run(gpu_side()); },
+                                                           expect_same),
+                        run(cpu_side()));
+        }
     launched.check();
 }
 

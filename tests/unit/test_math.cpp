@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "helpers.h"
 
@@ -182,6 +183,56 @@ std::vector<float> one_step(snn_optimiser_kind kind, snn_hyperparameter which, d
 
 // Adam's first step is lr * g / |g| whatever beta2: 1 - beta2 must not be
 // rounded after beta2 was (1 - float(0.99999) is off by 6.8e-4).
+// fp16 conversion against the nearest of every finite half computed in
+// double from its fields (ties to the even code, 65520 and up to
+// infinity): every 997th float bit pattern, each midpoint between two
+// halves and the floats beside it, and every half back to float.
+TEST(Math, HalfRoundsToNearestEvenWithSubnormalsAndOverflow) {
+    std::vector<double> halves;  // code h in [0, 0x7bff] -> its value
+    for (uint32_t h = 0; h < 0x7c00; ++h) {
+        const int e = int(h >> 10), m = int(h & 0x3ff);
+        halves.push_back(e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+    }
+    const auto nearest = [&](float x) -> uint16_t {
+        const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+        const double a = std::fabs(double(x));
+        if (a >= 65520.0) return uint16_t(sign | 0x7c00);
+        if (a >= halves.back()) return uint16_t(sign | 0x7bff);
+        const size_t hi = size_t(std::lower_bound(halves.begin(), halves.end(), a) - halves.begin());
+        if (hi == 0 || halves[hi] == a) return uint16_t(sign | hi);
+        const double below = a - halves[hi - 1], above = halves[hi] - a;
+        const size_t h = below < above ? hi - 1 : above < below ? hi : ((hi - 1) % 2 == 0 ? hi - 1 : hi);
+        return uint16_t(sign | h);
+    };
+    size_t wrong = 0;
+    const auto expect = [&](float x) {
+        if (std::isnan(x)) return;
+        const uint16_t got = snn::float_to_half(x), want = nearest(x);
+        if (got != want && wrong++ < 5) ADD_FAILURE() << x << ": " << got << ", want " << want;
+    };
+    for (uint64_t bits = 0; bits <= 0xffffffffull; bits += 997) expect(float_from_bits(uint32_t(bits)));
+    for (size_t h = 0; h + 1 < halves.size(); ++h) {
+        const float mid = float((halves[h] + halves[h + 1]) / 2);  // exact: halves have 11 bits
+        for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) {
+            expect(x);
+            expect(-x);
+        }
+    }
+    for (float x : {65504.0f, 65519.996f, 65520.0f, INFINITY, -INFINITY, 0x1p-25f, 0x1p-24f, 0x1.8p-25f})
+        expect(x);
+    EXPECT_EQ(wrong, 0u);
+    for (uint32_t h = 0; h < 0x7c00; ++h) {
+        ASSERT_EQ(double(snn::half_to_float(uint16_t(h))), halves[h]) << h;
+        ASSERT_EQ(double(snn::half_to_float(uint16_t(h | 0x8000))), -halves[h]) << h;
+        ASSERT_EQ(snn::float_to_half(snn::half_to_float(uint16_t(h))), h);
+    }
+    EXPECT_EQ(snn::half_to_float(0x7c00), INFINITY);
+    const uint16_t quiet = snn::float_to_half(-NAN);
+    EXPECT_TRUE(std::isnan(snn::half_to_float(quiet)));
+    EXPECT_EQ(quiet & 0xfe00, 0xfe00) << "a quiet NaN of the same sign";
+    EXPECT_EQ(snn::float_to_half(float_from_bits(0x7f800001u)) & 0x7e00, 0x7e00) << "a signalling NaN comes out quiet";
+}
+
 TEST(Optimiser, AdamFirstStepIsTheLearningRateWithBeta2Near1) {
     for (snn_optimiser_kind kind : {SNN_OPTIMISER_ADAM, SNN_OPTIMISER_ADAMW}) {
         const std::vector<float> p = one_step(kind, SNN_HP_BETA2, 0.99999);

@@ -145,6 +145,74 @@ TEST(LossScaling, ForcedOverflowSkipsTheStepAndLowersTheScale) {
     EXPECT_EQ(steps, 1);
 }
 
+// Gradients set after backprop decide the step: a non-finite sum (an
+// overflow on another rank) redoes the scaler's update as an overflow and
+// skips; a finite one after a local overflow steps, with the scale the
+// backprop started from counting a good step.
+TEST(LossScaling, SetGradientsDecideTheStep) {
+    Model model = make_model(kMlp);
+    Forward f = make_forward(model.get(), 4);
+    Backward b = make_backward(model.get(), 4);
+    Optimiser opt = make_optimiser(model.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_set_loss_scaling_state(b.get(), 64.0, 2.0, 0.5, 100, 3), SNN_OK);
+    snn_status status = SNN_ERR_INTERNAL;
+    std::vector<float> g = mse_gradient(f.get(), b.get(), model.get(), 0.5f, &status);
+    ASSERT_EQ(status, SNN_OK);
+    const std::vector<float> before = get_params(model.get());
+    g[1] = INFINITY;
+    ASSERT_EQ(snn_set_gradients(b.get(), g.data(), g.size()), SNN_OK);
+    int32_t skipped = 0;
+    double scale = 0;
+    int64_t good = -1;
+    ASSERT_EQ(snn_loss_scaling_state(b.get(), nullptr, &scale, nullptr, nullptr, nullptr, &good, &skipped), SNN_OK);
+    EXPECT_EQ(skipped, 1);
+    EXPECT_EQ(scale, 32.0);
+    EXPECT_EQ(good, 0);
+    ASSERT_EQ(snn_optimiser_step(opt.get(), model.get(), b.get()), SNN_OK);
+    EXPECT_EQ(get_params(model.get()), before);
+    g[1] = 0.25f;
+    ASSERT_EQ(snn_set_gradients(b.get(), g.data(), g.size()), SNN_OK);
+    ASSERT_EQ(snn_loss_scaling_state(b.get(), nullptr, &scale, nullptr, nullptr, nullptr, &good, &skipped), SNN_OK);
+    EXPECT_EQ(skipped, 0);
+    EXPECT_EQ(scale, 64.0);
+    EXPECT_EQ(good, 4);
+    ASSERT_EQ(snn_optimiser_step(opt.get(), model.get(), b.get()), SNN_OK);
+    EXPECT_NE(get_params(model.get()), before);
+}
+
+// A gradient changed in place to a non-finite value after a clean backprop
+// is refused by the step, parameters unchanged.
+TEST(LossScaling, TheStepRefusesAGradientPoisonedInPlace) {
+    Model model = make_model(kMlp);
+    Forward f = make_forward(model.get(), 4);
+    Backward b = make_backward(model.get(), 4);
+    Optimiser opt = make_optimiser(model.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_set_loss_scaling(b.get(), 1), SNN_OK);
+    snn_status status = SNN_ERR_INTERNAL;
+    mse_gradient(f.get(), b.get(), model.get(), 0.5f, &status);
+    ASSERT_EQ(status, SNN_OK);
+    const float *grads = nullptr;
+    size_t count = 0;
+    ASSERT_EQ(snn_gradients(b.get(), &grads, &count), SNN_OK);
+    const_cast<float *>(grads)[0] = NAN;  // as an in-place reduction would
+    const std::vector<float> before = get_params(model.get());
+    EXPECT_EQ(snn_optimiser_step(opt.get(), model.get(), b.get()), SNN_ERR_NOT_FINITE);
+    EXPECT_EQ(get_params(model.get()), before);
+}
+
+// A caller-supplied output gradient is scaled and unscaled the same way.
+TEST(LossScaling, OutputGradientsAreScaledToo) {
+    Model model = make_model(kMlp);
+    Forward f = make_forward(model.get(), 4);
+    Backward plain = make_backward(model.get(), 4), scaled = make_backward(model.get(), 4);
+    ASSERT_EQ(snn_set_loss_scaling_state(scaled.get(), 1024.0, 2.0, 0.5, 10, 0), SNN_OK);
+    run(f.get(), model.get(), inputs(24, 3));
+    const std::vector<float> dy = inputs(12, 4);
+    ASSERT_EQ(snn_backprop_with_output_gradient(plain.get(), f.get(), model.get(), dy.data(), dy.size()), SNN_OK);
+    ASSERT_EQ(snn_backprop_with_output_gradient(scaled.get(), f.get(), model.get(), dy.data(), dy.size()), SNN_OK);
+    EXPECT_EQ(gradients(plain.get(), model.get()), gradients(scaled.get(), model.get()));
+}
+
 // Without loss scaling a non-finite gradient is an error, as before (with
 // snn_set_check_finite on).
 TEST(LossScaling, OffAnOverflowIsStillAnError) {

@@ -197,7 +197,7 @@ void product(const Product &p, const Weights &wt, int64_t r0, int64_t r1, const 
     }
     // rows, vectors, and the time of one value relative to 8 x 3 (fewer
     // products per load of a weight or an input run cost more each)
-    const int64_t shapes[4][3] = {{8, 3, 8}, {6, 4, 8}, {8, 2, 9}, {8, 1, 12}};
+    const int64_t shapes[4][3] = {{8, 3, 8}, {6, 4, 8}, {8, 2, 8}, {8, 1, 10}};
     int best = 0;
     int64_t best_cost = 0;
     for (int k = 0; k < 4; ++k) {

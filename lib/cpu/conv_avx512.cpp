@@ -81,16 +81,26 @@ void fill_lanes(int64_t count, int64_t pitch, int64_t width, Lanes *lanes) {
 
 // Writes `channels` maps of rows x cols from src (maps `map` floats apart)
 // into the padded planes at dst, every float of the planes once.
-void pad_maps(const Padded &p, int64_t rows, int64_t cols, const float *src, int64_t map, float *dst) {
+// Each padded row is written 16 floats at a time: lanes over the row's
+// values loaded (under a mask, which reads nothing outside it), zeros
+// elsewhere.
+SNN_AVX512 void pad_maps(const Padded &p, int64_t rows, int64_t cols, const float *src, int64_t map, float *dst) {
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     for (int64_t c = 0; c < p.channels; ++c) {
         float *plane = dst + c * p.plane();
         const float *m = src + c * map;
         std::fill(plane, plane + p.top * p.pitch, 0.0f);
         for (int64_t r = 0; r < rows; ++r) {
             float *row = plane + (p.top + r) * p.pitch;
-            std::fill(row, row + p.left, 0.0f);
-            std::copy(m + r * cols, m + (r + 1) * cols, row + p.left);
-            std::fill(row + p.left + cols, row + p.pitch, 0.0f);
+            const float *values = m + r * cols - p.left;  // row[t] = values[t] for t in [left, left + cols)
+            for (int64_t t = 0; t < p.pitch; t += 16) {
+                // lanes t + l with left <= t + l < left + cols, and t + l < pitch for the store
+                const __m512i at = _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(t)));
+                const __mmask16 inside = _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(int32_t(p.left))) &
+                                         _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(int32_t(p.left + cols)));
+                const __mmask16 store = _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(int32_t(p.pitch)));
+                _mm512_mask_storeu_ps(row + t, store, _mm512_maskz_loadu_ps(inside, values + t));
+            }
         }
         std::fill(plane + (p.top + rows) * p.pitch, plane + p.plane(), 0.0f);
     }

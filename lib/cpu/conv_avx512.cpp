@@ -401,6 +401,8 @@ void conv512_backward_images(const ConvDims &d, int64_t nb, const float *x, cons
 
 #else
 
+// Without x86-64 there is no AVX-512: no convolution is eligible, and the
+// kernels below are never called.
 bool conv512_eligible(const ConvDims &) { return false; }
 size_t conv512_forward_floats(const ConvDims &) { return 0; }
 int64_t conv512_backward_chunk(const ConvDims &, int64_t) { return 1; }

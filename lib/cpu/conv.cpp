@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "cpu/activation.h"
 #include "cpu/conv_avx512.h"
+#include "cpu/conv_bf16.h"
 #include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
@@ -191,6 +192,7 @@ struct ConvPlan {
     int32_t workers;  // workspace slots planned
     size_t slot;      // floats per worker: col[K][chunk*P], z[cout][chunk*P], gemm512's packing
     size_t params;    // floats of dW + db accumulated per extra worker
+    void *bf16 = nullptr;  // at bf16: cpu/conv_bf16.h's plan, which runs the passes
 };
 
 struct ConvJob {
@@ -344,7 +346,18 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     }
 }
 
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
+           size_t *workspace_bytes) {
+    if (precision == Precision::bf16) {
+        void *bf16 = conv_bf16_plan(l, max_batch, backward, workspace_bytes);
+        ConvPlan *plan = new (std::nothrow) ConvPlan{};
+        if (!plan) {
+            conv_bf16_release(bf16);
+            fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        plan->bf16 = bf16;
+        return plan;
+    }
     const ConvDims d = conv_dims(l);
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
@@ -377,7 +390,10 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
     return plan;
 }
 
-void release(Backend &, void *plan) { delete static_cast<ConvPlan *>(plan); }
+void release(Backend &, void *plan) {
+    conv_bf16_release(static_cast<ConvPlan *>(plan)->bf16);
+    delete static_cast<ConvPlan *>(plan);
+}
 
 int32_t conv_workers(const ConvPlan &plan, int64_t n) {
     const int64_t chunks = (n + plan.chunk - 1) / plan.chunk;
@@ -397,8 +413,9 @@ int64_t balanced_chunk(const ConvPlan &plan, int64_t n, int32_t workers) {
 }
 
 void forward(const OpArgs &a) {
-    const ConvDims d = conv_dims(*a.l);
     const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
+    if (a.precision == Precision::bf16) return conv_bf16_forward(a, p.bf16);
+    const ConvDims d = conv_dims(*a.l);
     const int32_t workers = p.padded ? std::min(cpu_threads(), p.workers) : conv_workers(p, a.n);
     ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset,
                 a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
@@ -408,8 +425,9 @@ void forward(const OpArgs &a) {
 }
 
 void backward(const OpArgs &a) {
-    const ConvDims d = conv_dims(*a.l);
     const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
+    if (a.precision == Precision::bf16) return conv_bf16_backward(a, p.bf16);
+    const ConvDims d = conv_dims(*a.l);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = conv_workers(p, a.n);
     ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y,
@@ -428,6 +446,7 @@ void backward(const OpArgs &a) {
 
 }  // namespace
 
-extern const OpKernels cpu_op_conv{plan, release, forward, backward};
+extern const OpKernels cpu_op_conv{plan, release, forward, backward,
+                                   precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
 
 }  // namespace snn

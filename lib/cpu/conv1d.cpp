@@ -3,12 +3,14 @@
 // so one product covers the chunk, z[rows][out] = col W^T, whose rows are
 // the output [n][T'][out] itself; bias and activation are fused after it.
 // The chunk size depends on the shapes alone, so results do not depend on
-// the largest batch a cache was made for.
+// the largest batch a cache was made for. At bf16 the products take
+// gemm_bf16, its packing after the lowered rows in the workspace.
 #include <algorithm>
 #include <string.h>
 
 #include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/gemm_bf16.h"
 #include "ops/op.h"
 #include "ops/seq_math.h"
 
@@ -20,9 +22,21 @@ constexpr int64_t kLoweredBudget = int64_t(1) << 20;
 
 int64_t chunk_of(const Conv1dDims &d) { return std::max<int64_t>(1, kLoweredBudget / (d.out_steps * d.cols())); }
 
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool, Precision, size_t *workspace_bytes) {
+// Floats of a chunk's lowered rows (then, at bf16, the packing of gemm_bf16).
+size_t lowered_floats(const Conv1dDims &d, int64_t max_batch) {
+    return size_t(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols());
+}
+
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision p,
+           size_t *workspace_bytes) {
     const Conv1dDims d = conv1d_dims(l);
-    *workspace_bytes = size_t(std::min(chunk_of(d), max_batch) * d.out_steps * d.cols()) * sizeof(float);
+    *workspace_bytes = lowered_floats(d, max_batch) * sizeof(float);
+    if (p == Precision::bf16) {
+        const int64_t rows = std::min(chunk_of(d), max_batch) * d.out_steps;
+        size_t pack = gemm_bf16_bytes(rows, d.out, d.cols());
+        if (backward) pack = std::max({pack, gemm_bf16_bytes(d.out, d.cols(), rows), gemm_bf16_bytes(rows, d.cols(), d.out)});
+        *workspace_bytes += pack;
+    }
     return nullptr;
 }
 
@@ -75,13 +89,14 @@ void forward(const OpArgs &a) {
     const Conv1dDims d = conv1d_dims(l);
     const float *w = a.params + l.weight_offset, *b = a.params + l.bias_offset;
     float *col = static_cast<float *>(a.workspace);
+    float *pack = col + lowered_floats(d, a.n);
     float *z = act_uses_input(l.act) ? a.aux + l.aux_fixed : a.y;
     const int64_t chunk = chunk_of(d), rows = a.n * d.out_steps;
     for (int64_t s0 = 0; s0 < a.n; s0 += chunk) {
         const int64_t nb = std::min(chunk, a.n - s0);
         lower(d, a.x[0], a.lengths, s0, nb, col);
-        gemm_nt(nb * d.out_steps, d.out, d.cols(), col, d.cols(), w, d.cols(), z + s0 * d.out_steps * d.out, d.out,
-                false, scratch_of(a.s));
+        gemm_at(a.precision, false, true, nb * d.out_steps, d.out, d.cols(), col, d.cols(), w, d.cols(),
+                z + s0 * d.out_steps * d.out, d.out, false, pack, scratch_of(a.s));
     }
     if (l.bias)
         for (int64_t r = 0; r < rows; ++r) add_bias_row(z + r * d.out, b, d.out);
@@ -99,6 +114,7 @@ void backward(const OpArgs &a) {
     const float *w = a.params + l.weight_offset;
     float *dw = a.grads + l.weight_offset, *db = a.grads + l.bias_offset;
     float *col = static_cast<float *>(a.workspace);
+    float *pack = col + lowered_floats(d, a.n);
     const int64_t chunk = chunk_of(d), rows = a.n * d.out_steps;
     float *dz = a.dy;
     derivative_span(l.act, dz, act_uses_input(l.act) ? a.aux + l.aux_fixed : a.y, dz, rows * d.out);
@@ -106,9 +122,11 @@ void backward(const OpArgs &a) {
         const int64_t nb = std::min(chunk, a.n - s0);
         const float *dz0 = dz + s0 * d.out_steps * d.out;
         lower(d, a.x[0], a.lengths, s0, nb, col);
-        gemm_tn(d.out, d.cols(), nb * d.out_steps, dz0, d.out, col, d.cols(), dw, d.cols(), s0 > 0);
+        gemm_at(a.precision, true, false, d.out, d.cols(), nb * d.out_steps, dz0, d.out, col, d.cols(), dw, d.cols(),
+                s0 > 0, pack);
         if (!a.dx[0]) continue;
-        gemm_nn(nb * d.out_steps, d.cols(), d.out, dz0, d.out, w, d.cols(), col, d.cols(), false);
+        gemm_at(a.precision, false, false, nb * d.out_steps, d.cols(), d.out, dz0, d.out, w, d.cols(), col, d.cols(),
+                false, pack);
         lower_adjoint(d, col, a.lengths, s0, nb, a.dx[0]);
     }
     if (l.bias) {
@@ -120,6 +138,7 @@ void backward(const OpArgs &a) {
 
 }  // namespace
 
-extern const OpKernels cpu_op_conv1d{plan, nullptr, forward, backward};
+extern const OpKernels cpu_op_conv1d{plan, nullptr, forward, backward,
+                                     precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
 
 }  // namespace snn

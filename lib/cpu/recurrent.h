@@ -11,6 +11,11 @@
 // Results depend on the thread count only through the row blocks of the
 // per-step products, so they are deterministic for a fixed one.
 //
+// At bf16 every product takes gemm_bf16 (operands rounded to bf16, float32
+// sums): the input part, the gradients after the loop, and the per-step
+// products, for which W_hh is packed once per direction and pass and each
+// thread packs its rows of h (or dhp) into its own region of the workspace.
+//
 // A Cell has
 //   forward(H, xp, hp, b_ih, b_hh, cell_prev, h_prev, gates, cell, h)
 //     one sample's step from its input part xp [G*H], recurrent part hp
@@ -25,8 +30,13 @@
 #include <cblas.h>
 #include <string.h>
 
+#include <algorithm>
+#include <new>
+
+#include "common/error.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
+#include "cpu/gemm_bf16.h"
 #include "cpu/thread_pool.h"
 #include "engine/math.h"
 #include "ops/op.h"
@@ -82,6 +92,37 @@ inline void step_backward_product(int64_t M, int64_t H, int64_t GH, const float 
                     int(H), 1.0f, dh, int(H));
 }
 
+// The threads planned for: the time loops run on at most this many.
+struct Plan {
+    int32_t workers;
+};
+
+// At bf16, the packing regions after the float32 workspace: the products
+// outside the loop, W_hh packed for the per-step products, then one region
+// per thread for its rows of h (forward) or dhp (backward) at each step:
+// thread w's at rows_bytes(begin) + w * slack_bytes, room for gemm_bf16's
+// packing of end - begin rows.
+struct Bf16Work {
+    char *outer = nullptr, *w_hh = nullptr, *rows = nullptr;
+    int64_t depth = 0;  // K of the per-step product: H forward, G*H backward
+    size_t row_bytes(int64_t rows_before) const { return size_t(rows_before * depth) * sizeof(float); }
+    size_t slack_bytes() const { return size_t(16 * depth) * sizeof(float) + 64; }
+    void *rows_of(int64_t begin, int32_t worker) const { return rows + row_bytes(begin) + size_t(worker) * slack_bytes(); }
+};
+
+inline size_t outer_pack_bytes(const RecurrentDims &d, int64_t n, bool backward) {
+    const int64_t nt = n * d.T, gh = d.GH();
+    if (!backward) return gemm_bf16_bytes(nt, gh, d.F);
+    return std::max({gemm_bf16_bytes(gh, d.F, nt), gemm_bf16_bytes(gh, d.H, nt), gemm_bf16_bytes(nt, d.F, gh)});
+}
+
+inline size_t bf16_bytes(const RecurrentDims &d, int64_t n, bool backward, int32_t workers) {
+    Bf16Work b;
+    b.depth = backward ? d.GH() : d.H;
+    return outer_pack_bytes(d, n, backward) + gemm_bf16_b_bytes(b.depth, backward ? d.H : d.GH()) + b.row_bytes(n) +
+           size_t(workers) * b.slack_bytes();
+}
+
 // One direction of one pass, shared by the threads.
 struct Pass {
     const OpArgs *a;
@@ -91,28 +132,47 @@ struct Pass {
     const float *W;  // the node's parameters
     float *w_hh_t;   // W_hh^T [H][G*H] for gemm512, or null
     int64_t dir;
+    int32_t workers;  // threads of the time loop
+    Bf16Work bf16;    // at bf16
 };
 
-// The CPU's workspace: room for W_hh^T, then ops/recurrent.h's layout.
+// The CPU's workspace: room for W_hh^T, then ops/recurrent.h's layout, then
+// at bf16 the packing (Bf16Work).
 inline size_t transposed_floats(const RecurrentDims &d) { return size_t(d.GH() * d.H); }
-inline Pass pass_of(const OpArgs &a) {
+inline Pass pass_of(const OpArgs &a, bool backward) {
     Pass p{};
     p.a = &a;
     p.d = recurrent_dims(*a.l);
     p.W = a.params + a.l->weight_offset;
     float *ws = static_cast<float *>(a.workspace);
-    p.w_hh_t = gemm512_available() ? ws : nullptr;
+    p.w_hh_t = gemm512_available() && a.precision != Precision::bf16 ? ws : nullptr;
     p.w = recurrent_work(p.d, ws + transposed_floats(p.d), a.n);
     memset(p.w.zeros, 0, size_t(a.n * p.d.H) * sizeof(float));
+    const int32_t planned = static_cast<const Plan *>(a.plan)->workers;
+    p.workers = std::min(workers_for(p.d, a.n), planned);
+    if (a.precision == Precision::bf16) {
+        char *base = reinterpret_cast<char *>(ws + transposed_floats(p.d) + recurrent_workspace_floats(p.d, a.n, backward));
+        p.bf16.depth = backward ? p.d.GH() : p.d.H;
+        p.bf16.outer = base;
+        p.bf16.w_hh = base + outer_pack_bytes(p.d, a.n, backward);
+        p.bf16.rows = p.bf16.w_hh + gemm_bf16_b_bytes(p.bf16.depth, backward ? p.d.H : p.d.GH());
+    }
     return p;
 }
 
 template <class Cell>
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision, size_t *workspace_bytes) {
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
+           size_t *workspace_bytes) {
     const RecurrentDims d = recurrent_dims(l);
+    const int32_t workers = std::max<int32_t>(1, int32_t(std::min<int64_t>(cpu_threads(), max_batch)));
     *workspace_bytes = (transposed_floats(d) + recurrent_workspace_floats(d, max_batch, backward)) * sizeof(float);
-    return nullptr;
+    if (precision == Precision::bf16) *workspace_bytes += bf16_bytes(d, max_batch, backward, workers);
+    Plan *p = new (std::nothrow) Plan{workers};
+    if (!p) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    return p;
 }
+
+inline void release(Backend &, void *plan) { delete static_cast<Plan *>(plan); }
 
 // A thread's samples [begin, end) through iterations 0..T-1: hp =
 // h_{k-1} W_hh^T, then each one's cell step at its step t (or, past its
@@ -132,10 +192,15 @@ void forward_samples(void *ctx, int32_t worker, int32_t workers) {
         const float *h_prev = k ? p.kept.h + (k - 1) * n * H : p.w.zeros;
         const float *cell_prev = k ? p.kept.cell + (k - 1) * n * H : p.w.zeros;
         float *hp = p.w.hp + begin * GH;
-        if (k)
+        if (k && p.bf16.rows) {
+            void *rows = p.bf16.rows_of(begin, worker);
+            gemm_bf16_pack_a(false, end - begin, H, h_prev + begin * H, H, rows);
+            gemm_bf16_packed(end - begin, GH, H, rows, p.bf16.w_hh, hp, GH, false);
+        } else if (k) {
             step_forward_product(end - begin, GH, H, h_prev + begin * H, p.W + d.w_hh(p.dir), p.w_hh_t, hp);
-        else
+        } else {
             memset(hp, 0, size_t((end - begin) * GH) * sizeof(float));
+        }
         for (int64_t s = begin; s < end; ++s) {
             const int32_t len = length_of(a.lengths, s, T);
             const int64_t t = recurrent_step(k, len, p.dir == 1), row = k * n + s;
@@ -164,13 +229,15 @@ void forward_samples(void *ctx, int32_t worker, int32_t workers) {
 // xp = x W_ih^T, then the time loop, the batch split over the threads.
 template <class Cell>
 void forward(const OpArgs &a) {
-    Pass p = pass_of(a);
+    Pass p = pass_of(a, false);
     const int64_t n = a.n, GH = p.d.GH();
     for (p.dir = 0; p.dir < p.d.dirs; ++p.dir) {
         p.kept = recurrent_kept(p.d, a.aux + a.l->aux_fixed, n, p.dir);
         if (p.w_hh_t) small_transpose(GH, p.d.H, p.W + p.d.w_hh(p.dir), p.d.H, p.w_hh_t);
-        gemm_nt(n * p.d.T, GH, p.d.F, a.x[0], p.d.F, p.W + p.d.w_ih(p.dir), p.d.F, p.w.xp, GH, false);
-        parallel_run(workers_for(p.d, n), forward_samples<Cell>, &p);
+        if (p.bf16.w_hh) gemm_bf16_pack_b(true, p.d.H, GH, p.W + p.d.w_hh(p.dir), p.d.H, p.bf16.w_hh);
+        gemm_at(a.precision, false, true, n * p.d.T, GH, p.d.F, a.x[0], p.d.F, p.W + p.d.w_ih(p.dir), p.d.F, p.w.xp,
+                GH, false, p.bf16.outer);
+        parallel_run(p.workers, forward_samples<Cell>, &p);
     }
 }
 
@@ -211,9 +278,14 @@ void backward_samples(void *ctx, int32_t worker, int32_t workers) {
                 memcpy(dh_next + s * H, dh + s * H, size_t(H) * sizeof(float));
             }
         }
-        if (k)
+        if (k && p.bf16.rows) {
+            void *rows = p.bf16.rows_of(begin, worker);
+            gemm_bf16_pack_a(false, end - begin, GH, p.w.dhp + (k * n + begin) * GH, GH, rows);
+            gemm_bf16_packed(end - begin, H, GH, rows, p.bf16.w_hh, dh_next + begin * H, H, true);
+        } else if (k) {
             step_backward_product(end - begin, H, GH, p.w.dhp + (k * n + begin) * GH, p.W + d.w_hh(p.dir),
                                   dh_next + begin * H, p.w_hh_t != nullptr);
+        }
         float *swap = dh;
         dh = dh_next;
         dh_next = swap;
@@ -225,23 +297,28 @@ void backward_samples(void *ctx, int32_t worker, int32_t workers) {
 // dx (+)= dxp W_ih.
 template <class Cell>
 void backward(const OpArgs &a) {
-    Pass p = pass_of(a);
+    Pass p = pass_of(a, true);
     const RecurrentDims &d = p.d;
     const int64_t n = a.n, T = d.T, H = d.H, GH = d.GH();
     float *dW = a.grads + a.l->weight_offset;
     for (p.dir = 0; p.dir < d.dirs; ++p.dir) {
         p.kept = recurrent_kept(d, a.aux + a.l->aux_fixed, n, p.dir);
-        parallel_run(workers_for(d, n), backward_samples<Cell>, &p);
-        gemm_tn(GH, d.F, n * T, p.w.dxp, GH, a.x[0], d.F, dW + d.w_ih(p.dir), d.F, false);
+        if (p.bf16.w_hh) gemm_bf16_pack_b(false, GH, H, p.W + d.w_hh(p.dir), H, p.bf16.w_hh);
+        parallel_run(p.workers, backward_samples<Cell>, &p);
+        gemm_at(a.precision, true, false, GH, d.F, n * T, p.w.dxp, GH, a.x[0], d.F, dW + d.w_ih(p.dir), d.F, false,
+                p.bf16.outer);
         if (T > 1)
-            gemm_tn(GH, H, (T - 1) * n, p.w.dhp + n * GH, GH, p.kept.h, H, dW + d.w_hh(p.dir), H, false);
+            gemm_at(a.precision, true, false, GH, H, (T - 1) * n, p.w.dhp + n * GH, GH, p.kept.h, H,
+                    dW + d.w_hh(p.dir), H, false, p.bf16.outer);
         else
             memset(dW + d.w_hh(p.dir), 0, size_t(GH * H) * sizeof(float));
         if (d.bias) {
             column_sums(p.w.dxp, n * T, GH, dW + d.b_ih(p.dir));
             column_sums(p.w.dhp, n * T, GH, dW + d.b_hh(p.dir));
         }
-        if (a.dx[0]) gemm_nn(n * T, d.F, GH, p.w.dxp, GH, p.W + d.w_ih(p.dir), d.F, a.dx[0], d.F, p.dir > 0);
+        if (a.dx[0])
+            gemm_at(a.precision, false, false, n * T, d.F, GH, p.w.dxp, GH, p.W + d.w_ih(p.dir), d.F, a.dx[0], d.F,
+                    p.dir > 0, p.bf16.outer);
     }
 }
 
@@ -249,7 +326,8 @@ void backward(const OpArgs &a) {
 
 template <class Cell>
 constexpr OpKernels recurrent_cpu_kernels() {
-    return {recurrent_cpu::plan<Cell>, nullptr, recurrent_cpu::forward<Cell>, recurrent_cpu::backward<Cell>};
+    return {recurrent_cpu::plan<Cell>, recurrent_cpu::release, recurrent_cpu::forward<Cell>,
+            recurrent_cpu::backward<Cell>, precision_bit(Precision::f32) | precision_bit(Precision::bf16)};
 }
 
 }  // namespace snn

@@ -14,6 +14,9 @@
 static int failures = 0;
 /* > 0: the optimiser clips by the gradient norm, read after every step */
 static double max_grad_norm = 0.0;
+/* The precision of the forward caches (the products' ops plan their bf16
+ * packing in the workspace). */
+static snn_precision precision = SNN_PRECISION_FLOAT32;
 
 #define CHECK(call)                                                                    \
     do {                                                                               \
@@ -34,6 +37,7 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
     CHECK(snn_model_input_size(m, &in));
     CHECK(snn_model_output_size(m, &out));
     CHECK(snn_preallocate(m, batch, &f));
+    CHECK(snn_cache_set_precision(f, precision));
     CHECK(snn_preallocate_grads(m, batch, &b));
     CHECK(snn_optimiser_create(m, kind, &o));
     if (kind == SNN_OPTIMISER_SGD) CHECK(snn_optimiser_set(o, SNN_HP_MOMENTUM, 0.9));
@@ -115,6 +119,7 @@ static void run_sequence_case(const char *spec, snn_optimiser_kind kind, int64_t
     CHECK(snn_model_layer_count(m, &layers));
     CHECK(snn_model_layer_shape(m, layers - 1, &c, &h, &w));
     CHECK(snn_preallocate(m, batch, &f));
+    CHECK(snn_cache_set_precision(f, precision));
     CHECK(snn_preallocate_grads(m, batch, &b));
     CHECK(snn_optimiser_create(m, kind, &o));
     /* labels per sample: out / c steps of c classes (1 for a vector output) */
@@ -224,6 +229,19 @@ int main(void) {
         run_case(mlp, SNN_LOSS_MSE, SNN_OPTIMISER_LION, 0, 16);
         run_case(FASHION_MNIST_DEFAULT_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_LION, 0, 16);
         max_grad_norm = 0.0;
+        /* bf16: every op with products, the fashion_mnist networks */
+        precision = SNN_PRECISION_BF16;
+        run_case(cnn, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1, 16);
+        run_case(FASHION_MNIST_DEFAULT_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAM, 0, 16);
+        run_case(FASHION_MNIST_RESNET_SPEC, SNN_LOSS_LOGIT_CROSSENTROPY, SNN_OPTIMISER_ADAMW, 1, 4);
+        run_case("input seq 12x24; lstm 40 bidirectional; gru 40 last; dense 3", SNN_LOSS_LOGIT_CROSSENTROPY,
+                 SNN_OPTIMISER_ADAM, 1, 16);
+        run_case("input seq 24x8; posembed; conv1d 3 16 relu pad=1; conv1d 5 12 gelu stride=2 dilation=2; "
+                 "seqpool max; dense 3",
+                 SNN_LOSS_MSE, SNN_OPTIMISER_ADAM, 1, 16);
+        run_sequence_case("input seq 20x64; dense 64 name=h; layernorm; attention heads=4 causal; add h; dense 5",
+                          SNN_OPTIMISER_ADAM, 16);
+        precision = SNN_PRECISION_FLOAT32;
     }
     return failures ? 1 : 0;
 }

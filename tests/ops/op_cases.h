@@ -87,6 +87,11 @@ constexpr OpCase kCases[] = {
      {"conv_1to4_stride1_pad0_relu"}},
     {OpKind::conv, "kernel5x3_pad2x1", "input 7x4x9; conv 5x3 11 pad=2x1 nobias", 3, 1e-2f, kMse,
      {"conv_2to3_kernel3x2_tanh"}},
+    // Stride 1 with "same" padding on a map large enough for the bf16
+    // kernels' shifted lowering (cpu/conv_bf16.cpp), a 5x5 kernel after a
+    // 3x3, both input gradients through it.
+    {OpKind::conv, "same_padding_large_map", "input 12x12x2; conv 3 3 pad=1 silu; conv 5 2 pad=2 nobias", 2, 1e-2f,
+     kMse, {"conv_silu_gelu_inline"}},
 
     // maxpool and avgpool: square and rectangular windows, overlapping
     // (stride 1), sizes that do not divide (floor), first after the input.

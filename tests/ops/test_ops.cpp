@@ -16,7 +16,9 @@
 //   SpecRoundTrip  the canonical text parses back to itself, with the same
 //       shapes, parameter and state layout, and the spec holds the op;
 //   FileRoundTrip  save and load: bit-identical parameters, state and
-//       outputs in both modes.
+//       outputs in both modes;
+//   Bf16      the training step at bf16 against float32, and the native bf16
+//       kernels against the emulated path (see its section).
 //
 // `test_ops --time [--repeats=N] [--batch=N]` instead prints, per case, the
 // median microseconds of a forward and a backward pass (no test runs, no
@@ -43,6 +45,8 @@
 #include "../golden/golden_check.h"
 #include "../unit/helpers.h"
 #include "common/error.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernel_choice.h"
 #include "device/devices.h"
 #include "engine/math.h"
 #include "model/spec.h"
@@ -370,6 +374,130 @@ TEST_P(Op, FileRoundTrip) {
         EXPECT_TRUE(same_bits(state_after[1], state_after[0])) << (training ? "training" : "inference")
                                                                << " state after a pass";
     }
+}
+
+// ---- bf16 against float32 ------------------------------------------------------------
+//
+// Bf16: the case's training step (forward, backprop) at bf16 and at float32
+// from the same parameters, state and inputs. Without ops with products the
+// results are bit-identical (every other op computes float32 at every
+// precision). With them, each output, input gradient and parameter gradient
+// v is within
+//     |v_bf16 - v_f32| <= 2^-8 * 2 D * sqrt(K) * max |v_f32|
+// of float32's: a product whose operands are rounded to bf16 (unit roundoff
+// u = 2^-8, each product a b off by at most 2u |a b|) is off by at most
+// 2u sum_k |a_k b_k|, which for K terms of the vector's scale is about
+// sqrt(K) times the largest result; the errors of the D product layers the
+// values pass through add up. K is the longest product of the model (a
+// layer's inputs, outputs, or the rows its weight gradient sums over).
+// Then the native bf16 kernels (CpuKernels::fast, where the processor has
+// AVX-512 BF16) against the emulated path (CpuKernels::reference): the same
+// rounded operands summed in another order, within float32 tolerance.
+
+struct Step {
+    Floats y, grads, input_grads;
+    float loss = 0.0f;
+};
+
+Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernels) {
+    snn::cpu_choose_kernels(kernels);
+    Random rng(42);
+    Prepared s = make_setup(c, rng);
+    snn_model *model = s.model.get();
+    const Feed f = make_feed(c, model, c.batch, rng);
+    Forward fwd = make_forward(model, c.batch);
+    Backward bwd = make_backward(model, c.batch);
+    Step out;
+    EXPECT_EQ(snn_cache_set_precision(fwd.get(), precision), SNN_OK) << snn_last_error();
+    EXPECT_EQ(snn_cache_set_seed(fwd.get(), 5), SNN_OK);
+    if (!f.tokens) {
+        EXPECT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_OK);
+    }
+    set_loss_inputs(bwd.get(), c, f);
+    out.y = run_feed(fwd.get(), model, f);
+    EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), model, c.loss, &out.loss), SNN_OK) << snn_last_error();
+    out.grads = grads_of(bwd.get(), model);
+    out.input_grads.resize(f.x.size());
+    if (!f.tokens) {
+        EXPECT_EQ(snn_get_input_gradients(bwd.get(), out.input_grads.data(), out.input_grads.size()), SNN_OK);
+    }
+    snn::cpu_choose_kernels(snn::CpuKernels::environment);
+    return out;
+}
+
+// D and K of the tolerance above: the product layers of the case's spec and
+// the longest product among them (0 and 1 without any).
+struct Products {
+    int64_t layers = 0, longest = 1;
+};
+
+Products products_of(const OpCase &c) {
+    Products p;
+    const snn::Network net = snn::parse_spec(c.spec);
+    for (const snn::Layer &l : net.layers) {
+        if (!snn::op_desc(l.kind).products) continue;
+        ++p.layers;
+        const int64_t rows = c.batch * l.out.size() / std::max<int64_t>(1, l.out.c);
+        p.longest = std::max({p.longest, l.in.size(), l.out.size(), rows});
+    }
+    return p;
+}
+
+double max_abs(const Floats &v) {
+    double m = 0.0;
+    for (float x : v) m = std::max(m, double(std::fabs(x)));
+    return m;
+}
+
+// Values within `tol` of the reference's (absolute), naming the first few
+// that are not; returns the largest difference over tol.
+double expect_within(const char *what, const Floats &got, const Floats &want, double tol) {
+    EXPECT_EQ(got.size(), want.size()) << what;
+    double worst = 0.0;
+    int reported = 0;
+    for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+        const double diff = std::fabs(double(got[i]) - double(want[i]));
+        worst = std::max(worst, tol > 0.0 ? diff / tol : diff);
+        if (!(diff <= tol) && reported++ < 3)
+            ADD_FAILURE() << what << "[" << i << "] = " << got[i] << ", want " << want[i] << " within " << tol;
+    }
+    return worst;
+}
+
+TEST_P(Op, Bf16) {
+    const OpCase &c = GetParam();
+    const Products p = products_of(c);
+    const Step f32 = train_step(c, SNN_PRECISION_FLOAT32, snn::CpuKernels::environment);
+    const Step bf16 = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::environment);
+    if (p.layers == 0) {
+        EXPECT_TRUE(same_bits(bf16.y, f32.y));
+        EXPECT_TRUE(same_bits(bf16.grads, f32.grads));
+        EXPECT_TRUE(same_bits(bf16.input_grads, f32.input_grads));
+        std::printf("  no products: bf16 bit-identical to float32\n");
+    } else {
+        const double bound = std::ldexp(1.0, -8) * 2.0 * double(p.layers) * std::sqrt(double(p.longest));
+        double worst = expect_within("output", bf16.y, f32.y, bound * max_abs(f32.y));
+        worst = std::max(worst, expect_within("parameter gradient", bf16.grads, f32.grads, bound * max_abs(f32.grads)));
+        worst = std::max(worst, expect_within("input gradient", bf16.input_grads, f32.input_grads,
+                                              bound * max_abs(f32.input_grads)));
+        std::printf("  %lld product layers, longest %lld: worst %.3f of the tolerance\n", (long long)p.layers,
+                    (long long)p.longest, worst);
+    }
+    snn::cpu_choose_kernels(snn::CpuKernels::fast);
+    const bool native = snn::cpu_has_bf16();
+    snn::cpu_choose_kernels(snn::CpuKernels::environment);
+    if (!native) GTEST_SKIP() << "no AVX-512 BF16: the native kernels against the emulated path not run";
+    const Step fast = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::fast);
+    const Step emulated = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::reference);
+    // Float32 sums of the same products in another order (and a rounding to
+    // bf16 that such a difference may tip in a later layer): 2^-16 of the
+    // scale, far below bf16's 2^-8.
+    const double sum_tol = std::ldexp(1.0, -16) * std::max(1.0, double(p.longest) / 16.0);
+    expect_within("native output", fast.y, emulated.y, sum_tol * std::max(1.0, max_abs(emulated.y)));
+    expect_within("native parameter gradient", fast.grads, emulated.grads,
+                  sum_tol * std::max(1.0, max_abs(emulated.grads)));
+    expect_within("native input gradient", fast.input_grads, emulated.input_grads,
+                  sum_tol * std::max(1.0, max_abs(emulated.input_grads)));
 }
 
 // ---- CPU against GPU, node by node through the kernel tables --------------------------

@@ -6,6 +6,7 @@
 
 #include "cpu/activation.h"
 #include "cpu/gemm512.h"
+#include "cpu/kernel_choice.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -327,7 +328,8 @@ void weight_gradient(const ConvDims &d, const BackwardLayout &L, int64_t nb, con
 }  // namespace
 
 bool conv512_eligible(const ConvDims &d) {
-    return d.sh == 1 && d.sw == 1 && d.ph < d.kh && d.pw < d.kw && d.hout > 0 && d.wout > 0 && gemm512_available();
+    return d.sh == 1 && d.sw == 1 && d.ph < d.kh && d.pw < d.kw && d.hout > 0 && d.wout > 0 && gemm512_available() &&
+           !cpu_conv512_ruled_out();
 }
 
 size_t conv512_forward_floats(const ConvDims &d) {

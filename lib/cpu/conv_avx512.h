@@ -27,7 +27,8 @@ namespace snn {
 constexpr int64_t kConv512Rows = 8;
 
 // Stride 1, padding smaller than the kernel on both axes, an AVX-512
-// processor and not the reference kernels.
+// processor, and neither the reference kernels nor a choice that rules these
+// out (cpu_conv512_ruled_out, cpu/kernel_choice.h).
 bool conv512_eligible(const ConvDims &d);
 
 // Workspace floats one worker needs to run the forward pass over its images.

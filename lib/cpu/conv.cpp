@@ -4,6 +4,7 @@
 // adds the bias, applies the activation and scatters Z into NCHW order.
 #include <algorithm>
 #include <new>
+#include <vector>
 
 #include "common/error.h"
 #include "cpu/activation.h"
@@ -193,6 +194,7 @@ struct ConvPlan {
     size_t slot;      // floats per worker: col[K][chunk*P], z[cout][chunk*P], gemm512's packing
     size_t params;    // floats of dW + db accumulated per extra worker
     void *bf16 = nullptr;  // at bf16: cpu/conv_bf16.h's plan, which runs the passes
+    std::vector<float> lanes{};  // padded forward: conv512_forward_lanes's table
 };
 
 struct ConvJob {
@@ -254,7 +256,7 @@ void padded_forward_worker(void *ctx, int32_t worker, int32_t workers) {
         split_range(blocks, int32_t(parts), int32_t(item % parts), &b0, &b1);
         conv512_forward_image(d, j.x + img * in_size, j.w, j.b, j.out + img * out_size,
                               j.pre ? j.pre + img * out_size : nullptr, b0 * kConv512Rows,
-                              std::min(d.cout, b1 * kConv512Rows), img == last, workspace);
+                              std::min(d.cout, b1 * kConv512Rows), img == last, j.plan->lanes.data(), workspace);
         last = img;
     }
 }
@@ -384,6 +386,15 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
                                            size_t(d.cout * K + d.cout)};
     }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (plan->padded && !backward) {
+        try {
+            plan->lanes.resize(conv512_forward_lanes_floats(d));
+        } catch (const std::bad_alloc &) {
+            delete plan;
+            fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        conv512_forward_lanes(d, plan->lanes.data());
+    }
     size_t floats = size_t(plan->workers) * plan->slot;
     if (backward) floats += size_t(plan->workers - 1) * plan->params;
     *workspace_bytes = floats * sizeof(float);

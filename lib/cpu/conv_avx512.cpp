@@ -332,9 +332,15 @@ bool conv512_eligible(const ConvDims &d) {
            !cpu_conv512_ruled_out();
 }
 
-size_t conv512_forward_floats(const ConvDims &d) {
+size_t conv512_forward_floats(const ConvDims &d) { return size_t(forward_padded(d).floats() + slack_floats(d)); }
+
+size_t conv512_forward_lanes_floats(const ConvDims &d) {
+    return size_t(lanes_floats(d.hout * forward_padded(d).pitch));
+}
+
+void conv512_forward_lanes(const ConvDims &d, float *table) {
     const Padded p = forward_padded(d);
-    return size_t(p.floats() + slack_floats(d) + lanes_floats(d.hout * p.pitch));
+    fill_lanes(d.hout * p.pitch, p.pitch, d.wout, reinterpret_cast<Lanes *>(table));
 }
 
 int64_t conv512_backward_chunk(const ConvDims &d, int64_t budget_floats) {
@@ -347,17 +353,15 @@ size_t conv512_backward_floats(const ConvDims &d, int64_t chunk) {
 }
 
 void conv512_forward_begin(const ConvDims &d, float *workspace) {
-    const Padded p = forward_padded(d);
-    const int64_t slack = slack_floats(d);
-    std::fill(workspace + p.floats(), workspace + p.floats() + slack, 0.0f);
-    fill_lanes(d.hout * p.pitch, p.pitch, d.wout, reinterpret_cast<Lanes *>(workspace + p.floats() + slack));
+    const int64_t floats = forward_padded(d).floats();
+    std::fill(workspace + floats, workspace + floats + slack_floats(d), 0.0f);
 }
 
 void conv512_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y, float *pre,
-                           int64_t co0, int64_t co1, bool padded, float *workspace) {
+                           int64_t co0, int64_t co1, bool padded, const float *table, float *workspace) {
     const Padded p = forward_padded(d);
     const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw, count = d.hout * p.pitch;
-    const Lanes *lanes = reinterpret_cast<const Lanes *>(workspace + p.floats() + slack_floats(d));
+    const Lanes *lanes = reinterpret_cast<const Lanes *>(table);
     if (!padded) pad_maps(p, d.hin, d.win, x, d.hin * d.win, workspace);
     const Product prod{workspace, d.cin, p.plane(), p.pitch, d.kh, d.kw, count, d.wout, P, lanes};
     const Weights wt{w, K, d.kh * d.kw, d.kw, 1};
@@ -409,9 +413,11 @@ bool conv512_eligible(const ConvDims &) { return false; }
 size_t conv512_forward_floats(const ConvDims &) { return 0; }
 int64_t conv512_backward_chunk(const ConvDims &, int64_t) { return 1; }
 size_t conv512_backward_floats(const ConvDims &, int64_t) { return 0; }
+size_t conv512_forward_lanes_floats(const ConvDims &) { return 0; }
+void conv512_forward_lanes(const ConvDims &, float *) {}
 void conv512_forward_begin(const ConvDims &, float *) {}
 void conv512_forward_image(const ConvDims &, const float *, const float *, const float *, float *, float *, int64_t,
-                           int64_t, bool, float *) {}
+                           int64_t, bool, const float *, float *) {}
 void conv512_backward_images(const ConvDims &, int64_t, const float *, const float *, const float *, const float *,
                              float *, float *, float *, float *, float *) {}
 

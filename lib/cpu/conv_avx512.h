@@ -34,20 +34,26 @@ bool conv512_eligible(const ConvDims &d);
 // Workspace floats one worker needs to run the forward pass over its images.
 size_t conv512_forward_floats(const ConvDims &d);
 
+// The forward pass's table of which outputs each vector stores (it depends
+// on the geometry alone): its floats, and the table written to `table`.
+size_t conv512_forward_lanes_floats(const ConvDims &d);
+void conv512_forward_lanes(const ConvDims &d, float *table);
+
 // The images a backward chunk takes within a budget of floats (at least 1),
 // and the workspace floats one worker needs for chunks of `chunk` images.
 int64_t conv512_backward_chunk(const ConvDims &d, int64_t budget_floats);
 size_t conv512_backward_floats(const ConvDims &d, int64_t chunk);
 
 // Prepares a worker's workspace for conv512_forward_image calls (once per
-// pass: what depends on the geometry alone).
+// pass).
 void conv512_forward_begin(const ConvDims &d, float *workspace);
 
 // Output channels [co0, co1) of one image: y = act(w * x + b) in NCHW, z kept
 // in pre when not null (then y = act(pre)). padded: the workspace already
 // holds this image's padded copy (a previous call with the same image).
+// lanes: conv512_forward_lanes's table.
 void conv512_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y, float *pre,
-                           int64_t co0, int64_t co1, bool padded, float *workspace);
+                           int64_t co0, int64_t co1, bool padded, const float *lanes, float *workspace);
 
 // For nb images from x, y (or pre), dy: dz = dy act'(y or pre) (written
 // over dy); db += sums of dz; dw += the products of dz and the shifted

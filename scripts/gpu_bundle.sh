@@ -96,6 +96,12 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
   tail -4 "$out/resnet_gpu.log"
   check resnet_reload_cpu "$here/bin/fashion_mnist" --quiet --data "$here/data" --load "$out/resnet/fashion_mnist.safetensors"
   tail -1 "$out/resnet_reload_cpu.log"
+  # The main job at bf16 and at fp16 with loss scaling.
+  for p in bf16 fp16; do
+    mkdir -p "$out/$p"
+    check "main_job_$p" "$here/bin/fashion_mnist" --device gpu --precision "$p" --quiet --data "$here/data" --out "$out/$p"
+    tail -2 "$out/main_job_$p.log"
+  done
   if command -v compute-sanitizer >/dev/null; then
     cs() {  # tool program
       local tool=$1 prog=$2
@@ -103,6 +109,7 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
     }
     check memcheck_follow cs memcheck test_gpu_follow "--leak-check full"
     check memcheck_training cs memcheck test_gpu_training "--leak-check full"
+    check memcheck_precision cs memcheck test_gpu_precision "--leak-check full"
     check memcheck_golden compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check full \
       "$here/bin/test_gpu_golden" "$here/golden"
     check memcheck_ops cs memcheck test_gpu_ops "--leak-check full"

@@ -22,9 +22,10 @@ binding with the header's value.
   rust:   a `pub const SNN_NAME: T = value;` of the checked file.
   csharp: an enum member is a member of the binding's public enum of its
           group (snn_status: Status, snn_loss: Loss, snn_optimiser_kind:
-          OptimiserKind, snn_hyperparameter: Hyperparameter, SNN_LOG_*:
-          LogLevel) named as the header name without SNN_ and its group word
-          (SNN_ERR_NULL_ARGUMENT: Status.NullArgument), compared ignoring case
+          OptimiserKind, snn_hyperparameter: Hyperparameter, snn_precision:
+          Precision, SNN_LOG_*: LogLevel) named as the header name without
+          SNN_ and its group word (SNN_ERR_NULL_ARGUMENT: Status.NullArgument,
+          SNN_PRECISION_BF16: Precision.Bf16), compared ignoring case
           and underscores; a #define is a `const int SNN_NAME = value;`.
 A constant the binding defines under an SNN_ name (or as a member of one of
 those enums) that the header lacks is an error too.
@@ -49,6 +50,7 @@ INT_TYPEDEFS = {
     "snn_loss": "i32",
     "snn_optimiser_kind": "i32",
     "snn_hyperparameter": "i32",
+    "snn_precision": "i32",
 }
 HANDLES = {"snn_model", "snn_forward_cache", "snn_backward_cache", "snn_optimiser", "snn_dataset"}
 C_SCALARS = {
@@ -324,6 +326,7 @@ CS_ENUMS = {
     "snn_loss": "Loss",
     "snn_optimiser_kind": "OptimiserKind",
     "snn_hyperparameter": "Hyperparameter",
+    "snn_precision": "Precision",
     "SNN_LOG_*": "LogLevel",
 }
 

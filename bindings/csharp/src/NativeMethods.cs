@@ -244,6 +244,23 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_optimiser_grad_norm(OptimiserHandle optimiser, out double norm);
 
+        // Mixed precision
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_precision(ForwardCacheHandle cache, int precision);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_precision(ForwardCacheHandle cache, out int precision);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_precision_support(int device, int precision, out int native);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_loss_scaling(BackwardCacheHandle cache, int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_loss_scaling_state(BackwardCacheHandle cache, double scale, double growthFactor,
+                                                              double backoffFactor, long growthInterval, long goodSteps);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_loss_scaling_state(BackwardCacheHandle cache, out int on, out double scale,
+                                                          out double growthFactor, out double backoffFactor,
+                                                          out long growthInterval, out long goodSteps, out int skipped);
+
         // Model files and checkpoints
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_save(ModelHandle model, [In] byte[] path);
@@ -257,6 +274,11 @@ namespace Snn
         internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_checkpoint_load([In] byte[] path, out ModelHandle model, out OptimiserHandle optimiser);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_checkpoint_save_v2(ModelHandle model, OptimiserHandle optimiser,
+                                                          BackwardCacheHandle cache, [In] byte[] path);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_checkpoint_load_loss_scaling([In] byte[] path, BackwardCacheHandle cache);
 
         // Devices
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

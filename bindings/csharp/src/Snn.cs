@@ -47,6 +47,73 @@ namespace Snn
 
     public enum LogLevel { Error = 0, Warning = 1, Info = 2 }
 
+    /// <summary>The precision of a forward cache's passes, torch.autocast's rule:
+    /// the matrix products of dense, conv, conv1d, attention, lstm and gru layers
+    /// (forward and backward) round their operands to bf16 or fp16 and accumulate
+    /// in float32; everything else computes in float32. Parameters stay float32
+    /// (the master copy) and gradients arrive float32. Bf16 runs natively on CPUs
+    /// with AVX-512 BF16 and on GPUs of compute capability 8.0 or newer, emulated
+    /// on other CPUs (same values, no speed-up); Fp16 runs on GPUs only.</summary>
+    public enum Precision { Float32 = 0, Bf16 = 1, Fp16 = 2 }
+
+    /// <summary>Dynamic loss scaling of a backward cache, torch.cuda.amp.GradScaler's
+    /// rule. While On, Backprop multiplies the loss's gradient by Scale, divides the
+    /// gradients by it and checks them: finite gradients count a good step (after
+    /// GrowthInterval in a row Scale is multiplied by GrowthFactor); an overflow
+    /// marks the step Skipped (the next Optimiser.Step changes nothing) and
+    /// multiplies Scale by BackoffFactor.</summary>
+    public struct LossScaling : IEquatable<LossScaling>
+    {
+        /// <summary>Whether loss scaling is on.</summary>
+        public bool On;
+        /// <summary>The scale of the next backprop (1 when off); finite and > 0 as a float.</summary>
+        public double Scale;
+        /// <summary>Multiplies Scale after GrowthInterval good steps; > 1.</summary>
+        public double GrowthFactor;
+        /// <summary>Multiplies Scale after an overflow; in (0, 1).</summary>
+        public double BackoffFactor;
+        /// <summary>Good steps in a row before Scale grows; in [1, 2^53].</summary>
+        public long GrowthInterval;
+        /// <summary>Good steps counted towards the next growth; in [0, GrowthInterval).</summary>
+        public long GoodSteps;
+        /// <summary>Whether the last backprop overflowed, so its step is skipped
+        /// (read only: setting BackwardCache.LossScaling ignores it).</summary>
+        public bool Skipped;
+
+        /// <summary>On, with PyTorch's defaults: scale 65536, growth 2, backoff 0.5,
+        /// interval 2000, no good steps yet.</summary>
+        public static LossScaling Default
+        {
+            get
+            {
+                return new LossScaling { On = true, Scale = 65536.0, GrowthFactor = 2.0, BackoffFactor = 0.5,
+                                         GrowthInterval = 2000, GoodSteps = 0, Skipped = false };
+            }
+        }
+
+        public bool Equals(LossScaling o)
+        {
+            return On == o.On && Scale.Equals(o.Scale) && GrowthFactor.Equals(o.GrowthFactor) &&
+                   BackoffFactor.Equals(o.BackoffFactor) && GrowthInterval == o.GrowthInterval &&
+                   GoodSteps == o.GoodSteps && Skipped == o.Skipped;
+        }
+
+        public override bool Equals(object o) { return o is LossScaling && Equals((LossScaling)o); }
+
+        public override int GetHashCode()
+        {
+            return Scale.GetHashCode() ^ GrowthFactor.GetHashCode() * 7 ^ BackoffFactor.GetHashCode() * 13 ^
+                   GrowthInterval.GetHashCode() * 31 ^ GoodSteps.GetHashCode() * 61 ^ (On ? 1 : 0) ^ (Skipped ? 2 : 0);
+        }
+
+        public override string ToString()
+        {
+            return string.Format(System.Globalization.CultureInfo.InvariantCulture,
+                "LossScaling(On={0}, Scale={1:R}, GrowthFactor={2:R}, BackoffFactor={3:R}, GrowthInterval={4}, GoodSteps={5}, Skipped={6})",
+                On, Scale, GrowthFactor, BackoffFactor, GrowthInterval, GoodSteps, Skipped);
+        }
+    }
+
     /// <summary>A failed snn call: its status and the library's message. When the
     /// log receiver threw on that message, InnerException is what it threw.</summary>
     public class SnnException : Exception
@@ -293,6 +360,28 @@ namespace Snn
 
         /// <summary>Throws an SnnException with the reason when GPU `device` cannot be used.</summary>
         public static void RequireGpu(int device) { Check(NativeMethods.snn_gpu_status(device)); }
+
+        /// <summary>Status.Ok when `device` (CpuDevice or a GPU index) can compute in
+        /// `precision`, with native true when it runs natively and false when emulated
+        /// (Bf16 on a CPU without AVX-512 BF16); otherwise the reason (Unsupported:
+        /// Fp16 on the CPU, and GpuStatus's statuses for a GPU) and native false.</summary>
+        public static Status PrecisionSupport(int device, Precision precision, out bool native)
+        {
+            int n = 0;
+            int status = NativeMethods.snn_precision_support(device, (int)precision, out n);
+            SettleLogReceiverException();
+            native = status == (int)Status.Ok && n != 0;
+            return (Status)status;
+        }
+
+        /// <summary>Whether `device` runs `precision` natively (false: emulated);
+        /// throws an SnnException with the reason when it cannot run it.</summary>
+        public static bool RequirePrecision(int device, Precision precision)
+        {
+            int native;
+            Check(NativeMethods.snn_precision_support(device, (int)precision, out native));
+            return native != 0;
+        }
     }
 
     /// <summary>A read or write lock on a model, held for one call (a struct,
@@ -417,6 +506,19 @@ namespace Snn
             var m = Live;
             var o = optimiser.Live;
             using (Reading()) Library.Check(NativeMethods.snn_checkpoint_save(m, o, p));
+        }
+
+        /// <summary>SaveCheckpoint plus the loss scaling of `grads` when it is on (its
+        /// settings, scale and good steps), so training with a GradScaler resumes where
+        /// it was: Checkpoint.Load reads the file as any checkpoint and
+        /// BackwardCache.LoadLossScaling gives a backward cache its scaling back.</summary>
+        public void SaveCheckpoint(Optimiser optimiser, BackwardCache grads, string path)
+        {
+            var p = Library.Utf8z(path, "path");
+            var m = Live;
+            var o = optimiser.Live;
+            var g = grads.Live;
+            using (Reading()) Library.Check(NativeMethods.snn_checkpoint_save_v2(m, o, g, p));
         }
 
         /// <summary>The bytes of the model file, in memory.</summary>
@@ -764,6 +866,18 @@ namespace Snn
             set { Library.Check(NativeMethods.snn_cache_set_training(Live, value ? 1 : 0)); }
         }
 
+        /// <summary>The precision of the cache's passes (Float32 for a new cache).
+        /// Setting it makes the layers' plans again (an allocation: set it before the
+        /// training loop); a precision the cache's device cannot run, or that a layer
+        /// has no kernels for there (the message names it), throws SnnException with
+        /// Status.Unsupported and leaves the cache unchanged. The backward pass follows
+        /// the precision of the forward pass it differentiates.</summary>
+        public Precision Precision
+        {
+            get { int p; Library.Check(NativeMethods.snn_cache_precision(Live, out p)); return (Precision)p; }
+            set { Library.Check(NativeMethods.snn_cache_set_precision(Live, (int)value)); }
+        }
+
         /// <summary>Seeds the dropout masks of the training passes that follow
         /// (they depend only on the seed and the number of passes since).</summary>
         public void SetSeed(ulong seed) { Library.Check(NativeMethods.snn_cache_set_seed(Live, seed)); }
@@ -1001,6 +1115,51 @@ namespace Snn
             var data = dataset.Live;
             fixed (long* i = &MemoryMarshal.GetReference(indices))
                 Library.Check(NativeMethods.snn_set_labels_from_dataset(cache, data, i, Library.Size(indices.Length)));
+        }
+
+        /// <summary>Turns dynamic loss scaling on with PyTorch's defaults
+        /// (LossScaling.Default) unless it is on already, or off (forgetting its state).
+        /// Works at every precision and on every device.</summary>
+        public void SetLossScaling(bool on)
+        {
+            Library.Check(NativeMethods.snn_set_loss_scaling(Live, on ? 1 : 0));
+        }
+
+        /// <summary>The loss scaling of the next backprop. Setting a value with On turns
+        /// scaling on with its Scale, factors, GrowthInterval and GoodSteps (a value out
+        /// of range throws SnnException with Status.InvalidArgument naming it, nothing
+        /// changed; Skipped is ignored); setting one without On turns scaling off.</summary>
+        public LossScaling LossScaling
+        {
+            get
+            {
+                int on, skipped;
+                double scale, growth, backoff;
+                long interval, good;
+                Library.Check(NativeMethods.snn_loss_scaling_state(Live, out on, out scale, out growth, out backoff,
+                                                                   out interval, out good, out skipped));
+                return new LossScaling { On = on != 0, Scale = scale, GrowthFactor = growth, BackoffFactor = backoff,
+                                         GrowthInterval = interval, GoodSteps = good, Skipped = skipped != 0 };
+            }
+            set
+            {
+                if (!value.On)
+                    Library.Check(NativeMethods.snn_set_loss_scaling(Live, 0));
+                else
+                    Library.Check(NativeMethods.snn_set_loss_scaling_state(Live, value.Scale, value.GrowthFactor,
+                                                                           value.BackoffFactor, value.GrowthInterval,
+                                                                           value.GoodSteps));
+            }
+        }
+
+        /// <summary>Sets the loss scaling to that of a checkpoint written by
+        /// Model.SaveCheckpoint(optimiser, grads, path): on with its settings and state,
+        /// or off when the file holds none. Errors as Checkpoint.Load; the cache is
+        /// unchanged on failure.</summary>
+        public void LoadLossScaling(string path)
+        {
+            var p = Library.Utf8z(path, "path");
+            Library.Check(NativeMethods.snn_checkpoint_load_loss_scaling(p, Live));
         }
 
         /// <summary>With enabled, backprops also compute the gradient with respect to the inputs.</summary>

@@ -56,6 +56,8 @@ const PUBLIC = (
     # optimisers and checkpoints
     :Optimiser, :update!, :reset!, :step_count, :grad_norm, :set_hyperparameter!, :hyperparameter,
     :save_checkpoint, :load_checkpoint,
+    # mixed precision and loss scaling
+    :precision!, :cache_precision, :precision_support, :loss_scaling!, :loss_scaling, :load_loss_scaling!,
     # the library
     :version, :build_features, :has_feature, :set_num_threads, :get_num_threads, :set_check_finite,
     :set_log_callback, :take_log_callback_error, :check_version,
@@ -76,6 +78,7 @@ include("arrays.jl")
 include("models.jl")
 include("caches.jl")
 include("training.jl")
+include("precision.jl")
 
 function __init__()
     if get(ENV, "SNN_LIBRARY", "libsnn") != libsnn

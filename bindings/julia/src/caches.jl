@@ -36,16 +36,26 @@ function batch_of(shape::Tuple, x::AbstractArray)
 end
 
 """
-    preallocate(model, max_batch) -> ForwardCache
+    preallocate(model, max_batch; precision=:float32) -> ForwardCache
 
 Every buffer a forward pass of `model` needs for batches up to `max_batch`, on
 the model's device. The cache starts in training mode (`trainmode!`), as a
-PyTorch module does, with its batch at `max_batch`.
+PyTorch module does, with its batch at `max_batch`, and computes in
+`precision` (`:float32`, `:bf16` or `:fp16`; see `SNN.precision!`).
 """
-function preallocate(m::Model, max_batch::Integer)
+function preallocate(m::Model, max_batch::Integer; precision::Symbol=:float32)
+    code = precision_code(precision)
     d = raw_device(m)
     ins, outs, tokens = input_shape(m), output_shape(m), input_sequence(m).vocab > 0
-    ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, d, ins, outs, tokens)
+    c = ForwardCache(new_handle(out -> snn_preallocate(m, Int64(max_batch), out)), m, d, ins, outs, tokens)
+    code == SNN_PRECISION_FLOAT32 && return c
+    try
+        check(snn_cache_set_precision(c, code))
+    catch
+        close(c)
+        rethrow()
+    end
+    c
 end
 
 "The cache's current and maximum batch size, `(batch=..., max_batch=...)`."

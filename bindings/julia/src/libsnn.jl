@@ -65,6 +65,10 @@ const SNN_HP_ALPHA = Int32(8)
 const SNN_HP_DAMPENING = Int32(9)
 const SNN_HP_MAX_GRAD_NORM = Int32(10)
 
+const SNN_PRECISION_FLOAT32 = Int32(0)
+const SNN_PRECISION_BF16 = Int32(1)
+const SNN_PRECISION_FP16 = Int32(2)
+
 # Version
 snn_version_number() = ccall((:snn_version_number, libsnn), Int32, ())
 snn_version_string() = ccall((:snn_version_string, libsnn), Cstring, ())
@@ -212,6 +216,22 @@ snn_optimiser_step_count(optimiser, steps) =
 snn_optimiser_grad_norm(optimiser, norm) =
     ccall((:snn_optimiser_grad_norm, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cdouble}), optimiser, norm)
 
+# Mixed precision
+snn_cache_set_precision(cache, precision) =
+    ccall((:snn_cache_set_precision, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, precision)
+snn_cache_precision(cache, precision) =
+    ccall((:snn_cache_precision, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), cache, precision)
+snn_precision_support(device, precision, native) =
+    ccall((:snn_precision_support, libsnn), Cint, (Int32, Int32, Ptr{Int32}), device, precision, native)
+snn_set_loss_scaling(cache, on) = ccall((:snn_set_loss_scaling, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, on)
+snn_set_loss_scaling_state(cache, scale, growth_factor, backoff_factor, growth_interval, good_steps) =
+    ccall((:snn_set_loss_scaling_state, libsnn), Cint, (Ptr{Cvoid}, Cdouble, Cdouble, Cdouble, Int64, Int64),
+          cache, scale, growth_factor, backoff_factor, growth_interval, good_steps)
+snn_loss_scaling_state(cache, on, scale, growth_factor, backoff_factor, growth_interval, good_steps, skipped) =
+    ccall((:snn_loss_scaling_state, libsnn), Cint,
+          (Ptr{Cvoid}, Ptr{Int32}, Ptr{Cdouble}, Ptr{Cdouble}, Ptr{Cdouble}, Ptr{Int64}, Ptr{Int64}, Ptr{Int32}),
+          cache, on, scale, growth_factor, backoff_factor, growth_interval, good_steps, skipped)
+
 # Model files and checkpoints
 snn_model_save(model, path) = ccall((:snn_model_save, libsnn), Cint, (Ptr{Cvoid}, Cstring), model, path)
 snn_model_load(path, out) = ccall((:snn_model_load, libsnn), Cint, (Cstring, Ptr{Ptr{Cvoid}}), path, out)
@@ -225,6 +245,11 @@ snn_checkpoint_save(model, optimiser, path) =
 snn_checkpoint_load(path, model_out, optimiser_out) =
     ccall((:snn_checkpoint_load, libsnn), Cint, (Cstring, Ptr{Ptr{Cvoid}}, Ptr{Ptr{Cvoid}}),
           path, model_out, optimiser_out)
+snn_checkpoint_save_v2(model, optimiser, cache, path) =
+    ccall((:snn_checkpoint_save_v2, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Cstring),
+          model, optimiser, cache, path)
+snn_checkpoint_load_loss_scaling(path, cache) =
+    ccall((:snn_checkpoint_load_loss_scaling, libsnn), Cint, (Cstring, Ptr{Cvoid}), path, cache)
 
 # Devices
 snn_gpu_count() = ccall((:snn_gpu_count, libsnn), Int32, ())

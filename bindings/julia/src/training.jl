@@ -278,6 +278,17 @@ saved atomically: training resumed from it continues bit-identically.
 """
 save_checkpoint(path::AbstractString, m::Model, o::Optimiser) = (check(snn_checkpoint_save(m, o, path)); nothing)
 
+"""
+    save_checkpoint(path, model, opt, bwd)
+
+The checkpoint above plus the loss scaling of the backward cache `bwd` when it
+is on (its settings, scale and good steps), so training with a GradScaler
+resumes where it was: `load_checkpoint` reads it as any checkpoint, and
+`load_loss_scaling!(bwd, path)` gives a backward cache its scaling back.
+"""
+save_checkpoint(path::AbstractString, m::Model, o::Optimiser, b::BackwardCache) =
+    (check(snn_checkpoint_save_v2(m, o, b, path)); nothing)
+
 "    load_checkpoint(path) -> (model, optimiser)  — both on the CPU."
 function load_checkpoint(path::AbstractString)
     m, o = Ref{Ptr{Cvoid}}(C_NULL), Ref{Ptr{Cvoid}}(C_NULL)

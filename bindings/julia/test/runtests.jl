@@ -1050,6 +1050,119 @@ end
 
     permutations(v) = length(v) <= 1 ? [v] : [[v[i]; p] for i in eachindex(v) for p in permutations(deleteat!(copy(v), i))]
 
+    @testset "mixed precision and loss scaling" begin
+        # No dense, conv, conv1d, attention, lstm nor gru: bf16 has nothing to round.
+        plain = SNN.Model("input 4x4x2; batchnorm; relu; maxpool 2; flatten; softmax")
+        SNN.initialise!(plain; seed=5)
+        x = reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:(3 * 32 - 1)], 32, 3)
+        function pass(p)
+            pf, pb = preallocate(plain, 3; precision=p), preallocate_grads(plain, 3)
+            set_inputs!(pf, x)
+            forward!(pf, plain)
+            py = copy(get_outputs(pf))
+            backprop!(pb, pf, plain, MSELoss(fill(0.1f0, size(py))))
+            pg = SNN.get_gradients(pb)
+            read_back = SNN.cache_precision(pf)
+            foreach(close, (pf, pb))
+            (py, pg, read_back)
+        end
+        y32, g32, p32 = pass(:float32)
+        y16, g16, p16 = pass(:bf16)
+        @test (p32, p16) == (:float32, :bf16)
+        @test y16 == y32 && g16 == g32
+        @test any(!iszero, g32)
+
+        mlp = SNN.Model("input 6; dense 8 tanh; dense 3")
+        SNN.initialise!(mlp; seed=2)
+        fwd = preallocate(mlp, 4)
+        @test SNN.cache_precision(fwd) == :float32
+        e = errorof(() -> SNN.precision!(fwd, :fp16))
+        @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED && occursin("fp16", e.message)
+        @test SNN.cache_precision(fwd) == :float32
+        # The MLP's outputs and gradients at bf16 lie within 2^-6 of float32's (operands
+        # rounded to 8 significant bits, float32 sums), and differ from them.
+        @test SNN.precision!(fwd, :bf16) === fwd
+        @test SNN.cache_precision(fwd) == :bf16
+        function mlp_pass(p)
+            mf, mb = preallocate(mlp, 3; precision=p), preallocate_grads(mlp, 3)
+            set_inputs!(mf, reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:17], 6, 3))
+            forward!(mf, mlp)
+            my = copy(get_outputs(mf))
+            backprop!(mb, mf, mlp, MSELoss(fill(0.1f0, size(my))))
+            mg = SNN.get_gradients(mb)
+            foreach(close, (mf, mb))
+            (my, mg)
+        end
+        (ya, ga), (yb, gb) = mlp_pass(:float32), mlp_pass(:bf16)
+        @test maximum(abs.(yb .- ya)) <= maximum(abs.(ya)) / 64
+        @test maximum(abs.(gb .- ga)) <= maximum(abs.(ga)) / 64
+        @test yb != ya
+        @test SNN.precision!(fwd, :float32) === fwd
+        @test_throws ArgumentError SNN.precision!(fwd, :float64)
+        @test_throws ArgumentError preallocate(mlp, 4; precision=:half)
+        @test_throws SNNError preallocate(mlp, 4; precision=:fp16)
+        @test SNN.precision_support(:cpu, :float32)
+        @test SNN.precision_support(:cpu, :bf16) isa Bool
+        @test_throws SNNError SNN.precision_support(:cpu, :fp16)
+
+        # Loss scaling: PyTorch's defaults; a power-of-two scale changes no gradient.
+        xs = reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:23], 6, 4)
+        function step!(bwd, target)
+            set_inputs!(fwd, xs)
+            forward!(fwd, mlp)
+            backprop!(bwd, fwd, mlp, MSELoss(fill(Float32(target), 3, 4)))
+        end
+        unscaled, scaled = preallocate_grads(mlp, 4), preallocate_grads(mlp, 4)
+        @test SNN.loss_scaling(unscaled).on == false && SNN.loss_scaling(unscaled).scale == 1.0
+        @test SNN.loss_scaling!(scaled, true) === scaled
+        @test SNN.loss_scaling(scaled) == (on=true, scale=65536.0, growth_factor=2.0, backoff_factor=0.5,
+                                           growth_interval=2000, good_steps=0, skipped=false)
+        @test step!(unscaled, 0.5) == step!(scaled, 0.5)
+        @test SNN.get_gradients(unscaled) == SNN.get_gradients(scaled)
+        @test SNN.loss_scaling(scaled).good_steps == 1
+
+        # A forced overflow skips the step and lowers the scale; the third good step grows it.
+        opt = AdamOptimiser(mlp)
+        SNN.loss_scaling!(scaled; scale=1e38, backoff_factor=0.25, growth_interval=3, good_steps=2)
+        before = SNN.get_parameters(mlp)
+        step!(scaled, 1e3)
+        s = SNN.loss_scaling(scaled)
+        @test s.skipped && s.scale == 0.25e38 && s.good_steps == 0
+        SNN.update!(mlp, scaled, opt)
+        @test SNN.get_parameters(mlp) == before
+        @test SNN.step_count(opt) == 0
+        SNN.loss_scaling!(scaled; scale=1024, backoff_factor=0.25, growth_interval=3, good_steps=2)
+        step!(scaled, 0.5)
+        s = SNN.loss_scaling(scaled)
+        @test !s.skipped && s.scale == 2048.0 && s.good_steps == 0
+        SNN.update!(mlp, scaled, opt)
+        @test SNN.get_parameters(mlp) != before
+        @test SNN.step_count(opt) == 1
+        @test_throws SNNError SNN.loss_scaling!(scaled; scale=0)
+        @test_throws SNNError SNN.loss_scaling!(scaled; growth_interval=10, good_steps=10)
+        @test SNN.loss_scaling(scaled).scale == 2048.0                   # unchanged by the refusals
+
+        # Checkpoints keep the scaler.
+        SNN.loss_scaling!(scaled; scale=0.5, growth_factor=3, backoff_factor=0.375, growth_interval=7, good_steps=6)
+        saved = SNN.loss_scaling(scaled)
+        with, without = tempname() * ".safetensors", tempname() * ".safetensors"
+        SNN.save_checkpoint(with, mlp, opt, scaled)
+        SNN.save_checkpoint(without, mlp, opt, unscaled)
+        resumed, resumed_opt = SNN.load_checkpoint(with)
+        @test SNN.get_parameters(resumed) == SNN.get_parameters(mlp)
+        restored = preallocate_grads(resumed, 4)
+        @test SNN.load_loss_scaling!(restored, with) === restored
+        @test SNN.loss_scaling(restored) == saved
+        SNN.loss_scaling!(restored, false)
+        @test !SNN.loss_scaling(restored).on
+        SNN.loss_scaling!(restored, saved)
+        @test SNN.loss_scaling(restored) == saved
+        SNN.load_loss_scaling!(restored, without)
+        @test !SNN.loss_scaling(restored).on
+        rm(with); rm(without)
+        foreach(close, (fwd, unscaled, scaled, restored, opt, resumed_opt, resumed, mlp, plain))
+    end
+
     @testset "handles closed in every order" begin
         orders = permutations([:model, :fwd, :bwd, :opt])
         @test length(unique(orders)) == 24

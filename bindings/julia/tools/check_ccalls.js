@@ -18,7 +18,7 @@ const fs = require('fs');
 const { juliaParser, parseFile, walk } = require('./julia_parser');
 
 // --- the header -------------------------------------------------------------
-const INT_TYPEDEFS = { snn_status: 'i32', snn_loss: 'i32', snn_optimiser_kind: 'i32', snn_hyperparameter: 'i32' };
+const INT_TYPEDEFS = { snn_status: 'i32', snn_loss: 'i32', snn_optimiser_kind: 'i32', snn_hyperparameter: 'i32', snn_precision: 'i32' };
 const HANDLES = new Set(['snn_model', 'snn_forward_cache', 'snn_backward_cache', 'snn_optimiser', 'snn_dataset']);
 const C_SCALARS = { int32_t: 'i32', int64_t: 'i64', uint64_t: 'u64', size_t: 'usize', double: 'f64', float: 'f32', void: 'void', char: 'char' };
 

@@ -474,6 +474,96 @@ pub fn gpu_status(device: i32) -> Result<(), Error> {
 }
 
 // ---------------------------------------------------------------------------
+// Mixed precision
+
+/// The precision of a [`ForwardCache`]'s passes, `torch.autocast`'s rule:
+/// the matrix products of dense, conv, conv1d, attention, lstm and gru
+/// layers (forward and backward) round their operands to bf16 or fp16 and
+/// accumulate in float32; everything else (activations, normalisations,
+/// softmax, pooling, losses, optimiser steps) computes in float32. The
+/// parameters stay float32 (the master copy) and gradients arrive float32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// float32 everywhere (`SNN_PRECISION_FLOAT32`, the default).
+    #[default]
+    Float32 = 0,
+    /// bf16 operands, float32 accumulation (`SNN_PRECISION_BF16`): natively
+    /// on CPUs with AVX-512 BF16 and GPUs of compute capability 8.0 or
+    /// newer, emulated on other CPUs (same values, no speed-up).
+    Bf16 = 1,
+    /// fp16 operands, float32 accumulation (`SNN_PRECISION_FP16`), GPUs
+    /// only; use it with loss scaling ([`BackwardCache::set_loss_scaling`]).
+    Fp16 = 2,
+}
+
+impl Precision {
+    fn from_raw(raw: sys::snn_precision) -> Result<Precision, Error> {
+        match raw {
+            sys::SNN_PRECISION_FLOAT32 => Ok(Precision::Float32),
+            sys::SNN_PRECISION_BF16 => Ok(Precision::Bf16),
+            sys::SNN_PRECISION_FP16 => Ok(Precision::Fp16),
+            other => Err(Error::new(ErrorKind::Internal, format!("the library returned precision {other}"))),
+        }
+    }
+}
+
+/// Whether `device` can compute in `precision`: `Ok(true)` when natively,
+/// `Ok(false)` when emulated (bf16 on a CPU without AVX-512 BF16: the same
+/// values, no speed-up), [`ErrorKind::Unsupported`] with the reason when it
+/// cannot (fp16 on the CPU), and the errors of [`gpu_status`] for a GPU.
+pub fn precision_support(device: Device, precision: Precision) -> Result<bool, Error> {
+    let mut native = 0i32;
+    // SAFETY: plain values, valid out pointer.
+    check(unsafe { sys::snn_precision_support(device.raw(), precision as i32, &mut native) })?;
+    Ok(native != 0)
+}
+
+/// Dynamic loss scaling of a [`BackwardCache`], as PyTorch's `GradScaler`:
+/// read with [`BackwardCache::loss_scaling`], set with
+/// [`BackwardCache::set_loss_scaling_state`].
+///
+/// While on, backprop multiplies the loss's gradient by `scale`, divides
+/// the gradients by it and checks them: finite gradients count a good step
+/// (after `growth_interval` in a row the scale is multiplied by
+/// `growth_factor`); an overflow marks the step `skipped` (the next
+/// [`Optimiser::step`] changes nothing) and multiplies the scale by
+/// `backoff_factor`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossScaling {
+    /// Whether loss scaling is on.
+    pub on: bool,
+    /// The scale of the next backprop (1 when off); finite and > 0 as a float.
+    pub scale: f64,
+    /// Multiplies the scale after `growth_interval` good steps; > 1.
+    pub growth_factor: f64,
+    /// Multiplies the scale after an overflow; in (0, 1).
+    pub backoff_factor: f64,
+    /// Good steps in a row before the scale grows; in [1, 2^53].
+    pub growth_interval: u64,
+    /// Good steps counted towards the next growth; below `growth_interval`.
+    pub good_steps: u64,
+    /// Whether the last backprop overflowed, so its step is skipped (read
+    /// only: [`BackwardCache::set_loss_scaling_state`] ignores it).
+    pub skipped: bool,
+}
+
+impl Default for LossScaling {
+    /// On, with PyTorch's defaults: scale 65536, growth 2, backoff 0.5,
+    /// interval 2000, no good steps yet.
+    fn default() -> LossScaling {
+        LossScaling {
+            on: true,
+            scale: 65536.0,
+            growth_factor: 2.0,
+            backoff_factor: 0.5,
+            growth_interval: 2000,
+            good_steps: 0,
+            skipped: false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Models
 
 /// Where one layer's parameters lie in the flat vector.
@@ -608,6 +698,25 @@ impl Model {
         // SAFETY: live handles, valid string. The optimiser may follow the
         // model to its device here; it is not Sync, so no other thread uses it.
         check(unsafe { sys::snn_checkpoint_save(self.ptr(), optimiser.raw.as_ptr(), path.as_ptr()) })
+    }
+
+    /// [`Model::save_checkpoint`] plus the loss scaling of `grads` when it is
+    /// on (its settings, scale and good steps), so training with a
+    /// `GradScaler` resumes where it was: [`Model::load_checkpoint`] reads
+    /// the file as any checkpoint, [`BackwardCache::load_loss_scaling`] gives
+    /// a backward cache its scaling back.
+    pub fn save_checkpoint_with_loss_scaling(
+        &self,
+        optimiser: &Optimiser,
+        grads: &BackwardCache,
+        path: impl AsRef<Path>,
+    ) -> Result<(), Error> {
+        let path = path_string("Model::save_checkpoint_with_loss_scaling", path.as_ref())?;
+        let _state = self.read_state();
+        // SAFETY: live handles, valid string; as save_checkpoint.
+        check(unsafe {
+            sys::snn_checkpoint_save_v2(self.ptr(), optimiser.raw.as_ptr(), grads.ptr(), path.as_ptr())
+        })
     }
 
     /// The canonical spec, which [`Model::new`] parses back into the same model.
@@ -960,6 +1069,25 @@ impl ForwardCache {
         Ok(on != 0)
     }
 
+    /// Sets the precision of the next passes (see [`Precision`]) and makes
+    /// the layers' plans again: an allocation, so call it before the
+    /// training loop. [`ErrorKind::Unsupported`] when the cache's device
+    /// cannot run it or a layer has no kernels for it there (the message
+    /// names the layer); the cache is unchanged on failure. The backward
+    /// pass follows the precision of the forward pass it differentiates.
+    pub fn set_precision(&mut self, precision: Precision) -> Result<(), Error> {
+        // SAFETY: live handle.
+        check(unsafe { sys::snn_cache_set_precision(self.ptr(), precision as i32) })
+    }
+
+    /// The precision of the cache's passes ([`Precision::Float32`] for a new cache).
+    pub fn precision(&self) -> Result<Precision, Error> {
+        let mut p = 0i32;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::snn_cache_precision(self.ptr(), &mut p) })?;
+        Precision::from_raw(p)
+    }
+
     /// Seeds the dropout masks and restarts their sequence: the masks of the
     /// training passes that follow depend only on the seed, the number of
     /// passes since and the layer. A new cache has seed 0.
@@ -1188,6 +1316,97 @@ unsafe impl Send for BackwardCache {}
 impl BackwardCache {
     fn ptr(&self) -> *mut sys::snn_backward_cache {
         self.raw.as_ptr()
+    }
+
+    /// Turns dynamic loss scaling on with PyTorch's defaults
+    /// ([`LossScaling::default`]) unless it is on already, or off (forgetting
+    /// its state). Works at every precision and on every device.
+    pub fn set_loss_scaling(&mut self, on: bool) -> Result<(), Error> {
+        // SAFETY: live handle.
+        check(unsafe { sys::snn_set_loss_scaling(self.ptr(), i32::from(on)) })
+    }
+
+    /// Sets loss scaling's settings and state: with `state.on` it turns
+    /// scaling on with `scale`, the factors, `growth_interval` and
+    /// `good_steps` (a value out of its range is
+    /// [`ErrorKind::InvalidArgument`] naming it, nothing changed); without,
+    /// it turns scaling off. `skipped` is not set.
+    pub fn set_loss_scaling_state(&mut self, state: LossScaling) -> Result<(), Error> {
+        if !state.on {
+            return self.set_loss_scaling(false);
+        }
+        let interval = i64::try_from(state.growth_interval).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("BackwardCache::set_loss_scaling_state: growth_interval {} is above 2^53", state.growth_interval),
+            )
+        })?;
+        let good = i64::try_from(state.good_steps).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "BackwardCache::set_loss_scaling_state: good_steps {} is not below growth_interval",
+                    state.good_steps
+                ),
+            )
+        })?;
+        // SAFETY: live handle, plain values.
+        check(unsafe {
+            sys::snn_set_loss_scaling_state(
+                self.ptr(),
+                state.scale,
+                state.growth_factor,
+                state.backoff_factor,
+                interval,
+                good,
+            )
+        })
+    }
+
+    /// The loss scaling: on or off, the scale of the next backprop (1 when
+    /// off), the settings, the good steps counted and whether the last
+    /// backprop overflowed (its step is skipped).
+    pub fn loss_scaling(&self) -> Result<LossScaling, Error> {
+        let (mut on, mut skipped) = (0i32, 0i32);
+        let (mut scale, mut growth, mut backoff) = (0f64, 0f64, 0f64);
+        let (mut interval, mut good) = (0i64, 0i64);
+        // SAFETY: live handle, valid out pointers.
+        check(unsafe {
+            sys::snn_loss_scaling_state(
+                self.ptr(),
+                &mut on,
+                &mut scale,
+                &mut growth,
+                &mut backoff,
+                &mut interval,
+                &mut good,
+                &mut skipped,
+            )
+        })?;
+        let count = |what: &str, v: i64| {
+            u64::try_from(v).map_err(|_| {
+                Error::new(ErrorKind::Internal, format!("BackwardCache::loss_scaling: {what} {v}"))
+            })
+        };
+        Ok(LossScaling {
+            on: on != 0,
+            scale,
+            growth_factor: growth,
+            backoff_factor: backoff,
+            growth_interval: count("growth_interval", interval)?,
+            good_steps: count("good_steps", good)?,
+            skipped: skipped != 0,
+        })
+    }
+
+    /// Sets the loss scaling to that of a checkpoint saved by
+    /// [`Model::save_checkpoint_with_loss_scaling`]: on with its settings and
+    /// state, or off when the checkpoint holds none. Errors as
+    /// [`Model::load_checkpoint`]; the cache is unchanged on failure.
+    pub fn load_loss_scaling(&mut self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path_string("BackwardCache::load_loss_scaling", path.as_ref())?;
+        // SAFETY: valid string, live handle.
+        check(unsafe { sys::snn_checkpoint_load_loss_scaling(path.as_ptr(), self.ptr()) })
     }
 
     /// Targets for [`Loss::Mse`], `[batch][outputs]`, copied: any whole

@@ -19,6 +19,8 @@ pub type snn_loss = i32;
 pub type snn_optimiser_kind = i32;
 /// An optimiser setting: `SNN_HP_*`.
 pub type snn_hyperparameter = i32;
+/// The precision of a forward cache's passes: `SNN_PRECISION_*`.
+pub type snn_precision = i32;
 /// The log callback: user data, a level (`SNN_LOG_*`), a UTF-8 message valid during the call.
 pub type snn_log_fn = Option<unsafe extern "C" fn(*mut c_void, i32, *const c_char)>;
 
@@ -122,6 +124,13 @@ pub const SNN_LOSS_HUBER: snn_loss = 3;
 pub const SNN_LOSS_SMOOTH_L1: snn_loss = 4;
 /// PyTorch's BCEWithLogitsLoss: logits against float targets.
 pub const SNN_LOSS_BCE_WITH_LOGITS: snn_loss = 5;
+
+/// float32 everywhere (the default).
+pub const SNN_PRECISION_FLOAT32: snn_precision = 0;
+/// Matrix products with bf16 operands and float32 accumulation.
+pub const SNN_PRECISION_BF16: snn_precision = 1;
+/// Matrix products with fp16 operands and float32 accumulation (GPUs only).
+pub const SNN_PRECISION_FP16: snn_precision = 2;
 
 /// SGD: lr 0.01, momentum 0, nesterov 0.
 pub const SNN_OPTIMISER_SGD: snn_optimiser_kind = 1;
@@ -435,6 +444,36 @@ extern "C" {
     /// The gradient norm of the last step, which clipped.
     pub fn snn_optimiser_grad_norm(optimiser: *const snn_optimiser, norm: *mut f64) -> snn_status;
 
+    // Mixed precision
+    /// Sets the precision of the cache's next passes (plans again).
+    pub fn snn_cache_set_precision(cache: *mut snn_forward_cache, precision: snn_precision) -> snn_status;
+    /// The precision of the cache's passes.
+    pub fn snn_cache_precision(cache: *const snn_forward_cache, precision: *mut snn_precision) -> snn_status;
+    /// `SNN_OK` when `device` can compute in `precision`; `*native` 1 when natively.
+    pub fn snn_precision_support(device: i32, precision: snn_precision, native: *mut i32) -> snn_status;
+    /// Turns dynamic loss scaling on (PyTorch's defaults) or off.
+    pub fn snn_set_loss_scaling(cache: *mut snn_backward_cache, on: i32) -> snn_status;
+    /// Turns loss scaling on with these settings and state.
+    pub fn snn_set_loss_scaling_state(
+        cache: *mut snn_backward_cache,
+        scale: f64,
+        growth_factor: f64,
+        backoff_factor: f64,
+        growth_interval: i64,
+        good_steps: i64,
+    ) -> snn_status;
+    /// Reads the loss scaling; every out pointer may be NULL.
+    pub fn snn_loss_scaling_state(
+        cache: *const snn_backward_cache,
+        on: *mut i32,
+        scale: *mut f64,
+        growth_factor: *mut f64,
+        backoff_factor: *mut f64,
+        growth_interval: *mut i64,
+        good_steps: *mut i64,
+        skipped: *mut i32,
+    ) -> snn_status;
+
     // Model files and checkpoints
     /// Saves the model to a safetensors file, atomically.
     pub fn snn_model_save(model: *const snn_model, path: *const c_char) -> snn_status;
@@ -465,6 +504,15 @@ extern "C" {
         model_out: *mut *mut snn_model,
         optimiser_out: *mut *mut snn_optimiser,
     ) -> snn_status;
+    /// A checkpoint plus the loss scaling of `cache` (NULL or off: none).
+    pub fn snn_checkpoint_save_v2(
+        model: *const snn_model,
+        optimiser: *const snn_optimiser,
+        cache: *const snn_backward_cache,
+        path: *const c_char,
+    ) -> snn_status;
+    /// Sets the cache's loss scaling to the checkpoint's (off when it holds none).
+    pub fn snn_checkpoint_load_loss_scaling(path: *const c_char, cache: *mut snn_backward_cache) -> snn_status;
 
     // Devices
     /// Number of usable GPUs (0 without plugin, driver or device).

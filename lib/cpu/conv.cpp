@@ -386,7 +386,7 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
                                            size_t(d.cout * K + d.cout)};
     }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (plan->padded && !backward) {
+    if (plan->padded) {  // a backward plan runs the forward pass too
         try {
             plan->lanes.resize(conv512_forward_lanes_floats(d));
         } catch (const std::bad_alloc &) {

@@ -4,9 +4,11 @@
 // adds the bias, applies the activation and scatters Z into NCHW order.
 #include <algorithm>
 #include <new>
+#include <vector>
 
 #include "common/error.h"
 #include "cpu/activation.h"
+#include "cpu/conv_avx512.h"
 #include "cpu/conv_bf16.h"
 #include "cpu/conv_direct.h"
 #include "cpu/cpu_backend.h"
@@ -21,6 +23,10 @@ namespace {
 // Lowered columns of one chunk kept under this many floats (the im2col
 // buffer stays within a few MiB of cache-friendly memory).
 constexpr int64_t kColBudget = int64_t(1) << 20;
+
+// The padded inputs and output gradients of a backward chunk on the AVX-512
+// path kept under this many floats (within the second-level cache).
+constexpr int64_t kPaddedBudget = int64_t(1) << 17;
 
 // The output columns ox whose input column ox*sw - pw + j lies inside
 // [0, win): ox in [*lo, *hi).
@@ -180,6 +186,7 @@ void col2im(const ConvDims &d, bool shifted, int64_t nb, float *col, float *dx) 
 
 struct ConvPlan {
     bool direct;      // cpu/conv_direct.h's kernels, one image at a time
+    bool padded;      // cpu/conv_avx512.h's kernels: images, or parts of one, per worker
     bool shifted;     // im2col_same_width and col2im_same_width
     bool avx512;      // products by gemm512 (packing space at the end of each slot)
     int64_t chunk;    // images lowered per sgemm (1 for direct)
@@ -187,6 +194,7 @@ struct ConvPlan {
     size_t slot;      // floats per worker: col[K][chunk*P], z[cout][chunk*P], gemm512's packing
     size_t params;    // floats of dW + db accumulated per extra worker
     void *bf16 = nullptr;  // at bf16: cpu/conv_bf16.h's plan, which runs the passes
+    std::vector<float> lanes{};  // padded forward: conv512_forward_lanes's table
 };
 
 struct ConvJob {
@@ -227,6 +235,30 @@ void direct_forward_worker(void *ctx, int32_t worker, int32_t workers) {
         conv_direct_forward_image(d, j.x + i * in_size, j.w, j.b, j.out + i * out_size,
                                   j.pre ? j.pre + i * out_size : nullptr,
                                   j.workspace + size_t(worker) * j.plan->slot);
+}
+
+// The AVX-512 path: the n images times `parts` ranges of output channels
+// are split into contiguous ranges of (image, part), one per worker; a batch
+// smaller than the workers splits each image's channels.
+void padded_forward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
+    const int64_t in_size = d.cin * d.hin * d.win, out_size = d.cout * d.hout * d.wout;
+    const int64_t blocks = (d.cout + kConv512Rows - 1) / kConv512Rows;
+    const int64_t parts = j.n >= workers ? 1 : std::min<int64_t>(blocks, (workers + j.n - 1) / j.n);
+    int64_t i0, i1, last = -1;
+    split_range(j.n * parts, workers, worker, &i0, &i1);
+    float *workspace = j.workspace + size_t(worker) * j.plan->slot;
+    if (i0 < i1) conv512_forward_begin(d, workspace);
+    for (int64_t item = i0; item < i1; ++item) {
+        const int64_t img = item / parts;
+        int64_t b0, b1;
+        split_range(blocks, int32_t(parts), int32_t(item % parts), &b0, &b1);
+        conv512_forward_image(d, j.x + img * in_size, j.w, j.b, j.out + img * out_size,
+                              j.pre ? j.pre + img * out_size : nullptr, b0 * kConv512Rows,
+                              std::min(d.cout, b1 * kConv512Rows), img == last, j.plan->lanes.data(), workspace);
+        last = img;
+    }
 }
 
 void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
@@ -285,6 +317,14 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
                                        j.dx ? j.dx + i * in_size : nullptr, col);
         return;
     }
+    if (j.plan->padded) {
+        for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
+            const int64_t nb = std::min(chunk, j.n - i0), at = i0 * d.cout * P;
+            conv512_backward_images(d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at,
+                                    dw, db, j.dx ? j.dx + i0 * in_size : nullptr, col);
+        }
+        return;
+    }
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         for (int64_t img = 0; img < nb; ++img)
@@ -325,21 +365,38 @@ void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
     const bool reference = cpu_reference_kernels();
     ConvPlan *plan = nullptr;
-    if (conv_direct_eligible(d) && !reference) {
+    if (!reference && conv512_eligible(d)) {
+        // Forward: every thread, to split the channels of a small batch.
+        const int64_t chunk =
+            std::min(conv512_backward_chunk(d, kPaddedBudget), (max_batch + workers - 1) / workers);
+        const size_t slot = backward ? conv512_backward_floats(d, chunk) : conv512_forward_floats(d);
+        plan = new (std::nothrow) ConvPlan{false, true, false, false, backward ? chunk : 1,
+                                           backward ? workers : std::max<int32_t>(1, cpu_threads()), slot,
+                                           size_t(d.cout * K + d.cout)};
+    } else if (conv_direct_eligible(d) && !reference) {
         const size_t slot = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
-        plan = new (std::nothrow) ConvPlan{true, false, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
+        plan = new (std::nothrow) ConvPlan{true, false, false, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
     } else {
         // Enough chunks for every worker, each within the lowering budget.
         int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
         chunk = std::min(chunk, (max_batch + workers - 1) / workers);
         const bool avx512 = !reference && gemm512_preferred();
-        plan = new (std::nothrow) ConvPlan{false, same_width(d) && !reference, avx512, chunk, workers,
+        plan = new (std::nothrow) ConvPlan{false, false, same_width(d) && !reference, avx512, chunk, workers,
                                            size_t((K + d.cout) * chunk * P) + (avx512 ? gemm512_pack_floats() : 0),
                                            size_t(d.cout * K + d.cout)};
     }
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    size_t floats = size_t(workers) * plan->slot;
-    if (backward) floats += size_t(workers - 1) * plan->params;
+    if (plan->padded) {  // a backward plan runs the forward pass too
+        try {
+            plan->lanes.resize(conv512_forward_lanes_floats(d));
+        } catch (const std::bad_alloc &) {
+            delete plan;
+            fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        conv512_forward_lanes(d, plan->lanes.data());
+    }
+    size_t floats = size_t(plan->workers) * plan->slot;
+    if (backward) floats += size_t(plan->workers - 1) * plan->params;
     *workspace_bytes = floats * sizeof(float);
     return plan;
 }
@@ -370,11 +427,12 @@ void forward(const OpArgs &a) {
     const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
     if (a.precision == Precision::bf16) return conv_bf16_forward(a, p.bf16);
     const ConvDims d = conv_dims(*a.l);
-    const int32_t workers = conv_workers(p, a.n);
+    const int32_t workers = p.padded ? std::min(cpu_threads(), p.workers) : conv_workers(p, a.n);
     ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset,
                 a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
                 static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
-    parallel_run(workers, p.direct ? direct_forward_worker : conv_forward_worker, &job);
+    parallel_run(workers, p.padded ? padded_forward_worker : p.direct ? direct_forward_worker : conv_forward_worker,
+                 &job);
 }
 
 void backward(const OpArgs &a) {

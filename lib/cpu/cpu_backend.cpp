@@ -151,6 +151,17 @@ bool cpu_gemm512_forced() {
     return g_cpu_kernels.load(std::memory_order_relaxed) == int32_t(CpuKernels::fast_gemm512);
 }
 
+bool cpu_conv512_ruled_out() {
+    switch (CpuKernels(g_cpu_kernels.load(std::memory_order_relaxed))) {
+        case CpuKernels::fast: return false;
+        case CpuKernels::environment: {
+            const char *v = std::getenv("SNN_CPU_KERNELS");
+            return v != nullptr && (std::strcmp(v, "no_conv512") == 0 || std::strcmp(v, "reference") == 0);
+        }
+        default: return true;
+    }
+}
+
 bool cpu_has_bf16() {
     static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
     return has && !cpu_reference_kernels();

@@ -7,6 +7,13 @@
 // job and its generation together under mutex_, so no job runs twice and a
 // thread that starts late never runs a finished job.
 //
+// Shares: fn(ctx, k, workers) for k >= 1 is claimed by whichever thread gets
+// to it first, a pool thread or the caller once its own share is done, so a
+// pool thread that the system has not scheduled (other programs busy on the
+// cores) does not hold the caller up. Each share is one fixed part of the
+// work whoever runs it: results are the same. A claim names the job's
+// generation, so a thread late from one job never claims a share of the next.
+//
 // fork(): a child has only the thread that forked, so the pool's threads are
 // gone there. Fork handlers take every lock of the pool before the fork (a
 // job under way on another host thread ends first), release them in the
@@ -76,6 +83,7 @@ public:
         }
         reserve(workers - 1);
         std::lock_guard<std::mutex> job(job_mutex_);
+        uint64_t generation;
         {
             std::lock_guard<std::mutex> lock(mutex_);
             fn_ = fn;
@@ -83,11 +91,17 @@ public:
             workers_ = workers;
             open_ = true;
             pending_.store(workers - 1, std::memory_order_relaxed);
-            generation_.fetch_add(1, std::memory_order_release);
+            generation = generation_.load(std::memory_order_relaxed) + 1;
+            claims_.store((generation & 0xFFFFFFFFu) << 32 | 1u, std::memory_order_relaxed);
+            generation_.store(generation, std::memory_order_release);
         }
         wake_.notify_all();
         t_in_job = true;
         fn(ctx, 0, workers);
+        for (int32_t k; (k = claim(generation, workers)) > 0;) {
+            fn(ctx, k, workers);
+            pending_.fetch_sub(1, std::memory_order_acq_rel);
+        }
         t_in_job = false;
         // Spin briefly (the others finish about when we do), then sleep.
         for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
@@ -168,11 +182,25 @@ private:
                 ctx = ctx_;
                 workers = workers_;
             }
-            fn(ctx, index, workers);
-            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                std::lock_guard<std::mutex> lock(mutex_);
-                done_.notify_one();
+            for (int32_t k; (k = claim(seen, workers)) > 0;) {
+                fn(ctx, k, workers);
+                if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    done_.notify_one();
+                }
             }
+        }
+    }
+
+    // The next unclaimed share k in [1, workers) of job `generation`, or 0
+    // when none is left (or the job is no longer that one).
+    int32_t claim(uint64_t generation, int32_t workers) {
+        uint64_t c = claims_.load(std::memory_order_relaxed);
+        for (;;) {
+            const int32_t k = int32_t(c & 0xFFFFFFFFu);
+            if ((c >> 32) != (generation & 0xFFFFFFFFu) || k >= workers) return 0;
+            if (claims_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+                return k;
         }
     }
 
@@ -183,7 +211,8 @@ private:
     int32_t threads_ = 0;
     std::atomic<int32_t> indices_taken_{0};  // by pool threads as they start
     std::atomic<uint64_t> generation_{0};
-    std::atomic<int32_t> pending_{0};
+    std::atomic<int32_t> pending_{0};   // shares 1.. not yet finished
+    std::atomic<uint64_t> claims_{0};   // low 32 bits of the generation << 32 | the next share to claim
     WorkerFn fn_ = nullptr;
     void *ctx_ = nullptr;
     int32_t workers_ = 0;

@@ -19,9 +19,12 @@
 // difference can upset (a relu or max pool deciding on such values, a norm
 // amplifying them) are skipped. The inputs and parameters are exact in bf16,
 // but a layer's sums on the grid need more than bf16's 8 significant bits:
-// bf16 is compared with float32 within bf16's rounding (kBf16Tolerance),
-// and the fast bf16 kernels with the emulated ones as the fast float32
-// kernels with the reference (both round the same operands).
+// bf16's outputs are compared with float32's within bf16's rounding
+// (kBf16Tolerance; not its gradients, where a product that cancels, such as
+// the input gradient of a layernorm's scale-free input, loses all relative
+// accuracy: the op harness bounds those per op), and the fast bf16 kernels
+// with the emulated ones in everything, as the fast float32 kernels with the
+// reference (both round the same operands).
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -316,7 +319,7 @@ void expect_match(const char *what, const std::string &spec, const std::vector<f
 }
 
 // `tolerance` applies off the grid (1e-3: summation order), or everywhere
-// when `rounded` (kBf16Tolerance: bf16 against float32).
+// when `rounded` (kBf16Tolerance: bf16 against float32, outputs only).
 void compare(const Spec &s, const Run &fast, const Run &ref, double tolerance = 1e-3, bool rounded = false) {
     if (fast.ran != ref.ran || fast.trained != ref.trained) abort();
     bool differs = rounded;
@@ -325,7 +328,7 @@ void compare(const Spec &s, const Run &fast, const Run &ref, double tolerance = 
         expect_match("inference outputs", s.text, fast.y_inference, ref.y_inference, !differs, tolerance);
         expect_match("training outputs", s.text, fast.y_training, ref.y_training, !differs, tolerance);
         expect_match("state", s.text, fast.state, ref.state, false, tolerance);
-        if (s.compare_gradients) {
+        if (s.compare_gradients && !rounded) {
             expect_match("parameter gradients", s.text, fast.grads, ref.grads, false, tolerance);
             expect_match("input gradients", s.text, fast.dx, ref.dx, false, tolerance);
         }

@@ -80,6 +80,13 @@ constexpr OpCase kCases[] = {
     {OpKind::conv, "silu", "input 5x5x2; conv 3 4 silu", 2, 1e-2f, kMse, {"conv_silu_gelu_inline"}},
     {OpKind::conv, "sigmoid_pad2", "input 4x5x2; conv 3 2 sigmoid pad=2", 2, 1e-2f, kMse,
      {"conv_nobias_sigmoid_pad2"}},
+    // Stride 1 with many taps: the AVX-512 direct kernels where the processor
+    // has them (two tiles of output channels and a remainder, maps narrower
+    // than a vector, a kernel taller than wide).
+    {OpKind::conv, "channels20_pad1", "input 5x6x20; conv 3 18 tanh pad=1", 2, 1e-2f, kMse,
+     {"conv_1to4_stride1_pad0_relu"}},
+    {OpKind::conv, "kernel5x3_pad2x1", "input 7x4x9; conv 5x3 11 pad=2x1 nobias", 3, 1e-2f, kMse,
+     {"conv_2to3_kernel3x2_tanh"}},
     // Stride 1 with "same" padding on a map large enough for the bf16
     // kernels' shifted lowering (cpu/conv_bf16.cpp), a 5x5 kernel after a
     // 3x3, both input gradients through it.

@@ -10,6 +10,8 @@
 // parameter gradients and input gradients.
 #include <stdlib.h>
 
+#include <random>
+
 #include "helpers.h"
 
 namespace {
@@ -22,11 +24,15 @@ struct Result {
 
 // The environment asks for the reference kernels for the whole run
 // (convolutions read it when a cache is made, pooling on every call).
+// fast_kernels: SNN_CPU_KERNELS for the fast side (null: unset).
 Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t threads,
-                const std::vector<float> *x_override = nullptr, bool training = true) {
+                const std::vector<float> *x_override = nullptr, bool training = true,
+                const char *fast_kernels = nullptr) {
     EXPECT_EQ(snn_set_num_threads(threads), SNN_OK);
     if (reference)
         setenv("SNN_CPU_KERNELS", "reference", 1);
+    else if (fast_kernels)
+        setenv("SNN_CPU_KERNELS", fast_kernels, 1);
     else
         unsetenv("SNN_CPU_KERNELS");
     Model m = make_model(spec);
@@ -65,16 +71,19 @@ void expect_close(const char *what, const std::string &spec, const std::vector<f
     EXPECT_EQ(bad, 0u) << spec << ": " << what;
 }
 
-void compare(const std::string &spec, int64_t batch, bool training = true) {
+// fast_kernels: as run_case's (no_conv512: the kernels of a processor
+// without AVX-512, the direct convolution for few taps and the lowerings).
+void compare(const std::string &spec, int64_t batch, bool training = true, const char *fast_kernels = nullptr) {
     for (int32_t threads : {1, 2}) {
-        SCOPED_TRACE(spec + " threads " + std::to_string(threads) + (training ? " training" : " inference"));
+        SCOPED_TRACE(spec + " threads " + std::to_string(threads) + (training ? " training" : " inference") +
+                     (fast_kernels ? std::string(" ") + fast_kernels : std::string()));
         const Result ref = run_case(spec, batch, true, threads, nullptr, training);
-        const Result fast = run_case(spec, batch, false, threads, nullptr, training);
+        const Result fast = run_case(spec, batch, false, threads, nullptr, training, fast_kernels);
         expect_close("outputs", spec, fast.y, ref.y, 2e-6);
         expect_close("parameter gradients", spec, fast.grads, ref.grads, 1e-5);
         expect_close("input gradients", spec, fast.dx, ref.dx, 1e-5);
         // The same path twice gives the same bits.
-        const Result again = run_case(spec, batch, false, threads, nullptr, training);
+        const Result again = run_case(spec, batch, false, threads, nullptr, training, fast_kernels);
         EXPECT_EQ(again.y, fast.y);
         EXPECT_EQ(again.grads, fast.grads);
         EXPECT_EQ(again.dx, fast.dx);
@@ -83,28 +92,40 @@ void compare(const std::string &spec, int64_t batch, bool training = true) {
 }
 
 // A layer in front of the convolution, so that its input gradient (dx) is
-// computed too.
+// computed too. Each case also with SNN_CPU_KERNELS=no_conv512: on an
+// AVX-512 processor the AVX-512 direct kernels take these layers first.
 TEST(CpuKernels, DirectConvolutionMatchesIm2col) {
-    compare("input 28x28x1; conv 1x1 1 tanh; conv 3x3 32 relu pad=1", 3);
-    compare("input 7x5x1; conv 1x1 1 tanh; conv 3x3 6 relu pad=1", 5);             // 1 partial block, 2 leftover channels
-    compare("input 9x37x1; conv 1x1 1 tanh; conv 5x5 3 tanh pad=2", 2);            // 37 columns: 2 blocks and a tail
-    compare("input 11x9x3; conv 1x1 3 sigmoid; conv 3x3 5 gelu", 2);               // 27 taps, no padding, z kept
-    compare("input 6x6x20; conv 1x1 20 tanh; conv 1x1 7 silu", 3);                 // 20 taps of 1x1
-    compare("input 8x10x2; conv 1x1 2 tanh; conv 3x5 4 leaky_relu pad=1", 2);      // kh != kw
-    compare("input 5x5x1; conv 1x1 1 tanh; conv 3x3 4 pad=3 nobias", 2);           // padding beyond the kernel
-    compare("input 16x16x1; conv 1x1 1 tanh; conv 7x1 4 relu pad=3", 2);           // 7 taps in a column
+    for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512"}) {
+        compare("input 28x28x1; conv 1x1 1 tanh; conv 3x3 32 relu pad=1", 3, true, kernels);
+        // 1 partial block, 2 leftover channels
+        compare("input 7x5x1; conv 1x1 1 tanh; conv 3x3 6 relu pad=1", 5, true, kernels);
+        // 37 columns: 2 blocks and a tail
+        compare("input 9x37x1; conv 1x1 1 tanh; conv 5x5 3 tanh pad=2", 2, true, kernels);
+        // 27 taps, no padding, z kept
+        compare("input 11x9x3; conv 1x1 3 sigmoid; conv 3x3 5 gelu", 2, true, kernels);
+        // 20 taps of 1x1
+        compare("input 6x6x20; conv 1x1 20 tanh; conv 1x1 7 silu", 3, true, kernels);
+        // kh != kw
+        compare("input 8x10x2; conv 1x1 2 tanh; conv 3x5 4 leaky_relu pad=1", 2, true, kernels);
+        // padding beyond the kernel
+        compare("input 5x5x1; conv 1x1 1 tanh; conv 3x3 4 pad=3 nobias", 2, true, kernels);
+        // 7 taps in a column
+        compare("input 16x16x1; conv 1x1 1 tanh; conv 7x1 4 relu pad=3", 2, true, kernels);
+    }
 }
 
 TEST(CpuKernels, ShiftedLoweringMatchesTheGenericLowering) {
     // Stride 1 with as many output as input columns and too many taps for
     // the direct path: the lowering is a shifted copy of each map (and the
     // products gemm512's on a processor with AVX-512 whose OpenBLAS lacks
-    // it). Stride 2 takes the generic lowering both times.
+    // it; there, SNN_CPU_KERNELS=no_conv512 rules out the AVX-512 direct
+    // kernels, which take these layers first). Stride 2 takes the generic
+    // lowering both times.
     for (const char *spec : {"input 6x6x8; conv 3x3 4 pad=1", "input 7x9x5; conv 3x3 6 relu pad=1",
                              "input 10x19x4; conv 5x5 3 tanh pad=2", "input 5x4x40; conv 1x1 3",
                              "input 9x9x1; conv 3x3 4 stride=2", "input 3x3x16; conv 3x3 2 pad=1",
                              "input 14x14x32; conv 3x3 64 relu pad=1"})
-        compare(spec, 3);
+        for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512"}) compare(spec, 3, true, kernels);
 }
 
 TEST(CpuKernels, MaxPool2x2MatchesTheGenericWindow) {
@@ -187,6 +208,33 @@ TEST(CpuKernels, OddGeometriesMatchTheReference) {
          })
         for (int64_t batch : {1, 3})
             for (bool training : {true, false}) compare(spec, batch, training);
+}
+
+// Random geometries through every convolution path (the AVX-512 direct
+// kernels for stride 1, the direct kernels for few taps, the lowerings):
+// kernels 1x1 to 7x7, strides 1 to 3, padding 0 to 3 on each axis, 1 to 70
+// channels, tiny and non-square maps, batches 1 to 5, at 1 and 2 threads,
+// against the reference lowering. A seed per case, in the trace.
+TEST(CpuKernels, RandomConvolutionGeometriesMatchTheReference) {
+    std::mt19937 rng(2026);
+    const auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    const char *acts[] = {"", " relu", " tanh", " gelu"};
+    for (int k = 0; k < 48; ++k) {
+        const int kh = pick(1, 7), kw = pick(1, 7), stride = pick(1, 3) == 1 ? 1 : pick(1, 3);
+        const int ph = pick(0, 3), pw = pick(0, 3);
+        const int h = std::max(kh - 2 * ph, 0) + pick(1, 9), w = std::max(kw - 2 * pw, 0) + pick(1, 13);
+        const bool wide = pick(0, 3) == 0;
+        const int cin = wide ? pick(17, 70) : pick(1, 16), cout = wide ? pick(17, 70) : pick(1, 20);
+        const std::string spec = "input " + std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(cin) +
+                                 "; conv " + std::to_string(kh) + "x" + std::to_string(kw) + " " +
+                                 std::to_string(cout) + acts[pick(0, 3)] + " stride=" + std::to_string(stride) +
+                                 " pad=" + std::to_string(ph) + "x" + std::to_string(pw) +
+                                 (pick(0, 2) == 0 ? " nobias" : "");
+        const int64_t batch = pick(1, 5);
+        const bool training = pick(0, 3) != 0;
+        compare(spec, batch, training);
+        compare(spec, batch, training, "no_conv512");
+    }
 }
 
 // Dense products between the plain loops and OpenBLAS take snn's own AVX-512

@@ -308,19 +308,24 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     if (opt_out) read_optimiser(h, settings, read_tensor, *opt_out, model);
 }
 
-// Loads from a path, naming it in every error: the 8-byte header length is
-// checked against the file's size before the header is read, the header
-// completely before any data is read, and only the tensors it declares
-// (which cover the rest of the file exactly) are read.
+// A file's validated header: the 8-byte header length is checked against
+// the file's size before the header is read.
+SafetensorsHeader read_header(const InputFile &file) {
+    unsigned char first[8] = {};
+    file.read(0, first, size_t(std::min<uint64_t>(8, file.size())));
+    const uint64_t length = safetensors_header_length(first, file.size());
+    std::string json(size_t(length), '\0');
+    file.read(8, &json[0], json.size());
+    return safetensors_parse_header(json.data(), json.size(), file.size());
+}
+
+// Loads from a path, naming it in every error: the header completely before
+// any data is read, and only the tensors it declares (which cover the rest of
+// the file exactly) are read.
 void load_path(const std::string &path, Model &model, Optimiser *opt) {
     const InputFile file(path);
     try {
-        unsigned char first[8] = {};
-        file.read(0, first, size_t(std::min<uint64_t>(8, file.size())));
-        const uint64_t length = safetensors_header_length(first, file.size());
-        std::string json(size_t(length), '\0');
-        file.read(8, &json[0], json.size());
-        const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
+        const SafetensorsHeader h = read_header(file);
         load(h, [&](const std::string &, const TensorIn &t, float *dst) {
             unsigned char chunk[1 << 16];
             const size_t size = t.dtype == "I64" ? 8 : 4;
@@ -377,12 +382,7 @@ void model_file_load_buffer(const unsigned char *bytes, size_t size, Model &m) {
 LossScaler model_file_loss_scaling(const std::string &path) {
     const InputFile file(path);
     try {
-        unsigned char first[8] = {};
-        file.read(0, first, size_t(std::min<uint64_t>(8, file.size())));
-        const uint64_t length = safetensors_header_length(first, file.size());
-        std::string json(size_t(length), '\0');
-        file.read(8, &json[0], json.size());
-        const SafetensorsHeader h = safetensors_parse_header(json.data(), json.size(), file.size());
+        const SafetensorsHeader h = read_header(file);
         if (!h.metadata.count("optimiser"))
             fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
         return read_loss_scaling(h);

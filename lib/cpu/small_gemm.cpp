@@ -88,9 +88,17 @@ void small_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
     rows(M, N, K, A, lda, 1, B, ldb, C, ldc, accumulate);
 }
 
+// In 16 x 16 blocks. Column by column, each store lands N floats after the
+// last; with N a power of two the stores of a column share a few cache sets
+// and evict one another (a 64 x 128 transpose took as long as the product).
 void small_transpose(int64_t N, int64_t K, const float *src, int64_t ld, float *dst) {
-    for (int64_t j = 0; j < N; ++j)
-        for (int64_t k = 0; k < K; ++k) dst[k * N + j] = src[j * ld + k];
+    constexpr int64_t kBlock = 16;
+    for (int64_t j0 = 0; j0 < N; j0 += kBlock)
+        for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+            const int64_t j1 = j0 + kBlock < N ? j0 + kBlock : N, k1 = k0 + kBlock < K ? k0 + kBlock : K;
+            for (int64_t k = k0; k < k1; ++k)
+                for (int64_t j = j0; j < j1; ++j) dst[k * N + j] = src[j * ld + k];
+        }
 }
 
 }  // namespace snn

@@ -8,8 +8,8 @@
 // cpu/kernel_choice.h: this target links snn statically). The fast runs must
 // match the reference run, and a saved and loaded model must run as the
 // original. The same runs at bf16: the fast bf16 kernels against the
-// emulated ones (operands rounded, float32 products), and both against
-// float32. Sizes are bounded so that an input runs in milliseconds.
+// emulated ones (operands rounded, float32 products). Sizes are bounded so
+// that an input runs in milliseconds.
 //
 // Parameters and inputs lie on a coarse grid (multiples of 1/2, at most 2 in
 // size), so a convolution or dense layer whose input is on the grid sums
@@ -17,14 +17,14 @@
 // grid (tanh, a mean, a norm, ...), a convolution's sums round by path: the
 // outputs then match within a tolerance, and comparisons that a rounding
 // difference can upset (a relu or max pool deciding on such values, a norm
-// amplifying them) are skipped. The inputs and parameters are exact in bf16,
-// but a layer's sums on the grid need more than bf16's 8 significant bits:
-// bf16's outputs are compared with float32's within bf16's rounding
-// (kBf16Tolerance; not its gradients, where a product that cancels, such as
-// the input gradient of a layernorm's scale-free input, loses all relative
-// accuracy: the op harness bounds those per op), and the fast bf16 kernels
-// with the emulated ones in everything, as the fast float32 kernels with the
-// reference (both round the same operands).
+// amplifying them) are skipped. At bf16 the fast kernels are compared with
+// the emulated ones in everything, as the fast float32 kernels with the
+// reference (both round the same operands). bf16 is not compared with
+// float32 here: a sum that cancels (a layernorm's scale-free input gradient,
+// a wide convolution over softmax outputs) loses bf16's relative accuracy
+// against its largest value, which a fixed tolerance cannot bound; the op
+// harness's Bf16 mode bounds each op by its product lengths, and
+// test_autocast whole models.
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,9 +47,6 @@ namespace {
 const char *const kInits[] = {"glorot_uniform", "glorot_normal", "he_uniform", "he_normal", "lecun_normal", "zeros"};
 constexpr int64_t kMaxElements = 2048;    // per sample, per layer
 constexpr int64_t kMaxConvMadds = 150000; // per sample, per convolution
-// bf16 against float32 off the grid: operands rounded to 8 significant bits
-// (relative 2^-9 each) through a few layers, relative to the largest value.
-constexpr double kBf16Tolerance = 3e-2;
 
 // A layer's output as the builder tracks it.
 struct Node {
@@ -300,17 +297,17 @@ bool all_finite(const std::vector<float> &v) {
     return true;
 }
 
-// fast == reference: bit for bit when exact, else within `tolerance` of
-// the reference's largest magnitude (not compared when either is not finite).
+// fast == reference: bit for bit when exact, else within 1e-3 of the
+// reference's largest magnitude (not compared when either is not finite).
 void expect_match(const char *what, const std::string &spec, const std::vector<float> &fast,
-                  const std::vector<float> &ref, bool exact, double tolerance) {
+                  const std::vector<float> &ref, bool exact) {
     if (fast.size() != ref.size()) abort();
     if (!all_finite(fast) || !all_finite(ref)) return;
     double scale = 0.0;
     for (float v : ref) scale = fmax(scale, fabs(double(v)));
     for (size_t i = 0; i < ref.size(); ++i) {
         const double d = fabs(double(fast[i]) - double(ref[i]));
-        if (exact ? fast[i] != ref[i] : !(d <= tolerance * scale + 1e-5)) {
+        if (exact ? fast[i] != ref[i] : !(d <= 1e-3 * scale + 1e-5)) {
             fprintf(stderr, "%s: %s[%zu] fast %.9g, reference %.9g (scale %g, %s)\n", spec.c_str(), what, i,
                     double(fast[i]), double(ref[i]), scale, exact ? "exact" : "rounded");
             abort();
@@ -318,19 +315,17 @@ void expect_match(const char *what, const std::string &spec, const std::vector<f
     }
 }
 
-// `tolerance` applies off the grid (1e-3: summation order), or everywhere
-// when `rounded` (kBf16Tolerance: bf16 against float32, outputs only).
-void compare(const Spec &s, const Run &fast, const Run &ref, double tolerance = 1e-3, bool rounded = false) {
+void compare(const Spec &s, const Run &fast, const Run &ref) {
     if (fast.ran != ref.ran || fast.trained != ref.trained) abort();
-    bool differs = rounded;
+    bool differs = false;
     for (const Node &n : s.nodes) differs = differs || n.differs;
     if (s.compare_outputs) {
-        expect_match("inference outputs", s.text, fast.y_inference, ref.y_inference, !differs, tolerance);
-        expect_match("training outputs", s.text, fast.y_training, ref.y_training, !differs, tolerance);
-        expect_match("state", s.text, fast.state, ref.state, false, tolerance);
-        if (s.compare_gradients && !rounded) {
-            expect_match("parameter gradients", s.text, fast.grads, ref.grads, false, tolerance);
-            expect_match("input gradients", s.text, fast.dx, ref.dx, false, tolerance);
+        expect_match("inference outputs", s.text, fast.y_inference, ref.y_inference, !differs);
+        expect_match("training outputs", s.text, fast.y_training, ref.y_training, !differs);
+        expect_match("state", s.text, fast.state, ref.state, false);
+        if (s.compare_gradients) {
+            expect_match("parameter gradients", s.text, fast.grads, ref.grads, false);
+            expect_match("input gradients", s.text, fast.dx, ref.dx, false);
         }
     }
 }
@@ -389,7 +384,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (__builtin_cpu_supports("avx512f"))
         compare(s, run(s.text, snn::CpuKernels::fast_gemm512, params, x, dy, batch, max_batch), ref);
     const Run bf16 = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch, SNN_PRECISION_BF16);
-    compare(s, bf16, ref, kBf16Tolerance, true);
+    if (bf16.ran != ref.ran || bf16.trained != ref.trained) abort();  // bf16 runs what float32 runs
     compare(s, run(s.text, snn::CpuKernels::fast, params, x, dy, batch, max_batch, SNN_PRECISION_BF16), bf16);
     check_save_load(s.text, params, x, batch, max_batch);
     return 0;

@@ -213,7 +213,7 @@ void attention_backward(const OpArgs &a) {
     const void *dy = operand(cs, pr, a.dy, (size_t)(rows * d.e), c.dy);
     gemm1(cs, pr, true, false, d.e, d.e, rows, dy, d.e, operand(cs, pr, v.ctx, (size_t)(rows * d.e), c.ctx), d.e,
           dw_out, d.e, "cublasGemm (attention dW_out)");
-    channel_sums(cs.stream, db_out, a.dy, rows, d.e, 1);
+    channel_sums(cs.stream, cs.sums, db_out, a.dy, rows, d.e, 1);
     gemm1(cs, pr, false, false, rows, d.e, d.e, dy, d.e, operand(cs, pr, v.w_out, (size_t)(d.e * d.e), c.w_out), d.e,
           dctx, d.e, "cublasGemm (attention dC)");
     const void *qkv = operand(cs, pr, v.qkv, (size_t)(rows * ld), c.qkv);
@@ -241,7 +241,7 @@ void attention_backward(const OpArgs &a) {
     const void *dqkv_op = operand(cs, pr, dqkv, (size_t)(rows * ld), c.dqkv);
     gemm1(cs, pr, true, false, ld, d.e, rows, dqkv_op, ld, operand(cs, pr, a.x[0], (size_t)(rows * d.e), c.x), d.e,
           dw_in, d.e, "cublasGemm (attention dW_in)");
-    channel_sums(cs.stream, db_in, dqkv, rows, ld, 1);
+    channel_sums(cs.stream, cs.sums, db_in, dqkv, rows, ld, 1);
     if (a.dx[0] != nullptr)
         gemm1(cs, pr, false, false, rows, d.e, ld, dqkv_op, ld, operand(cs, pr, v.w_in, (size_t)(ld * d.e), c.w_in),
               d.e, a.dx[0], d.e, "cublasGemm (attention dx)");

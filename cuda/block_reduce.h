@@ -55,6 +55,44 @@ __device__ __forceinline__ float block_max(float v, float *buf) {
     return most;
 }
 
+// Walks the values e = first, first + kThreads, ... of one channel of a
+// [outer][channels][inner] array (value e of channel c is sample e / inner,
+// pixel e % inner) without a division per value: one at the start, then a
+// fixed step of kThreads.
+struct ChannelWalk {
+    int64_t i, r, step_i, step_r, channels, inner;
+    __device__ ChannelWalk(int64_t first, int64_t channels_, int64_t inner_)
+        : i(first / inner_), r(first - (first / inner_) * inner_), step_i(kThreads / inner_),
+          step_r(kThreads - (kThreads / inner_) * inner_), channels(channels_), inner(inner_) {}
+    __device__ size_t at(int64_t c) const { return static_cast<size_t>((i * channels + c) * inner + r); }
+    __device__ void next() {
+        i += step_i;
+        r += step_r;
+        if (r >= inner) {
+            r -= inner;
+            ++i;
+        }
+    }
+};
+
+// How the `count` values of each channel are split into slices, one block
+// each: slices of at least `min_values` values, at most kMaxSlices of them,
+// and channels * slices * per_slice at most `scratch` partial sums. One
+// slice (the whole channel in one block) needs no scratch.
+constexpr int64_t kMaxSlices = 64;
+struct Slicing {
+    int64_t slices, length;  // length: values per slice (the last may have fewer)
+};
+inline Slicing slicing_for(int64_t count, int64_t channels, int64_t min_values, size_t scratch,
+                           int64_t per_slice) {
+    int64_t s = count / min_values;
+    if (s > kMaxSlices) s = kMaxSlices;
+    const int64_t room = channels > 0 ? static_cast<int64_t>(scratch) / (channels * per_slice) : 1;
+    if (s > room) s = room;
+    if (s < 1) s = 1;
+    return {s, (count + s - 1) / s};
+}
+
 }  // namespace cu
 }  // namespace snn
 

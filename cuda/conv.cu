@@ -374,7 +374,7 @@ void conv_backward(const OpArgs &a) {
     const float *v = act_uses_input(d.act) ? aux_per_sample(a) : a.y;
     activation_grad(cs.stream, a.dy, v, static_cast<size_t>(a.n * d.cout * hw), d.act);
     const float *dz = a.dy;
-    if (d.bias) channel_sums(cs.stream, a.grads + a.l->bias_offset, dz, a.n, d.cout, hw);
+    if (d.bias) channel_sums(cs.stream, cs.sums, a.grads + a.l->bias_offset, dz, a.n, d.cout, hw);
     if (a.precision != Precision::f32) {
         conv_lowered_backward(cs, d, a.precision, a.n, a.x[0], w, dz, dw, a.dx[0], a.workspace);
         return;

@@ -97,7 +97,7 @@ void conv1d_backward(const OpArgs &a) {
                 d.cols(), "cublasGemm (conv1d input gradient)");
         conv1d_lower_adjoint(cs.stream, d, col, a.lengths, s0, nb, a.dx[0]);
     }
-    if (l.bias) channel_sums(cs.stream, a.grads + l.bias_offset, a.dy, total_rows, d.out, 1);
+    if (l.bias) channel_sums(cs.stream, cs.sums, a.grads + l.bias_offset, a.dy, total_rows, d.out, 1);
 }
 
 }  // namespace

@@ -106,6 +106,7 @@ static void free_stream(CudaStream *cs) noexcept {
     if (cs->flag_host != nullptr) cudaFreeHost(cs->flag_host);
     if (cs->indices != nullptr) cudaFree(cs->indices);
     if (cs->partials != nullptr) cudaFree(cs->partials);
+    if (cs->sums != nullptr) cudaFree(cs->sums);
     if (cs->flag != nullptr) cudaFree(cs->flag);
     if (cs->staging_done != nullptr) cudaEventDestroy(cs->staging_done);
     if (cs->order != nullptr) cudaEventDestroy(cs->order);
@@ -163,6 +164,8 @@ Stream *CudaBackend::create_stream(size_t staging_bytes, bool allow_tf32) {
               "cudaMalloc (gather indices)");
         check(cudaMalloc(reinterpret_cast<void **>(&cs->partials), kReduceBlocks * sizeof(float)),
               "cudaMalloc (reduction scratch)");
+        check(cudaMalloc(reinterpret_cast<void **>(&cs->sums), kSumScratch * sizeof(double)),
+              "cudaMalloc (partial sums)");
         check(cudaMalloc(reinterpret_cast<void **>(&cs->flag), sizeof(int32_t)),
               "cudaMalloc (finite flag)");
     } catch (...) {

@@ -17,6 +17,11 @@ namespace cu {
 // the first pass writes one partial sum per block into CudaStream::partials,
 // the second sums those partials in a fixed order.
 constexpr int kReduceBlocks = 256;
+// Doubles of a stream's scratch for per-slice partial sums (channel_sums,
+// batchnorm): kernels that split a channel over several blocks put each
+// block's sum there, and the next kernel on the stream adds them in a fixed
+// order.
+constexpr size_t kSumScratch = 65536;
 
 // Indices gathered per chunk by gather_device (the device index buffer).
 constexpr size_t kIndexChunk = 8192;
@@ -49,6 +54,7 @@ struct CudaStream final : Stream {
     bool staging_busy = false;
     int64_t *indices = nullptr;    // device, kIndexChunk entries
     float *partials = nullptr;     // device, kReduceBlocks floats
+    double *sums = nullptr;        // device, kSumScratch doubles
     int32_t *flag = nullptr;       // device, all_finite's answer
     int32_t *flag_host = nullptr;  // pinned, its copy on the host
 };

@@ -65,7 +65,7 @@ void dense_backward(const OpArgs &a) {
     gemm_at(cs, p, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, n, 1.0f, x, d.in, dz, d.out, 0.0f, dw, d.in,
             "cublasGemm (dense weight gradient)");
 
-    if (d.bias) channel_sums(cs.stream, a.grads + a.l->bias_offset, a.dy, n, d.out, 1);
+    if (d.bias) channel_sums(cs.stream, cs.sums, a.grads + a.l->bias_offset, a.dy, n, d.out, 1);
 
     // dX^T (in x n, ld in) = W^T (in x out: buffer w, OP_N, ld in)
     //                      . dZ^T (out x n: buffer dz, OP_N, ld out)

@@ -1,6 +1,7 @@
 #include "elementwise.h"
 
 #include "block_reduce.h"
+#include "cuda_backend.h"
 
 namespace snn {
 namespace cu {
@@ -68,32 +69,87 @@ void scale_floats(cudaStream_t stream, float *x, float factor, size_t n) {
 
 // ---- bias gradient: per-channel sums ------------------------------------------
 
-// One block per channel. Thread t sums elements t, t + kThreads, ... of the
-// channel in order; block_sum then adds the kThreads partial sums in its
-// fixed tree. The order never depends on timing, so results are
-// reproducible bit for bit.
-__global__ void channel_sums_kernel(float *db, const float *dz, int64_t outer, int64_t channels,
-                                    int64_t inner) {
+// Images (inner > 1): block b sums slice b % slices of channel b / slices:
+// thread t adds the slice's values t, t + kThreads, ... in order (float),
+// and block_sum adds the kThreads partial sums in its fixed tree. With one
+// slice the block writes db[c]; otherwise its sum goes to
+// partials[c * slices + s] and slice_totals_kernel adds them in slice
+// order. The order never depends on timing, so results are reproducible
+// bit for bit.
+__global__ void channel_sums_kernel(float *out, const float *dz, int64_t outer, int64_t channels,
+                                    int64_t inner, int64_t slices, int64_t length) {
     __shared__ float partial[kThreads];
-    const int64_t c = blockIdx.x;
+    const int64_t c = blockIdx.x / slices, s = blockIdx.x - c * slices;
     const int64_t count = outer * inner;
+    const int64_t first = s * length, end = first + length < count ? first + length : count;
     float acc = 0.0f;
-    for (int64_t e = threadIdx.x; e < count; e += kThreads) {
-        int64_t i = e / inner, r = e - i * inner;
-        acc += dz[(i * channels + c) * inner + r];
-    }
+    ChannelWalk w(first + threadIdx.x, channels, inner);
+    for (int64_t e = first + threadIdx.x; e < end; e += kThreads, w.next()) acc += dz[w.at(c)];
     const float total = block_sum(acc, partial);
-    if (threadIdx.x == 0) db[c] = total;
+    if (threadIdx.x == 0) out[blockIdx.x] = total;
 }
 
-void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer, int64_t channels,
-                  int64_t inner) {
+// Vectors (inner = 1, dz is [rows][channels]): thread t of column block cb
+// sums channel cb * kThreads + t over the rows of slice s (coalesced
+// reads), in row order; partials are [slices][channels] (or db itself for
+// one slice).
+__global__ void column_sums_kernel(float *out, const float *dz, int64_t rows, int64_t channels,
+                                   int64_t length) {
+    const int64_t column_blocks = (channels + kThreads - 1) / kThreads;
+    const int64_t s = blockIdx.x / column_blocks, cb = blockIdx.x - s * column_blocks;
+    const int64_t c = cb * kThreads + threadIdx.x;
+    if (c >= channels) return;
+    const int64_t first = s * length, end = first + length < rows ? first + length : rows;
+    float acc = 0.0f;
+    for (int64_t i = first; i < end; ++i) acc += dz[static_cast<size_t>(i * channels + c)];
+    out[static_cast<size_t>(s * channels + c)] = acc;
+}
+
+// db[c] = sum over s of partials[c * channel_stride + s * slice_stride],
+// in slice order.
+__global__ void slice_totals_kernel(float *db, const float *partials, int64_t channels,
+                                    int64_t slices, int64_t channel_stride, int64_t slice_stride) {
+    for (int64_t c = blockIdx.x * (int64_t)kThreads + threadIdx.x; c < channels;
+         c += (int64_t)gridDim.x * kThreads) {
+        float total = 0.0f;
+        for (int64_t s = 0; s < slices; ++s) total += partials[c * channel_stride + s * slice_stride];
+        db[c] = total;
+    }
+}
+
+void channel_sums(cudaStream_t stream, double *scratch, float *db, const float *dz, int64_t outer,
+                  int64_t channels, int64_t inner) {
     if (channels <= 0) return;
     if (channels > 0x7fffffff)
         raise(SNN_ERR_UNSUPPORTED, strf("bias gradient of %lld channels", (long long)channels));
-    SNN_LAUNCH(channel_sums_kernel, (unsigned int)channels, kThreads, stream, db, dz, outer,
-               channels, inner);
+    // The partial sums are floats, two to a double of the scratch.
+    float *partials = reinterpret_cast<float *>(scratch);
+    const size_t room = 2 * kSumScratch;
+    if (inner == 1) {
+        const int64_t column_blocks = (channels + kThreads - 1) / kThreads;
+        // Slices of at least 32 rows, enough of them for about 2 blocks per SM.
+        Slicing sl = slicing_for(outer, channels, 32, room, 1);
+        if (sl.slices * column_blocks > 0x7fffffff) sl = {1, outer};
+        float *out = sl.slices == 1 ? db : partials;
+        SNN_LAUNCH(column_sums_kernel, (unsigned int)(sl.slices * column_blocks), kThreads, stream, out, dz,
+                   outer, channels, sl.length);
+        check_launch("column_sums kernel");
+        if (sl.slices == 1) return;
+        SNN_LAUNCH(slice_totals_kernel, blocks_for(size_t(channels)), kThreads, stream, db, partials, channels,
+                   sl.slices, (int64_t)1, channels);
+        check_launch("slice_totals kernel");
+        return;
+    }
+    Slicing sl = slicing_for(outer * inner, channels, 8192, room, 1);
+    if (sl.slices * channels > 0x7fffffff) sl = {1, outer * inner};
+    float *out = sl.slices == 1 ? db : partials;
+    SNN_LAUNCH(channel_sums_kernel, (unsigned int)(channels * sl.slices), kThreads, stream, out, dz, outer,
+               channels, inner, sl.slices, sl.length);
     check_launch("channel_sums kernel");
+    if (sl.slices == 1) return;
+    SNN_LAUNCH(slice_totals_kernel, blocks_for(size_t(channels)), kThreads, stream, db, partials, channels,
+               sl.slices, sl.slices, (int64_t)1);
+    check_launch("slice_totals kernel");
 }
 
 // ---- fill -------------------------------------------------------------------

@@ -27,9 +27,11 @@ void activation_grad(cudaStream_t stream, float *dy, const float *v, size_t tota
 void add_floats(cudaStream_t stream, float *dst, const float *src, size_t n);
 
 // db[c] = sum over i < outer, r < inner of dz[(i * channels + c) * inner + r],
-// summed in a fixed order (bit-reproducible, no atomics).
-void channel_sums(cudaStream_t stream, float *db, const float *dz, int64_t outer, int64_t channels,
-                  int64_t inner);
+// summed in a fixed order (bit-reproducible, no atomics). Large channels are
+// split over several blocks, whose partial sums go to `scratch` (the
+// stream's CudaStream::sums, kSumScratch doubles).
+void channel_sums(cudaStream_t stream, double *scratch, float *db, const float *dz, int64_t outer,
+                  int64_t channels, int64_t inner);
 
 // x[i] *= factor for i < n.
 void scale_floats(cudaStream_t stream, float *x, float factor, size_t n);

@@ -83,6 +83,38 @@ __global__ void maxpool_backward_kernel(const float *x, const float *dy, float *
     }
 }
 
+// The same when the windows tile the map (stride = window: each input
+// element in at most one window), one thread per window instead of per
+// input element: it finds the window's maximum once and writes the whole
+// window of dx, 0 + dy at the maximum (the sum above, bit for bit) and 0
+// elsewhere. The threads of the last window row and column also zero the
+// input rows and columns no window covers.
+__global__ void maxpool_backward_tiled_kernel(const float *x, const float *dy, float *dx, size_t total,
+                                              Geometry g) {
+    for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
+         o += (size_t)gridDim.x * blockDim.x) {
+        const int ow = (int)(o % g.wout), oh = (int)(o / g.wout % g.hout);
+        const size_t map = o / ((size_t)g.hout * g.wout);
+        const float *xc = x + map * g.hin * g.win;
+        float *dxc = dx + map * g.hin * g.win;
+        const int best_at = window_argmax(xc, g, oh, ow);
+        const float grad = 0.0f + dy[o];
+        const int h0 = oh * g.kh, w0 = ow * g.kw;
+        for (int a = 0; a < g.kh; ++a)
+            for (int b = 0; b < g.kw; ++b) {
+                const int at = (h0 + a) * g.win + (w0 + b);
+                dxc[at] = at == best_at ? grad : 0.0f;
+            }
+        const int h_end = ow == g.wout - 1 && oh == g.hout - 1 ? g.hin : h0 + g.kh;
+        if (ow == g.wout - 1)  // columns right of the last window, this band of rows (and below)
+            for (int h = h0; h < h_end; ++h)
+                for (int w = g.wout * g.kw; w < g.win; ++w) dxc[h * g.win + w] = 0.0f;
+        if (oh == g.hout - 1)  // rows below the last window, this band of columns
+            for (int h = g.hout * g.kh; h < g.hin; ++h)
+                for (int w = w0; w < w0 + g.kw; ++w) dxc[h * g.win + w] = 0.0f;
+    }
+}
+
 // y = (sum of the window) / (kh kw)
 __global__ void avgpool_forward_kernel(const float *x, float *y, size_t total, Geometry g) {
     const float inv = 1.0f / (float)(g.kh * g.kw);
@@ -170,6 +202,13 @@ void maxpool_backward(const OpArgs &a) {
     const PoolDims d = pool_dims(*a.l);
     Geometry g = prepare(a, true, d);
     if (a.dx[0] == nullptr) return;
+    if (g.sh == g.kh && g.sw == g.kw) {
+        const size_t windows = static_cast<size_t>(a.n * d.c * d.hout * d.wout);
+        SNN_LAUNCH(maxpool_backward_tiled_kernel, blocks_for(windows), kThreads, cs.stream, a.x[0], a.dy,
+                   a.dx[0], windows, g);
+        check_launch("maxpool_backward_tiled kernel");
+        return;
+    }
     size_t total = static_cast<size_t>(a.n * d.c * d.hin * d.win);
     SNN_LAUNCH(maxpool_backward_kernel, blocks_for(total), kThreads, cs.stream, a.x[0], a.dy,
                a.dx[0], total, g);

@@ -191,8 +191,8 @@ void recurrent_backward(const OpArgs &a) {
         else
             fill_floats(cs.stream, dW + d.w_hh(dir), 0.0f, size_t(GH * H));
         if (d.bias) {
-            channel_sums(cs.stream, dW + d.b_ih(dir), w.dxp, n * T, GH, 1);
-            channel_sums(cs.stream, dW + d.b_hh(dir), w.dhp, n * T, GH, 1);
+            channel_sums(cs.stream, cs.sums, dW + d.b_ih(dir), w.dxp, n * T, GH, 1);
+            channel_sums(cs.stream, cs.sums, dW + d.b_hh(dir), w.dhp, n * T, GH, 1);
         }
         if (a.dx[0])
             gemm_nn(cs, p, n * T, d.F, GH, dxp, GH, operand(cs, p, W + d.w_ih(dir), size_t(GH * d.F), w_ih16), d.F,

@@ -22,6 +22,10 @@ void optimiser_init(Optimiser &o, const Model &model, OptKind kind) {
     if (d.has_m) o.m = DeviceBuffer(be, bytes);
     if (d.has_v) o.v = DeviceBuffer(be, bytes);
     o.norm = DeviceBuffer(be, kGradNormDoubles * sizeof(double));
+    // Zero bits are 0.0 as doubles too. Written once, so that a move to
+    // another device (optimiser_follow) copies defined memory even before a
+    // clipping step wrote it.
+    be.fill(o.stream.get(), o.norm.f(), 0.0f, kGradNormDoubles * sizeof(double) / sizeof(float));
     optimiser_reset(o);
 }
 

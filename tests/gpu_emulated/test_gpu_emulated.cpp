@@ -53,6 +53,8 @@ const std::map<std::string, std::string> kKernelCases = {
     {"add_kernel", "Elementwise.Add"},
     {"scale_kernel", "Elementwise.Scale"},
     {"channel_sums_kernel", "Elementwise.ChannelSums"},
+    {"column_sums_kernel", "Elementwise.ChannelSums"},
+    {"slice_totals_kernel", "Elementwise.ChannelSums"},
     {"fill_kernel", "Elementwise.Fill"},
     {"gather_kernel", "Elementwise.GatherDevice"},
     {"nonfinite_kernel", "Elementwise.AllFinite"},
@@ -60,6 +62,11 @@ const std::map<std::string, std::string> kKernelCases = {
     {"activation_backward_kernel", "Ops.Activation"},
     {"batchnorm_forward_kernel", "Ops.Batchnorm"},
     {"batchnorm_backward_kernel", "Ops.Batchnorm"},
+    {"batchnorm_sum_kernel", "Ops.Batchnorm"},
+    {"batchnorm_squares_kernel", "Ops.Batchnorm"},
+    {"batchnorm_apply_kernel", "Ops.Batchnorm"},
+    {"batchnorm_grad_sums_kernel", "Ops.Batchnorm"},
+    {"batchnorm_grad_apply_kernel", "Ops.Batchnorm"},
     {"layernorm_forward_kernel", "Ops.Layernorm"},
     {"layernorm_param_grads_kernel", "Ops.Layernorm"},
     {"layernorm_input_grad_kernel", "Ops.Layernorm"},
@@ -71,6 +78,7 @@ const std::map<std::string, std::string> kKernelCases = {
     {"softmax_pixels_backward_kernel", "Ops.Softmax"},
     {"maxpool_forward_kernel", "Ops.Maxpool"},
     {"maxpool_backward_kernel", "Ops.Maxpool"},
+    {"maxpool_backward_tiled_kernel", "Ops.Maxpool"},
     {"avgpool_forward_kernel", "Ops.Avgpool"},
     {"avgpool_backward_kernel", "Ops.Avgpool"},
     {"lstm_forward_kernel", "Recurrent.Lstm"},
@@ -248,9 +256,13 @@ TEST(Ops, Softmax) {
 
 // Batch statistics are sums in double in another order than the CPU's; the
 // statistics, and through them y, dx and the parameter gradients, may differ
-// in the last bits (on these inputs they are the same bits).
+// in the last bits (on these inputs they are the same bits). Channels of
+// 8192 values or more are split over several blocks (the 300x301 image, and
+// a vector at batch 20000).
 TEST(Ops, Batchnorm) {
-    Launched launched({"batchnorm_forward_kernel", "batchnorm_backward_kernel"});
+    Launched launched({"batchnorm_forward_kernel", "batchnorm_backward_kernel", "batchnorm_sum_kernel",
+                       "batchnorm_squares_kernel", "batchnorm_apply_kernel", "batchnorm_grad_sums_kernel",
+                       "batchnorm_grad_apply_kernel"});
     const Tolerance tol{1e-6f, 1e-6f, 1e-6f, 1e-6f, 1e-6f};
     for (int64_t n : {3, 257}) {
         check_op_both_modes("input 1; batchnorm", n, tol);
@@ -260,6 +272,8 @@ TEST(Ops, Batchnorm) {
     check_op_both_modes("input 7x5x33; batchnorm momentum=0.3", 3, tol);
     check_op_both_modes("input 3x3x65; batchnorm eps=0.01", 1, tol);
     check_op_both_modes("input 300x301x1; batchnorm", 1, tol);
+    check_op_both_modes("input 40x50x3; batchnorm", 5, tol);
+    check_op_both_modes("input 3; batchnorm", 20000, tol);
     launched.check();
 }
 
@@ -305,9 +319,12 @@ OpInputs pool_inputs(const std::string &spec, int64_t n, bool with_nan) {
 }
 
 TEST(Ops, Maxpool) {
-    Launched launched({"maxpool_forward_kernel", "maxpool_backward_kernel"});
+    // Windows that tile the map (with uncovered rows and columns), and
+    // overlapping or spaced windows.
+    Launched launched({"maxpool_forward_kernel", "maxpool_backward_kernel", "maxpool_backward_tiled_kernel"});
     for (const char *spec : {"input 7x9x33; maxpool 2", "input 9x7x1; maxpool 3 stride=2",
-                             "input 5x6x65; maxpool 2x3 stride=1x2"}) {
+                             "input 5x6x65; maxpool 2x3 stride=1x2", "input 10x11x3; maxpool 4x3",
+                             "input 8x8x2; maxpool 2", "input 9x9x2; maxpool 2 stride=3"}) {
         for (int64_t n : {1, 3}) {
             const OpInputs in = pool_inputs(spec, n, n == 3);
             check_op(spec, n, true, {}, &in);
@@ -555,10 +572,13 @@ TEST(Elementwise, ActivationGrad) {
 // Each thread sums a strided part in float and the block adds the parts as
 // a tree: against sums in double, within 1e-6 of the sum of |terms|.
 TEST(Elementwise, ChannelSums) {
-    Launched launched({"channel_sums_kernel"});
+    Launched launched({"channel_sums_kernel", "column_sums_kernel", "slice_totals_kernel"});
+    // One slice and several (images: 8192 values or more a channel; vectors:
+    // 64 rows or more), odd channel counts across column blocks.
     const struct {
         int64_t outer, channels, inner;
-    } shapes[] = {{1, 1, 1}, {257, 65, 1}, {3, 33, 35}, {3, 1, 90300}, {257, 1, 1}};
+    } shapes[] = {{1, 1, 1},  {257, 65, 1}, {3, 33, 35}, {3, 1, 90300}, {257, 1, 1},
+                  {20, 3, 1000}, {31, 300, 1}, {70, 257, 1}};
     for (const auto &sh : shapes) {
         const size_t total = static_cast<size_t>(sh.outer * sh.channels * sh.inner);
         const Floats dz = uniform(total, total);
@@ -581,8 +601,8 @@ TEST(Elementwise, ChannelSums) {
             [&] {
                 const Side g = gpu_side();
                 Buffer<float> db(g, nans(sh.channels)), dzb(g, dz);
-                cu::channel_sums(static_cast<cu::CudaStream *>(g.s)->stream, db.get(), dzb.get(),
-                                 sh.outer, sh.channels, sh.inner);
+                cu::CudaStream *cs = static_cast<cu::CudaStream *>(g.s);
+                cu::channel_sums(cs->stream, cs->sums, db.get(), dzb.get(), sh.outer, sh.channels, sh.inner);
                 return db.read();
             },
             expect_same);

@@ -11,13 +11,27 @@
 // planned. The pick is a pure function of the batch, so results do not
 // depend on the order of batch sizes.
 //
+// The ranking the pick walks is cuDNN's heuristic one, or, with the
+// environment variable SNN_CUDNN_ALGOS=measure, cuDNN's measured one
+// (cudnnFind*Algorithm: every algorithm run once on scratch memory, fastest
+// first), measured once per process for each shape, batch and math mode
+// and kept, so the repeated layers of a network and later caches measure
+// nothing. The filters are the same (deterministic algorithms, the allowed
+// math, the workspace bound). A measured pick is stable within a process;
+// another process may measure another order and so pick another algorithm,
+// whose results differ in the last bits.
+//
 // At bf16 and fp16 the convolutions are lowered to matrix products instead
 // (conv_lowered.h says why) and the plan is only their workspace.
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
 #include <tuple>
+#include <vector>
 
 #include "conv_lowered.h"
 #include "ops.h"
@@ -113,6 +127,63 @@ void choose(const Perf *perf, int count, Algo fallback, bool tf32, size_t limit,
     }
 }
 
+// True when SNN_CUDNN_ALGOS=measure (read once).
+bool measure_algorithms() {
+    static const bool measure = [] {
+        const char *v = std::getenv("SNN_CUDNN_ALGOS");
+        return v != nullptr && std::strcmp(v, "measure") == 0;
+    }();
+    return measure;
+}
+
+// cuDNN's measured rankings, per device, shape, batch and math mode.
+struct Measured {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> fwd;
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> data;
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> filter;
+};
+typedef std::tuple<int32_t, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                   int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>
+    MeasuredKey;
+
+// The measured rankings for the plan's descriptors as set for batch n
+// (measured now when not known yet).
+const Measured &measured(ConvPlan &p, cudnnHandle_t dnn, int64_t n, cudnnMathType_t base) {
+    static std::mutex mutex;
+    static std::map<MeasuredKey, Measured> *known = new std::map<MeasuredKey, Measured>();  // never destroyed
+    const ConvDims &d = p.dims;
+    const MeasuredKey key(p.device, p.backward, p.tf32, n, d.cin, d.hin, d.win, d.cout, d.hout, d.wout, d.kh,
+                          d.kw, d.sh, d.sw, d.ph, d.pw);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = known->find(key);
+    if (it != known->end()) return it->second;
+    Measured m;
+    int got = 0;
+    m.fwd.resize(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    check(cudnnSetConvolutionMathType(p.fwd, base), "cudnnSetConvolutionMathType");
+    check(cudnnFindConvolutionForwardAlgorithm(dnn, p.x, p.w, p.fwd, p.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                               &got, m.fwd.data()),
+          "cudnnFindConvolutionForwardAlgorithm");
+    m.fwd.resize(size_t(got));
+    if (p.backward) {
+        m.data.resize(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+        check(cudnnSetConvolutionMathType(p.bwd_data, base), "cudnnSetConvolutionMathType");
+        check(cudnnFindConvolutionBackwardDataAlgorithm(dnn, p.w, p.y, p.bwd_data, p.x,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                        m.data.data()),
+              "cudnnFindConvolutionBackwardDataAlgorithm");
+        m.data.resize(size_t(got));
+        m.filter.resize(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+        check(cudnnSetConvolutionMathType(p.bwd_filter, base), "cudnnSetConvolutionMathType");
+        check(cudnnFindConvolutionBackwardFilterAlgorithm(dnn, p.x, p.y, p.bwd_filter, p.w,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                          m.filter.data()),
+              "cudnnFindConvolutionBackwardFilterAlgorithm");
+        m.filter.resize(size_t(got));
+    }
+    return (*known)[key] = std::move(m);
+}
+
 void set_descriptors(ConvPlan &p, int64_t n) {
     const ConvDims &d = p.dims;
     check(cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, to_int(n, "batch"),
@@ -204,12 +275,18 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
     // The heuristics are asked under the plan's base math type.
     const cudnnMathType_t base = p.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
     int got = 0;
+    const Measured *m = measure_algorithms() ? &measured(p, dnn, n, base) : nullptr;
 
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     check(cudnnSetConvolutionMathType(p.fwd, base), "cudnnSetConvolutionMathType");
-    check(cudnnGetConvolutionForwardAlgorithm_v7(dnn, p.x, p.w, p.fwd, p.y,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd),
-          "cudnnGetConvolutionForwardAlgorithm_v7");
+    if (m != nullptr) {
+        got = int(m->fwd.size());
+        std::copy(m->fwd.begin(), m->fwd.end(), fwd);
+    } else {
+        check(cudnnGetConvolutionForwardAlgorithm_v7(dnn, p.x, p.w, p.fwd, p.y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd),
+              "cudnnGetConvolutionForwardAlgorithm_v7");
+    }
     choose(
         fwd, got, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, p.tf32, limit, p.fwd,
         [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
@@ -220,10 +297,14 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
     if (p.backward) {
         cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         check(cudnnSetConvolutionMathType(p.bwd_data, base), "cudnnSetConvolutionMathType");
-        check(
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                dnn, p.w, p.y, p.bwd_data, p.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, data),
-            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        if (m != nullptr) {
+            got = int(m->data.size());
+            std::copy(m->data.begin(), m->data.end(), data);
+        } else {
+            check(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn, p.w, p.y, p.bwd_data, p.x,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, data),
+                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        }
         choose(
             data, got, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, p.tf32, limit, p.bwd_data,
             [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
@@ -234,10 +315,15 @@ void set_batch(ConvPlan &p, cudnnHandle_t dnn, int64_t n, size_t limit) {
 
         cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         check(cudnnSetConvolutionMathType(p.bwd_filter, base), "cudnnSetConvolutionMathType");
-        check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, p.x, p.y, p.bwd_filter, p.w,
-                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                            &got, filter),
-              "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        if (m != nullptr) {
+            got = int(m->filter.size());
+            std::copy(m->filter.begin(), m->filter.end(), filter);
+        } else {
+            check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dnn, p.x, p.y, p.bwd_filter, p.w,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                                filter),
+                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        }
         choose(
             filter, got, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, p.tf32, limit, p.bwd_filter,
             [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {

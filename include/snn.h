@@ -903,8 +903,10 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * fp16): the first step's loss within 16u of float32's (relative), its
  * gradients within 32u (normwise), the same kernels' arithmetic checked on
  * the CPU against float32 products of rounded operands (tests/gpu_emulated,
- * within float32 summation tolerance); these bounds have not yet been
- * measured on a device. */
+ * within float32 summation tolerance). Measured on an H200 (CUDA 13.0,
+ * cuDNN 9.19): first gradients off by 6.1u (default CNN) and 0.8u
+ * (conv1d + lstm + gru + attention) at bf16, 15.0u and 0.6u at fp16; first
+ * losses within 0.01u. */
 typedef int32_t snn_precision;
 enum {
     SNN_PRECISION_FLOAT32 = 0,

@@ -60,7 +60,9 @@ cat > "$out/run.sh" <<'EOF'
 # Runs the GPU checks of this bundle; prints a line per check and a summary.
 # Phase 1 runs alone on the GPU, since it is timed: with SNN_GPU_BENCH=1 the
 # benchmark (gpu_bench, and torch_gpu.py where python3 has torch), and with
-# SNN_GPU_FULL=1 the main job and the residual network. Phase 2 runs the
+# SNN_GPU_FULL=1 the main job and the residual network (SNN_GPU_MEASURE=1:
+# the GPU test programs run again with SNN_CUDNN_ALGOS=measure).
+# Phase 2 runs the
 # checks side by side: the GPU test programs, the end-to-end test, and with
 # SNN_GPU_FULL=1 the main job at bf16 and fp16, the saved resnet evaluated on
 # the CPU and compute-sanitizer (memcheck with leak check, racecheck,
@@ -119,6 +121,9 @@ if [ "${SNN_GPU_BENCH:-0}" = 1 ]; then
   cat "$out/gpu_bench.log"
   check gpu_bench_bf16 "$here/bin/gpu_bench" --precision bf16
   cat "$out/gpu_bench_bf16.log"
+  # cuDNN's algorithms by measurement instead of its heuristics.
+  check gpu_bench_measured env SNN_CUDNN_ALGOS=measure "$here/bin/gpu_bench"
+  cat "$out/gpu_bench_measured.log"
   if python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
     check torch_gpu python3 "$here/bin/torch_gpu.py"
     python3 "$here/bin/torch_gpu.py" --version
@@ -142,6 +147,14 @@ for t in "$here"/bin/test_gpu_*; do
     *) spawn "$(basename "$t")" "$limit" "$t" ;;
   esac
 done
+if [ "${SNN_GPU_MEASURE:-0}" = 1 ]; then  # again with measured cuDNN algorithms
+  for t in "$here"/bin/test_gpu_*; do
+    case $t in
+      */test_gpu_golden) spawn "$(basename "$t")_measured" "$limit" env SNN_CUDNN_ALGOS=measure "$t" "$here/golden" ;;
+      *) spawn "$(basename "$t")_measured" "$limit" env SNN_CUDNN_ALGOS=measure "$t" ;;
+    esac
+  done
+fi
 spawn device_status "$limit" "$here/bin/test_device_status" status
 spawn fashion_mnist_gpu "$limit" sh "$here/bin/fashion_mnist_gpu.sh" "$here/bin/fashion_mnist" "$here/bin/test_device_status"
 if [ "${SNN_GPU_FULL:-0}" = 1 ]; then

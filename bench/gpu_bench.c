@@ -83,6 +83,36 @@ static void sync_device(void) {
     }
 }
 
+/* One call of a case: a forward pass, or a training step. */
+typedef struct {
+    const gpu_case *c;
+    snn_model *m;
+    snn_forward_cache *f;
+    snn_backward_cache *b;
+    snn_optimiser *o;
+    snn_loss loss;
+    float *loss_value; /* NULL: no readback */
+} step_args;
+
+static void run_steps(const step_args *a, int steps) {
+    for (int k = 0; k < steps; ++k) {
+        CHECK(snn_forward(a->f, a->m));
+        if (a->c->train) {
+            CHECK(snn_backprop(a->b, a->f, a->m, a->loss, a->loss_value));
+            CHECK(snn_optimiser_step(a->o, a->m, a->b));
+        }
+    }
+}
+
+/* Microseconds per call of `steps` calls between two synchronisations. */
+static double timed_steps(const step_args *a, int steps) {
+    sync_device();
+    const double t0 = now_us();
+    run_steps(a, steps);
+    sync_device();
+    return (now_us() - t0) / steps;
+}
+
 static void run(const gpu_case *c, int device, int rounds, snn_precision precision,
                 int loss_readback, int profile) {
     snn_model *m = NULL;
@@ -117,19 +147,12 @@ static void run(const gpu_case *c, int device, int rounds, snn_precision precisi
         CHECK(snn_set_labels(b, labels, (size_t)c->batch));
     }
     float loss_value = 0.0f;
-    float *lv = loss_readback ? &loss_value : NULL;
+    const step_args sa = {c, m, f, b, o, loss, loss_readback ? &loss_value : NULL};
     if (profile > 0) {
-        for (int k = -3; k < profile; ++k) {
-            if (k == 0) {
-                sync_device();
-                cudaProfilerStart();
-            }
-            CHECK(snn_forward(f, m));
-            if (c->train) {
-                CHECK(snn_backprop(b, f, m, loss, lv));
-                CHECK(snn_optimiser_step(o, m, b));
-            }
-        }
+        run_steps(&sa, 3);
+        sync_device();
+        cudaProfilerStart();
+        run_steps(&sa, profile);
         sync_device();
         cudaProfilerStop();
         rounds = 0;
@@ -137,17 +160,7 @@ static void run(const gpu_case *c, int device, int rounds, snn_precision precisi
     /* Rounds of about 20 ms: steps_per_round from a first timed round. */
     int steps = 10;
     for (int pass = 0; pass < 2 && rounds > 0; ++pass) {
-        sync_device();
-        double t0 = now_us();
-        for (int k = 0; k < steps; ++k) {
-            CHECK(snn_forward(f, m));
-            if (c->train) {
-                CHECK(snn_backprop(b, f, m, loss, lv));
-                CHECK(snn_optimiser_step(o, m, b));
-            }
-        }
-        sync_device();
-        double per = (now_us() - t0) / steps;
+        const double per = timed_steps(&sa, steps);
         if (pass == 1) {
             steps = (int)(20000.0 / (per > 1.0 ? per : 1.0));
             if (steps < 5) steps = 5;
@@ -155,19 +168,7 @@ static void run(const gpu_case *c, int device, int rounds, snn_precision precisi
         }
     }
     double *times = malloc(sizeof(double) * (size_t)(rounds > 0 ? rounds : 1));
-    for (int r = 0; r < rounds; ++r) {
-        sync_device();
-        double t0 = now_us();
-        for (int k = 0; k < steps; ++k) {
-            CHECK(snn_forward(f, m));
-            if (c->train) {
-                CHECK(snn_backprop(b, f, m, loss, lv));
-                CHECK(snn_optimiser_step(o, m, b));
-            }
-        }
-        sync_device();
-        times[r] = (now_us() - t0) / steps;
-    }
+    for (int r = 0; r < rounds; ++r) times[r] = timed_steps(&sa, steps);
     qsort(times, (size_t)rounds, sizeof(double), cmp_double);
     if (rounds > 0) printf("%s %.1f %.1f %d\n", c->name, times[rounds / 2], times[0], steps);
     fflush(stdout);

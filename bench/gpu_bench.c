@@ -31,14 +31,8 @@
 
 #include "models.h"
 #include "snn.h"
+#include "bench_util.h"
 
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        if ((call) != SNN_OK) {                                                        \
-            fprintf(stderr, "%s failed: %s\n", #call, snn_last_error());               \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 typedef struct {
     const char *name;
@@ -63,17 +57,6 @@ static const gpu_case cases[] = {
     {"resnet_train_64", FASHION_MNIST_RESNET_SPEC, 64, 1, 0},
     {"resnet_train_512", FASHION_MNIST_RESNET_SPEC, 512, 1, 0},
 };
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void sync_device(void) {
     cudaError_t e = cudaDeviceSynchronize();

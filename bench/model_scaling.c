@@ -21,31 +21,16 @@
 #include <time.h>
 
 #include "snn.h"
+#include "bench_util.h"
 
-#define CHECK(call)                                                      \
-    do {                                                                 \
-        if ((call) != SNN_OK) {                                          \
-            fprintf(stderr, "%s failed: %s\n", #call, snn_last_error()); \
-            exit(1);                                                     \
-        }                                                                \
-    } while (0)
 
 enum { kSteps = 5, kMaxReps = 101 };
 static const char *const step_names[kSteps] = {"create", "preallocate", "describe", "save", "load"};
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int by_value(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static double now_ms(void) { return now_us() / 1e3; }
 
 static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), by_value);
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

@@ -16,19 +16,9 @@
 #include <time.h>
 
 #include "../tests/core/alloc_counter.h"
+#include "bench_util.h"
 
 enum { BATCH = 128, IN = 100, HIDDEN = 200, OUT = 1 };
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* x [BATCH][IN], w1 [HIDDEN][IN], b1 [HIDDEN], w2 [OUT][HIDDEN], b2 [OUT]:
  * h = relu(x w1^T + b1), y = h w2^T + b2, row-major as snn lays them out. */

@@ -26,14 +26,8 @@
 #include "../tests/core/alloc_counter.h"
 #include "models.h"
 #include "snn.h"
+#include "bench_util.h"
 
-#define CHECK(call)                                                                    \
-    do {                                                                               \
-        if ((call) != SNN_OK) {                                                        \
-            fprintf(stderr, "%s failed: %s\n", #call, snn_last_error());               \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 typedef struct {
     const char *name;
@@ -76,17 +70,6 @@ static const bench_case cases[] = {
      "input 28x28x1; conv 5x5 16 relu; maxpool 2; conv 3x3 8 relu; maxpool 4; flatten; dense 10",
      64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 1},
 };
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void run_startup(const bench_case *c, int reps) {
     double *times = malloc(sizeof(double) * (size_t)reps);

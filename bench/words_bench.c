@@ -28,29 +28,11 @@
 #include "models.h"
 #include "snn.h"
 #include "wordlists.h"
+#include "bench_util.h"
 
 #define STEPS 24
 #define WARMUP 10
 #define LEARNING_RATE 2e-3
-
-#define CHECK(call)                                                 \
-    do {                                                            \
-        if ((call) != SNN_OK) {                                     \
-            fprintf(stderr, "words_bench: %s\n", snn_last_error()); \
-            exit(1);                                                \
-        }                                                           \
-    } while (0)
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The example's shuffling (examples/words/words.c). */
 static uint64_t next_random(uint64_t *state) {
@@ -103,7 +85,7 @@ static void run_case(const word_data *data, words_task task, const char *model_n
     for (long s = 0; s < WARMUP + steps; ++s) {
         if (s == WARMUP) alloc_counter_start();
         const int64_t *rows = order + (size_t)s * (size_t)batch;
-        double t0 = now_seconds();
+        double t0 = (now_us() / 1e6);
         CHECK(snn_set_tokens_gather(fwd, train.tokens, train.count, rows, (size_t)batch));
         CHECK(snn_set_lengths_gather(fwd, train.lengths, train.count, rows, (size_t)batch));
         CHECK(snn_set_labels_gather(bwd, train.labels, train.count, rows, (size_t)batch));
@@ -111,10 +93,10 @@ static void run_case(const word_data *data, words_task task, const char *model_n
         CHECK(snn_forward(fwd, model));
         CHECK(snn_backprop(bwd, fwd, model, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
         CHECK(snn_optimiser_step(adam, model, bwd));
-        if (s >= WARMUP) times[s - WARMUP] = now_seconds() - t0;
+        if (s >= WARMUP) times[s - WARMUP] = (now_us() / 1e6) - t0;
     }
     allocations = alloc_counter_stop();
-    qsort(times, (size_t)steps, sizeof *times, compare_doubles);
+    qsort(times, (size_t)steps, sizeof *times, cmp_double);
     printf("%s_%s %.3f %.2f\n", task == WORDS_TASK_LANG ? "lang" : "lm", model_name,
            1e3 * times[steps / 2], (double)allocations / (double)steps);
     fflush(stdout);

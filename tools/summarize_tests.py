@@ -25,6 +25,10 @@ wrote. It counts one failure when the log is missing, or when the status is
 not 0 but the log records no failure (Meson itself failed: a build error,
 a test that could not start), so a run cannot fail unseen.
 
+Before that line it prints one line per --run, "NAME: N passed, N failed,
+N skipped", so the summary says which runs (and settings) it counted, and
+it names each failure with the run it came from.
+
 Exit status: 1 if anything failed, else 0.
 """
 import argparse
@@ -138,11 +142,13 @@ def read_log(path):
 
 
 def summarize(runs, logs):
-    """(Counts, failure descriptions) over every --run and plain log."""
+    """(Counts, [(run name, Counts)], failure descriptions) over every --run
+    and plain log."""
     total = Counts()
+    per_run = []
     failures = []
 
-    def count_log(path):
+    def count_log(path, run=None):
         counts = Counts()
         try:
             tests = read_log(path)
@@ -154,19 +160,20 @@ def summarize(runs, logs):
             c, failure = count_test(t)
             counts.add(c)
             if failure:
-                failures.append(failure)
+                failures.append("%s: %s" % (run, failure) if run else failure)
         return counts
 
     for name, status, path in runs:
-        counts = count_log(path)
+        counts = count_log(path, name)
         if status != "0" and counts.failed == 0:
             counts.failed += 1
             failures.append("%s: meson test exited with %s and its log records no failure"
                             % (name, status))
+        per_run.append((name, counts))
         total.add(counts)
     for path in logs:
         total.add(count_log(path))
-    return total, failures
+    return total, per_run, failures
 
 
 def main(argv):
@@ -176,7 +183,9 @@ def main(argv):
                         help="a meson test invocation: its exit status and its JSON log")
     parser.add_argument("logs", nargs="*", metavar="LOG", help="a JSON lines log")
     args = parser.parse_args(argv)
-    total, failures = summarize(args.run, args.logs)
+    total, per_run, failures = summarize(args.run, args.logs)
+    for name, c in per_run:
+        print("%s: %d passed, %d failed, %d skipped" % (name, c.passed, c.failed, c.skipped))
     for f in failures:
         print("FAILED: %s" % f)
     print("%d passed, %d failed, %d skipped" % (total.passed, total.failed, total.skipped))

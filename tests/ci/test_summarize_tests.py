@@ -210,6 +210,15 @@ class SummarizerTest(unittest.TestCase):
         extra = self.log("extra.jsonl", [entry("fuzz", "OK")])
         self.assert_summary(["--run", "release", "0", path, extra], 2, 0, 1)
 
+    def test_each_run_is_listed_with_its_counts_and_named_in_its_failures(self):
+        as_set = self.log("as_set.json", [entry("unit", "OK", GTEST_TWO_SKIPPED)])
+        other = self.log("other.json", [entry("unit", "OK"), entry("gemm", "FAIL")])
+        lines = self.assert_summary(["--run", "release; OPENBLAS_CORETYPE unset", "0", as_set,
+                                     "--run", "release; OPENBLAS_CORETYPE=Haswell", "1", other], 4, 1, 2)
+        self.assertEqual(lines[0], "release; OPENBLAS_CORETYPE unset: 3 passed, 0 failed, 2 skipped")
+        self.assertEqual(lines[1], "release; OPENBLAS_CORETYPE=Haswell: 1 passed, 1 failed, 0 skipped")
+        self.assertIn("FAILED: release; OPENBLAS_CORETYPE=Haswell: gemm (FAIL)", lines)
+
     def test_a_meson_run_that_wrote_no_log_is_a_failure(self):
         missing = os.path.join(self.dir.name, "never-written.json")
         lines = self.assert_summary(["--run", "asan", "0", missing], 0, 1, 0)

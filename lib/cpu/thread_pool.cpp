@@ -76,11 +76,8 @@ public:
         }
     }
 
+    // workers >= 2, outside any job (parallel_run runs the rest inline).
     void run(int32_t workers, WorkerFn fn, void *ctx) {
-        if (workers <= 1 || t_in_job) {
-            fn(ctx, 0, 1);
-            return;
-        }
         reserve(workers - 1);
         std::lock_guard<std::mutex> job(job_mutex_);
         uint64_t generation;
@@ -244,7 +241,15 @@ Pool &pool() {
 
 }  // namespace
 
-void parallel_run(int32_t workers, WorkerFn fn, void *ctx) { pool().run(workers, fn, ctx); }
+// One worker, or a job inside a job, runs inline without the pool, so a
+// process that never asks for more than one thread never builds it.
+void parallel_run(int32_t workers, WorkerFn fn, void *ctx) {
+    if (workers <= 1 || t_in_job) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pool().run(workers, fn, ctx);
+}
 
 void thread_pool_reserve(int32_t n) {
     if (n > 1) pool().reserve(n - 1);

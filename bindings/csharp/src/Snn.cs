@@ -844,7 +844,8 @@ namespace Snn
             }
         }
 
-        /// <summary>The batch size of the next SetInputs and Forward, 1..MaxBatch.</summary>
+        /// <summary>The batch of the next Forward, 1..MaxBatch (SetInputs and SetTokens set it
+        /// from the number of samples they are given).</summary>
         public int Batch
         {
             get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return (int)b; }
@@ -898,10 +899,30 @@ namespace Snn
             set { Library.Check(NativeMethods.snn_cache_set_rng_state(Live, value.Seed, value.Passes)); }
         }
 
-        /// <summary>Copies Batch * InputSize inputs, [batch][features] ([batch][T][F]
-        /// for "input seq TxF"), and resets every length to T.</summary>
+        // Sets the batch to the number of whole samples in `count` values, as
+        // the library expects them in the call that follows (no allocation
+        // unless it throws).
+        void BatchFromCount(string what, long count, string values, string sampleUnit)
+        {
+            if (inputSize == 0 || count % inputSize != 0)
+                throw new SnnException(Status.Count, what + ": " + count + values +
+                    " are not a whole number of samples of " + inputSize + sampleUnit);
+            long samples = count / inputSize, batch, max;
+            Library.Check(NativeMethods.snn_cache_batch(Live, out batch, out max));
+            if (samples < 1 || samples > max)
+                throw new SnnException(Status.Batch, what + ": " + count + values + " hold " + samples +
+                    " samples; the cache takes 1 to " + max);
+            if (samples != batch) Library.Check(NativeMethods.snn_cache_set_batch(Live, samples));
+        }
+
+        /// <summary>Copies whole samples of inputs, [batch][features] ([batch][T][F]
+        /// for "input seq TxF"): the batch becomes inputs.Length / InputSize (a
+        /// short last batch needs no Batch setting of its own), and every length
+        /// resets to T. A length that is not a whole number of samples is
+        /// Status.Count, more samples than MaxBatch (or none) Status.Batch.</summary>
         public unsafe void SetInputs(ReadOnlySpan<float> inputs)
         {
+            if (!tokens) BatchFromCount("SetInputs", inputs.Length, " floats", "");
             fixed (float* p = &MemoryMarshal.GetReference(inputs))
                 Library.Check(NativeMethods.snn_set_inputs(Live, p, Library.Size(inputs.Length)));
         }
@@ -931,13 +952,14 @@ namespace Snn
                 Library.Check(NativeMethods.snn_set_inputs_from_dataset(cache, data, i, Library.Size(indices.Length)));
         }
 
-        /// <summary>Copies Batch * T token ids, [batch][T], into a cache of a
-        /// model whose input is "input tokens T vocab=V" (as SetInputs, the
-        /// batch is the cache's Batch), and resets every length to T. An id
+        /// <summary>Copies whole samples of T token ids, [batch][T], into a cache
+        /// of a model whose input is "input tokens T vocab=V" (as SetInputs, the
+        /// batch becomes ids.Length / T), and resets every length to T. An id
         /// outside [0, V) is Status.Token, naming the sample, step and id, and
         /// nothing is copied; a model of floats gives Status.Unsupported.</summary>
         public unsafe void SetTokens(ReadOnlySpan<int> ids)
         {
+            if (tokens) BatchFromCount("SetTokens", ids.Length, " ids", " steps");
             fixed (int* p = &MemoryMarshal.GetReference(ids))
                 Library.Check(NativeMethods.snn_set_tokens(Live, p, Library.Size(ids.Length)));
         }

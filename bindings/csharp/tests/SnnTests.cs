@@ -284,6 +284,45 @@ namespace Snn.Tests
         }
 
         [Test]
+        public void SetInputsTakesTheBatchFromTheSpan()
+        {
+            using (var model = new Model("input 4; dense 3"))
+            using (var fwd = model.Preallocate(4))
+            {
+                var x = new float[16];
+                for (int i = 0; i < x.Length; i++) x[i] = 0.25f * i - 1.0f;
+                fwd.SetInputs(x);
+                Assert.AreEqual(4, fwd.Batch);
+                fwd.Forward();
+                var full = fwd.GetOutputs();
+                // a short last batch: the first two samples alone give their rows
+                fwd.SetInputs(new ReadOnlySpan<float>(x, 0, 8));
+                Assert.AreEqual(2, fwd.Batch);
+                fwd.Forward();
+                var two = fwd.GetOutputs();
+                Assert.AreEqual(6, two.Length);
+                for (int i = 0; i < two.Length; i++) Assert.AreEqual(full[i], two[i]);
+                Assert.AreEqual(Status.Batch, Assert.Throws<SnnException>(() => fwd.SetInputs(new float[20])).Status);
+                Assert.AreEqual(Status.Batch, Assert.Throws<SnnException>(() => fwd.SetInputs(new float[0])).Status);
+                var e = Assert.Throws<SnnException>(() => fwd.SetInputs(new float[7]));
+                Assert.AreEqual(Status.Count, e.Status);
+                StringAssert.Contains("7 floats are not a whole number of samples of 4", e.Message);
+                Assert.AreEqual(2, fwd.Batch);
+            }
+            using (var model = new Model("input tokens 4 vocab=10; embedding 8; dense 3"))
+            using (var fwd = model.Preallocate(3))
+            {
+                fwd.SetTokens(new[] { 1, 2, 3, 4 });
+                Assert.AreEqual(1, fwd.Batch);
+                fwd.Forward();
+                Assert.AreEqual(12, fwd.GetOutputs().Length);
+                fwd.SetTokens(new[] { 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2 });
+                Assert.AreEqual(3, fwd.Batch);
+                Assert.AreEqual(Status.Batch, Assert.Throws<SnnException>(() => fwd.SetTokens(new int[16])).Status);
+            }
+        }
+
+        [Test]
         public void WrongCountsOrderAndLabels()
         {
             using (var model = new Model("input 3; dense 2"))

@@ -215,10 +215,16 @@
  *   - snn_set_num_threads() bounds the CPU threads the library uses (OpenBLAS
  *     included); tiny layers are never split across threads.
  *   - Results are deterministic for a fixed thread count: the same inputs and
- *     parameters give bit-identical outputs, gradients and updates.
+ *     parameters give bit-identical outputs, gradients and updates. Another
+ *     thread count may change the last bits: products that go through
+ *     OpenBLAS are split over the threads in blocks, and OpenBLAS's kernels
+ *     (which depend on the processor and on OPENBLAS_CORETYPE) may round a
+ *     block of another size differently. The same holds between machines.
  *   - In steady state, snn_forward, snn_backprop and snn_optimiser_step
  *     perform no heap allocation: every buffer is allocated by
- *     snn_preallocate / snn_preallocate_grads / snn_optimiser_create.
+ *     snn_preallocate / snn_preallocate_grads / snn_optimiser_create. On the
+ *     CPU that holds from the first step on: the worker threads are started
+ *     by snn_preallocate and snn_set_num_threads, not by the first pass.
  *   - The library never calls back into the host from a thread it created;
  *     the log callback runs on the thread that made the failing call.
  *   - No lock is held while the log callback runs: it may remove or replace
@@ -916,7 +922,11 @@ enum {
 
 /* Sets the precision of the cache's next passes. Makes the layers' plans
  * again (an allocation: call it before the training loop, not in it). A
- * cache that follows its model to another device keeps its precision.
+ * backward cache follows the precision of the pass it differentiates: its
+ * first snn_backprop after a pass in another precision than its last makes
+ * its plans again too (a one-off allocation, in the first step of a loop
+ * whose forward cache was set to bf16 or fp16). A cache that follows its
+ * model to another device keeps its precision.
  * Errors: SNN_ERR_INVALID_ARGUMENT (not a precision), SNN_ERR_UNSUPPORTED
  * (the cache's device cannot run it, or a layer of the model has no kernels
  * for it there; the message names the layer), SNN_ERR_OUT_OF_MEMORY; the

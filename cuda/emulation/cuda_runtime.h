@@ -10,6 +10,8 @@
 //   in each round is a schedule (in order, reversed, or shuffled from a
 //   seed), so a kernel whose result depends on timing gives different
 //   results under different schedules.
+// - The grid-stride kernels' grids are a handful of blocks (check.h's
+//   kGridStrideBlocks), so their loops go round more than once.
 // - A __syncthreads that only some threads of a block reach (a thread ends
 //   while others wait, or threads wait at different barriers) fails the
 //   launch: cudaGetLastError returns cudaErrorLaunchFailure and

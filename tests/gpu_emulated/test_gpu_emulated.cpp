@@ -373,9 +373,10 @@ TEST(Ops, Embedding) {
             check_op(spec, n, true, {}, &in);
         }
     }
-    // More columns and partitions than the grid's threads: grid-stride loops.
-    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 2, 3000);
-    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 2, false, {}, &in);
+    // More values, and columns x partitions, than the emulated grid's threads
+    // (cu::kGridStrideBlocks blocks): the grid-stride loops go round.
+    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 5, 3000);
+    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 5, false, {}, &in);
     launched.check();
 }
 
@@ -433,9 +434,11 @@ void compare_lowered(const std::string &what, const Conv1dLowered &a, const Conv
 TEST(Ops, Conv1dLowering) {
     Launched launched({"conv1d_lower_kernel", "conv1d_lower_adjoint_kernel"});
     // {T, C, K, stride, pad, dilation}: plain, strided past the kernel,
-    // dilated, padding wider than the kernel, one output step.
+    // dilated, padding wider than the kernel, one output step, and more
+    // values than the emulated grid's threads (the grid-stride loops go round).
     const int64_t shapes[][6] = {{9, 3, 3, 1, 0, 1}, {10, 2, 2, 3, 1, 1}, {11, 5, 3, 2, 2, 3},
-                                 {3, 2, 2, 1, 4, 1}, {5, 33, 5, 1, 0, 1}, {1, 1, 1, 1, 0, 1}};
+                                 {3, 2, 2, 1, 4, 1}, {5, 33, 5, 1, 0, 1}, {1, 1, 1, 1, 0, 1},
+                                 {64, 9, 3, 2, 1, 2}};
     const int64_t n = 4, first = 1, nb = 3;
     for (const auto &g : shapes) {
         const int64_t t = g[0], c = g[1], k = g[2], stride = g[3], pad = g[4], dil = g[5];
@@ -574,11 +577,12 @@ TEST(Elementwise, ActivationGrad) {
 TEST(Elementwise, ChannelSums) {
     Launched launched({"channel_sums_kernel", "column_sums_kernel", "slice_totals_kernel"});
     // One slice and several (images: 8192 values or more a channel; vectors:
-    // 64 rows or more), odd channel counts across column blocks.
+    // 64 rows or more), odd channel counts across column blocks, and more
+    // channels than the emulated grid's threads (slice_totals goes round).
     const struct {
         int64_t outer, channels, inner;
     } shapes[] = {{1, 1, 1},  {257, 65, 1}, {3, 33, 35}, {3, 1, 90300}, {257, 1, 1},
-                  {20, 3, 1000}, {31, 300, 1}, {70, 257, 1}};
+                  {20, 3, 1000}, {31, 300, 1}, {70, 257, 1}, {70, 1001, 1}};
     for (const auto &sh : shapes) {
         const size_t total = static_cast<size_t>(sh.outer * sh.channels * sh.inner);
         const Floats dz = uniform(total, total);

@@ -91,6 +91,9 @@ void check_op(const char *op, const std::vector<std::string> &kernels) {
             for (float scale : {1.0f, 12.0f})
                 check(std::string("input seq 6x3; ") + op + " 5" + options, 5, lengths, scale);
     check(std::string("input seq 1x4; ") + op + " 3 bidirectional", 2, {}, 1.0f);
+    // More gate rows (batch x units) than the emulated grid's threads: the
+    // grid-stride loops go round.
+    check(std::string("input seq 3x4; ") + op + " 257", 4, {3, 1, 2, 3}, 0.5f);
     for (size_t i = 0; i < kernels.size(); ++i)
         EXPECT_GT(emu::launches_of(kernels[i].c_str()), before[i]) << kernels[i] << " never ran";
 }

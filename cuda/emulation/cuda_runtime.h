@@ -3,12 +3,13 @@
 // cublas_v2.h and cudnn.h beside it) with SNN_CUDA_EMULATED defined, and the
 // kernels run on the CPU (emulation.cpp). See docs/adding-an-op.md.
 //
-// - A launch (cuda/launch.h) runs at once, on the calling thread: every
-//   block in order, each block's threads as fibers. A thread runs until it
-//   reaches __syncthreads or ends; when every thread of the block waits at
-//   the same __syncthreads, the next round starts. The order of the threads
-//   in each round is a schedule (in order, reversed, or shuffled from a
-//   seed), so a kernel whose result depends on timing gives different
+// - A launch (cuda/launch.h) runs at once, on the calling thread: one
+//   block after another, each block's threads as fibers. A thread runs until
+//   it reaches __syncthreads or ends; when every thread of the block waits
+//   at the same __syncthreads, the next round starts. The order of the
+//   blocks of a launch and of the threads in each round is a schedule (in
+//   order, reversed, or shuffled from a seed), so a kernel whose result
+//   depends on timing, within a block or between blocks, gives different
 //   results under different schedules.
 // - The grid-stride kernels' grids are a handful of blocks (check.h's
 //   kGridStrideBlocks), so their loops go round more than once.
@@ -158,7 +159,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, F *) {
 namespace snn {
 namespace emu {
 
-// The order in which a block's threads run in each round.
+// The order in which the blocks of a launch run, and a block's threads in
+// each round.
 enum class Schedule { in_order, reversed, shuffled };
 
 // Sets the schedule of the launches that follow (shuffled: from `seed` and

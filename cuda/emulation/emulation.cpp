@@ -191,13 +191,14 @@ std::string site_text(const Fiber &f) {
     return std::string(f.file) + ":" + std::to_string(f.line);
 }
 
-// The order of this round's threads.
-void order_threads(std::vector<unsigned int> &order, unsigned int count) {
+// The schedule's order of `count` threads of a round, or blocks of a launch.
+template <typename Index>
+void order_of(std::vector<Index> &order, Index count) {
     order.resize(count);
-    for (unsigned int i = 0; i < count; ++i)
+    for (Index i = 0; i < count; ++i)
         order[i] = g.schedule == Schedule::reversed ? count - 1 - i : i;
     if (g.schedule == Schedule::shuffled)
-        for (unsigned int i = count - 1; i > 0; --i)
+        for (Index i = count - 1; i > 0; --i)
             std::swap(order[i], order[g.random() % (i + 1)]);
 }
 
@@ -212,7 +213,7 @@ std::string run_block(unsigned int count) {
     }
     std::vector<unsigned int> order;
     for (;;) {
-        order_threads(order, count);
+        order_of(order, count);
         for (unsigned int t : order)
             if (g.fibers[t].state == State::ready) resume(g.fibers[t]);
         const Fiber *waiting = nullptr, *ended = nullptr;
@@ -276,18 +277,18 @@ void run_kernel(const char *name, dim3 grid, dim3 block, cudaStream_t, void (*bo
     g.random.seed(g.seed ^ (0x9E3779B97F4A7C15ull * number) ^ std::hash<std::string>()(kernel));
     gridDim = grid;
     blockDim = block;
-    for (unsigned int z = 0; z < grid.z; ++z)
-        for (unsigned int y = 0; y < grid.y; ++y)
-            for (unsigned int x = 0; x < grid.x; ++x) {
-                blockIdx = dim3(x, y, z);
-                const std::string error = run_block(static_cast<unsigned int>(threads));
-                if (!error.empty()) {
-                    fail(cudaErrorLaunchFailure, "unspecified launch failure: kernel " + kernel +
-                                                     ", block " + index_text(blockIdx) + ": " +
-                                                     error);
-                    return;
-                }
-            }
+    std::vector<uint64_t> blocks;
+    order_of(blocks, uint64_t(grid.x) * grid.y * grid.z);
+    for (uint64_t b : blocks) {
+        blockIdx = dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                        unsigned(b / grid.x / grid.y));
+        const std::string error = run_block(static_cast<unsigned int>(threads));
+        if (!error.empty()) {
+            fail(cudaErrorLaunchFailure, "unspecified launch failure: kernel " + kernel +
+                                             ", block " + index_text(blockIdx) + ": " + error);
+            return;
+        }
+    }
 }
 
 }  // namespace emu

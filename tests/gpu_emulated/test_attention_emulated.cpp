@@ -3,7 +3,7 @@
 // CPU's, through both kernel tables, with per-sample lengths: one head, a
 // head per feature, causal, lengths 1 and T in one batch, a batch of one,
 // rows longer than a block, saturated scores. Each run is repeated under the
-// three schedules of a block's threads, which must give the same bits; the
+// three schedules of the blocks and threads, which must give the same bits; the
 // CPU sums its rows in another order, so the comparison has a tolerance.
 #include <gtest/gtest.h>
 
@@ -65,7 +65,7 @@ void check(const std::string &spec, std::vector<int32_t> lengths, float scale, f
         }
         EXPECT_TRUE(same_bits(gpu.y, first.y) && same_bits(gpu.aux, first.aux) && same_bits(gpu.dx, first.dx) &&
                     same_bits(gpu.grads, first.grads))
-            << "results depend on the order of a block's threads";
+            << "results depend on the order of the blocks or threads";
     }
     expect_close("y", first.y, cpu.y, tol);
     expect_close("aux", first.aux, cpu.aux, tol);

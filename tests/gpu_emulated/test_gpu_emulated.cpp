@@ -5,9 +5,10 @@
 // conv1d's lowering), compared with the CPU backend (or plain loops) at odd
 // sizes.
 //
-// Every case runs under three schedules of each block's threads (in order,
-// reversed, shuffled), whose results must be identical bit for bit (the
-// kernels reduce in a fixed order), and equal to the CPU's: exactly where
+// Every case runs under three schedules of the blocks of each launch and
+// of each block's threads (in order, reversed, shuffled), whose results
+// must be identical bit for bit (the kernels reduce in a fixed order), and
+// equal to the CPU's: exactly where
 // both add in the same order, within a stated tolerance where a reduction's
 // order differs. KernelCoverage.EveryKernelHasACase fails when a __global__
 // kernel of cuda/*.cu has no case in kKernelCases.
@@ -131,7 +132,7 @@ void expect_same(const std::string &what, const Floats &a, const Floats &b) {
     expect_close(what, a, b, 0.0f);
 }
 
-// The three schedules of a block's threads; `run` returns the results of
+// The three schedules of the blocks and threads; `run` returns the results of
 // one run, which must not depend on the schedule.
 template <typename Result, typename Run>
 Result under_every_schedule(const std::string &what, Run run,
@@ -149,7 +150,7 @@ Result under_every_schedule(const std::string &what, Run run,
         if (sc.schedule == emu::Schedule::in_order)
             first = r;
         else
-            compare(what + " (threads " + sc.name + " against in order)", r, first);
+            compare(what + " (blocks and threads " + sc.name + " against in order)", r, first);
     }
     return first;
 }
@@ -1077,6 +1078,30 @@ TEST(Emulation, BarrierOrdersSharedMemory) {
             for (unsigned t = 0; t < cu::kThreads; ++t)
                 ASSERT_EQ(out[b * cu::kThreads + t], (float)((t + 1) % cu::kThreads + b));
     }
+}
+
+// Block b + 1 reads what block b wrote: a dependence between the blocks of
+// one launch, which a GPU does not order.
+__global__ void chained_blocks_kernel(float *out) {
+    if (threadIdx.x == 0) out[blockIdx.x + 1] = out[blockIdx.x] + 1.0f;
+}
+
+// The schedules order the blocks too: the chain comes out whole only with
+// the blocks in order.
+TEST(Emulation, BlocksRunInTheScheduleOrder) {
+    const unsigned blocks = 16;
+    std::map<emu::Schedule, Floats> out;
+    for (emu::Schedule s :
+         {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled}) {
+        emu::set_schedule(s, 1);
+        out[s] = Floats(blocks + 1, 0.0f);
+        SNN_LAUNCH(chained_blocks_kernel, blocks, 32, nullptr, out[s].data());
+        EXPECT_EQ(launch_error(), "");
+    }
+    EXPECT_EQ(out[emu::Schedule::in_order][blocks], float(blocks));
+    EXPECT_EQ(out[emu::Schedule::reversed][blocks], 1.0f);
+    EXPECT_NE(out[emu::Schedule::shuffled], out[emu::Schedule::in_order]);
+    EXPECT_NE(out[emu::Schedule::shuffled], out[emu::Schedule::reversed]);
 }
 
 // A bad configuration reaches the backend's launch check as on a GPU.

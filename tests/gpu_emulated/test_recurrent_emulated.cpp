@@ -4,8 +4,8 @@
 // plain loops) and compared with the CPU backend: forward (output and kept
 // values) and backward (input and parameter gradients), with and without
 // lengths (1 and T in one batch), both directions, last, no biases, and
-// saturated gates. Each run is repeated under the three schedules of a
-// block's threads, which must give the same bits. The products add in
+// saturated gates. Each run is repeated under the three schedules of the
+// blocks and threads, which must give the same bits. The products add in
 // another order than OpenBLAS, hence the tolerances.
 #include <gtest/gtest.h>
 

@@ -22,7 +22,11 @@
 // - Streams and events are handles only: every copy, fill and launch has
 //   finished when its call returns, which keeps stream order trivially.
 // - Device memory is host memory, filled with NaN bytes (0xFF) when
-//   allocated, so a kernel that reads what nothing wrote gives NaN.
+//   allocated, so a kernel that reads what nothing wrote gives NaN. Each
+//   allocation is exactly its size between two guards; a launch or cudaFree
+//   that finds a guard overwritten aborts, naming the kernel (or cudaFree)
+//   and the allocation's size (under AddressSanitizer the store itself is
+//   reported).
 // - Warp intrinsics (__shfl_*, votes) and atomics are not provided: a kernel
 //   using them does not compile here.
 #pragma once

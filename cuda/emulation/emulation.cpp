@@ -240,6 +240,83 @@ std::string run_block(unsigned int count) {
     }
 }
 
+// ---- device memory ---------------------------------------------------------------
+
+// Each allocation is exactly the bytes asked for, 256-byte aligned as
+// CUDA's, between two guards of kGuardBytes set to a pattern of its own. A
+// sanitizer build poisons the guards, so a store into one is reported where
+// it happens; otherwise the guards of every live allocation are compared
+// with their pattern after each launch and an allocation's own at cudaFree.
+constexpr size_t kGuardBytes = 256;
+
+struct Allocation {
+    size_t bytes;
+    uint32_t serial;  // its number among the allocations, for its pattern
+};
+
+// The device pointers given out.
+std::map<char *, Allocation> g_allocations;
+uint32_t g_serial = 0;
+
+// Byte `offset` (from the start of the front guard) of the guards of the
+// allocation numbered `serial`. Each allocation has a sequence of its own,
+// so a copy from one guard into another shows; read as floats at 4-byte
+// boundaries it is never NaN or infinite (its exponent is below 0x80), so
+// arithmetic with it never gives back its own bits, as NaN + NaN does.
+char guard_byte(uint32_t serial, size_t offset) {
+    uint32_t h = (serial + 1) * 0x9E3779B1u ^ static_cast<uint32_t>(offset / 4) * 0x85EBCA6Bu;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h &= 0xBFFFFFFFu;
+    return static_cast<char>(h >> (8 * (offset % 4)));
+}
+
+void set_guards(char *p, const Allocation &a) {
+    char *front = p - kGuardBytes, *back = p + a.bytes;
+    for (size_t i = 0; i < kGuardBytes; ++i) {
+        front[i] = guard_byte(a.serial, i);
+        back[i] = guard_byte(a.serial, kGuardBytes + a.bytes + i);
+    }
+#if defined(SNN_EMU_ASAN)
+    __asan_poison_memory_region(front, kGuardBytes);
+    __asan_poison_memory_region(back, kGuardBytes);
+#endif
+}
+
+// Aborts, naming `when`, the allocation's size and the overwritten byte
+// nearest to it, if a guard of the allocation at p no longer holds its
+// pattern.
+void check_guards_of(const char *p, const Allocation &a, const std::string &when) {
+#if defined(SNN_EMU_ASAN)
+    (void)p, (void)a, (void)when;
+#else
+    long long at = 0;
+    bool damaged = false;
+    for (size_t i = 0; i < kGuardBytes && !damaged; ++i)
+        if (p[a.bytes + i] != guard_byte(a.serial, kGuardBytes + a.bytes + i)) {
+            at = (long long)(a.bytes + i);
+            damaged = true;
+        }
+    for (size_t i = 1; i <= kGuardBytes && !damaged; ++i)
+        if (p[-(long long)i] != guard_byte(a.serial, kGuardBytes - i)) {
+            at = -(long long)i;
+            damaged = true;
+        }
+    if (!damaged) return;
+    std::fprintf(stderr,
+                 "snn emulated CUDA, %s: memory outside a %zu-byte device allocation was "
+                 "overwritten: its byte %lld (%s)\n",
+                 when.c_str(), a.bytes, at, at < 0 ? "before its start" : "past its end");
+    std::abort();
+#endif
+}
+
+void check_guards(const std::string &when) {
+    for (const auto &allocation : g_allocations)
+        check_guards_of(allocation.first, allocation.second, when);
+}
+
 // "gather_kernel<W>" -> "gather_kernel"
 std::string base_name(const char *name) {
     std::string s(name);
@@ -289,6 +366,7 @@ void run_kernel(const char *name, dim3 grid, dim3 block, cudaStream_t, void (*bo
             return;
         }
     }
+    check_guards("after kernel " + kernel);
 }
 
 }  // namespace emu
@@ -385,19 +463,37 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 
 // Device memory starts as NaN bytes, so reading unwritten memory shows.
 cudaError_t cudaMalloc(void **p, size_t bytes) {
+    using snn::emu::kGuardBytes;
     if (bytes == 0) {
         *p = nullptr;
         return cudaSuccess;
     }
-    void *q = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (q == nullptr) return cudaErrorMemoryAllocation;
+    void *front = nullptr;
+    if (posix_memalign(&front, 256, kGuardBytes + bytes + kGuardBytes) != 0)
+        return cudaErrorMemoryAllocation;
+    char *q = static_cast<char *>(front) + kGuardBytes;
     std::memset(q, 0xFF, bytes);
+    const snn::emu::Allocation a{bytes, snn::emu::g_serial++};
+    snn::emu::set_guards(q, a);
+    snn::emu::g_allocations[q] = a;
     *p = q;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p) {
-    std::free(p);
+    using snn::emu::kGuardBytes;
+    if (p == nullptr) return cudaSuccess;
+    auto it = snn::emu::g_allocations.find(static_cast<char *>(p));
+    if (it == snn::emu::g_allocations.end())
+        return snn::emu::fail(cudaErrorInvalidValue, "invalid argument");
+    const size_t bytes = it->second.bytes;
+    snn::emu::check_guards_of(it->first, it->second, "at cudaFree");
+    snn::emu::g_allocations.erase(it);
+    char *front = static_cast<char *>(p) - kGuardBytes;
+#if defined(SNN_EMU_ASAN)
+    __asan_unpoison_memory_region(front, kGuardBytes + bytes + kGuardBytes);
+#endif
+    std::free(front);
     return cudaSuccess;
 }
 

@@ -1104,6 +1104,36 @@ TEST(Emulation, BlocksRunInTheScheduleOrder) {
     EXPECT_NE(out[emu::Schedule::shuffled], out[emu::Schedule::reversed]);
 }
 
+// Writes element n of out, one past the end of its n floats.
+__global__ void past_the_end_kernel(float *out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) out[i] = 1.0f;
+}
+
+// A store past the end of device memory aborts, naming the kernel (or
+// cudaFree, for a host copy) and the allocation's size; under
+// AddressSanitizer the store itself is reported.
+TEST(Emulation, StorePastTheEndAborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            float *out = nullptr;
+            cudaMalloc(&out, 257 * sizeof(float));
+            SNN_LAUNCH(past_the_end_kernel, 2, cu::kThreads, nullptr, out, 257);
+        },
+        "after kernel past_the_end_kernel: memory outside a 1028-byte device allocation was "
+        "overwritten: its byte 1028 \\(past its end\\)|use-after-poison");
+    EXPECT_DEATH(
+        {
+            char *p = nullptr;
+            cudaMalloc(&p, 10);
+            p[-1] = static_cast<char>(~p[-1]);
+            cudaFree(p);
+        },
+        "at cudaFree: memory outside a 10-byte device allocation was overwritten: its byte -1 "
+        "\\(before its start\\)|use-after-poison");
+}
+
 // A bad configuration reaches the backend's launch check as on a GPU.
 TEST(Emulation, BadConfigurationIsAnError) {
     Floats out(cu::kThreads);

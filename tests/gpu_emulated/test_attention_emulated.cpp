@@ -92,8 +92,10 @@ TEST(AttentionEmulated, MaskedSoftmax) {
     check("input seq 4x4; attention heads=4 causal", {3, 4}, 1.0f, 1e-5f);
     // One sample: cuBLAS's plain product instead of the batched one.
     check("input seq 4x4; attention heads=2 causal", {3}, 1.0f, 1e-5f);
-    // Saturated: inputs x 30 make nearly one-hot rows.
+    // Saturated: inputs x 30 make nearly one-hot rows; x 40, scores far
+    // beyond where e^s overflows unless the row's maximum is subtracted.
     check("input seq 5x8; attention heads=2 causal", {5, 2}, 30.0f, 1e-4f);
+    check("input seq 7x8; attention heads=2", {7, 3}, 40.0f, 1e-4f);
     // Rows longer than a block's 256 threads.
     check("input seq 260x2; attention heads=1", {260}, 1.0f, 1e-4f);
     EXPECT_GT(emu::launches_of("attention_softmax_forward_kernel"), forward_before);

@@ -132,6 +132,16 @@ void expect_same(const std::string &what, const Floats &a, const Floats &b) {
     expect_close(what, a, b, 0.0f);
 }
 
+// No NaN or infinity in v: where both sides share the math (engine/math.h),
+// a fault there gives the same NaN on both, which the comparisons accept.
+void expect_finite(const std::string &what, const Floats &v) {
+    for (size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i])) {
+            ADD_FAILURE() << what << "[" << i << "] is " << v[i];
+            return;
+        }
+}
+
 // The three schedules of the blocks and threads; `run` returns the results of
 // one run, which must not depend on the schedule.
 template <typename Result, typename Run>
@@ -200,9 +210,10 @@ OpInputs inputs_for(const Network &net, int64_t n, uint64_t seed) {
     return in;
 }
 
-// Runs `spec`'s second node on both sides in one mode and compares.
-void check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
-              const OpInputs *given = nullptr, uint64_t key = 0) {
+// Runs `spec`'s second node on both sides in one mode and compares;
+// returns the emulated GPU's results.
+OpResult check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
+                  const OpInputs *given = nullptr, uint64_t key = 0) {
     const Network net = parse_spec(spec);
     const OpInputs in = given ? *given : inputs_for(net, n, std::hash<std::string>()(spec) + n);
     const std::string what = "\"" + spec + "\" batch " + std::to_string(n) +
@@ -216,6 +227,7 @@ void check_op(const std::string &spec, int64_t n, bool training, const Tolerance
     expect_close(what + " state", gpu.state, cpu.state, tol.state);
     expect_close(what + " dx", gpu.dx, cpu.dx, tol.dx);
     expect_close(what + " grads", gpu.grads, cpu.grads, tol.grads);
+    return gpu;
 }
 
 void check_op_both_modes(const std::string &spec, int64_t n, const Tolerance &tol) {
@@ -252,6 +264,22 @@ TEST(Ops, Softmax) {
     check_op("input 7x5x33; softmax", 3, true, tol);
     check_op("input 300x301x1; softmax", 1, true, tol);
     check_op("input 9x7x65; softmax", 1, false, tol);
+    // Large logits (x 40: up to 240 apart), where e^x overflows or every
+    // term underflows unless each group's own maximum is subtracted first:
+    // rows within a block and longer, pixels (more than the emulated grid's
+    // threads in the last).
+    const struct {
+        const char *spec;
+        int64_t n;
+    } large[] = {{"input 65; softmax", 3}, {"input 1000; softmax", 2}, {"input 7x5x33; softmax", 3},
+                 {"input 30x31x3; softmax", 1}};
+    for (const auto &c : large) {
+        OpInputs in = inputs_for(parse_spec(c.spec), c.n, 40);
+        for (float &v : in.x) v *= 40.0f;
+        const OpResult gpu = check_op(c.spec, c.n, true, tol, &in);
+        expect_finite(std::string(c.spec) + " x 40 y", gpu.y);
+        expect_finite(std::string(c.spec) + " x 40 dx", gpu.dx);
+    }
     launched.check();
 }
 
@@ -760,6 +788,7 @@ void expect_loss_matches_cpu(const std::string &what, const std::function<Floats
     const Floats cpu = run(cpu_side());
     expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1), Floats(cpu.begin(), cpu.end() - 1));
     expect_close(what + " loss", {gpu.back()}, {cpu.back()}, tolerance);
+    expect_finite(what + " dy and loss", gpu);
 }
 
 TEST(Losses, Mse) {
@@ -781,16 +810,21 @@ TEST(Losses, CrossEntropy) {
     const struct {
         int64_t n, k;
     } shapes[] = {{1, 1}, {3, 10}, {257, 65}, {70001, 3}, {1, 30001}};
-    for (const auto &sh : shapes) {
-        const size_t count = static_cast<size_t>(sh.n * sh.k);
-        const Floats y = uniform(count, count, -20.0f, 20.0f);
-        std::vector<int32_t> labels(sh.n);
-        std::mt19937_64 random(count);
-        for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
-        expect_loss_matches_cpu("xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k), [&](Side side) {
-            return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
-        });
-    }
+    // Logits in [-20, 20], and in [-120, 120] (40 times the usual [-3, 3]),
+    // where e^y overflows unless the row's maximum is subtracted first.
+    for (float most : {20.0f, 120.0f})
+        for (const auto &sh : shapes) {
+            const size_t count = static_cast<size_t>(sh.n * sh.k);
+            const Floats y = uniform(count, count, -most, most);
+            std::vector<int32_t> labels(sh.n);
+            std::mt19937_64 random(count);
+            for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
+            const std::string what = "xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k) + " logits to " +
+                                     std::to_string(int(most));
+            expect_loss_matches_cpu(what, [&](Side side) {
+                return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
+            });
+        }
     launched.check();
 }
 

@@ -11,8 +11,10 @@
 // equal to the CPU's: exactly where
 // both add in the same order, within a stated tolerance where a reduction's
 // order differs. KernelCoverage.EveryKernelHasACase fails when a __global__
-// kernel of cuda/*.cu has no case in kKernelCases.
+// kernel of cuda/ (its .cu, .cuh and .h files) has no case in kKernelCases.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -1190,12 +1192,13 @@ TEST(Emulation, BadConfigurationIsAnError) {
 
 // ---- coverage -------------------------------------------------------------------------
 
-// The __global__ kernels of every .cu file in dir.
+// The __global__ kernels of every .cu, .cuh and .h file under dir.
 std::set<std::string> kernels_in(const std::string &dir) {
     const std::regex global(R"(__global__\s+[\w:<>\s\*]*?\b(\w+)\s*\()");
     std::set<std::string> names;
-    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
-        if (entry.path().extension() != ".cu") continue;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(dir)) {
+        const std::filesystem::path ext = entry.path().extension();
+        if (ext != ".cu" && ext != ".cuh" && ext != ".h") continue;
         std::ifstream in(entry.path());
         std::stringstream source;
         source << in.rdbuf();
@@ -1204,6 +1207,24 @@ std::set<std::string> kernels_in(const std::string &dir) {
             names.insert((*it)[1]);
     }
     return names;
+}
+
+// A kernel in a header or a subfolder is found as one in a .cu file.
+TEST(KernelCoverage, ScansHeadersAndSubfolders) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("snn_kernel_scan_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir / "sub");
+    const std::pair<const char *, const char *> files[] = {
+        {"a.cu", "__global__ void in_cu_kernel(float *x) {}\n"},
+        {"b.cuh", "template <int N>\n__global__ void in_cuh_kernel(const float *x, int n) {}\n"},
+        {"c.h", "static __global__ void in_h_kernel() {}\n"},
+        {"sub/d.cuh", "__global__ void in_subfolder_kernel(int *n) {}\n"},
+        {"e.txt", "__global__ void not_a_source_kernel() {}\n"}};
+    for (const auto &f : files) std::ofstream(dir / f.first) << f.second;
+    const std::set<std::string> kernels = kernels_in(dir.string());
+    std::filesystem::remove_all(dir);
+    EXPECT_EQ(kernels, (std::set<std::string>{"in_cu_kernel", "in_cuh_kernel", "in_h_kernel",
+                                               "in_subfolder_kernel"}));
 }
 
 TEST(KernelCoverage, EveryKernelHasACase) {

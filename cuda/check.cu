@@ -74,10 +74,9 @@ void check_launch(const char *kernel) {
 }
 
 unsigned int blocks_for(size_t count) {
-    const size_t max_blocks = 65536;  // grid-stride loops cover the rest
     size_t blocks = (count + kThreads - 1) / kThreads;
     if (blocks == 0) blocks = 1;
-    return static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks);
+    return static_cast<unsigned int>(blocks < kGridStrideBlocks ? blocks : kGridStrideBlocks);
 }
 
 }  // namespace cu

@@ -46,8 +46,16 @@ void check(cudnnStatus_t status, const char *call);
 void check_launch(const char *kernel);
 
 // Threads per block of the elementwise kernels, and their grid: enough
-// blocks to cover `count` items, capped (kernels use grid-stride loops).
+// blocks to cover `count` items, at most kGridStrideBlocks (the kernels use
+// grid-stride loops). A GPU gets enough blocks to fill it; the emulated
+// runtime (cuda/emulation) a handful, so that the loops of its tests go
+// round more than once.
 constexpr int kThreads = 256;
+#if defined(SNN_CUDA_EMULATED)
+constexpr size_t kGridStrideBlocks = 3;
+#else
+constexpr size_t kGridStrideBlocks = 65536;
+#endif
 unsigned int blocks_for(size_t count);
 
 }  // namespace cu

@@ -3,13 +3,16 @@
 // cublas_v2.h and cudnn.h beside it) with SNN_CUDA_EMULATED defined, and the
 // kernels run on the CPU (emulation.cpp). See docs/adding-an-op.md.
 //
-// - A launch (cuda/launch.h) runs at once, on the calling thread: every
-//   block in order, each block's threads as fibers. A thread runs until it
-//   reaches __syncthreads or ends; when every thread of the block waits at
-//   the same __syncthreads, the next round starts. The order of the threads
-//   in each round is a schedule (in order, reversed, or shuffled from a
-//   seed), so a kernel whose result depends on timing gives different
+// - A launch (cuda/launch.h) runs at once, on the calling thread: one
+//   block after another, each block's threads as fibers. A thread runs until
+//   it reaches __syncthreads or ends; when every thread of the block waits
+//   at the same __syncthreads, the next round starts. The order of the
+//   blocks of a launch and of the threads in each round is a schedule (in
+//   order, reversed, or shuffled from a seed), so a kernel whose result
+//   depends on timing, within a block or between blocks, gives different
 //   results under different schedules.
+// - The grid-stride kernels' grids are a handful of blocks (check.h's
+//   kGridStrideBlocks), so their loops go round more than once.
 // - A __syncthreads that only some threads of a block reach (a thread ends
 //   while others wait, or threads wait at different barriers) fails the
 //   launch: cudaGetLastError returns cudaErrorLaunchFailure and
@@ -19,7 +22,11 @@
 // - Streams and events are handles only: every copy, fill and launch has
 //   finished when its call returns, which keeps stream order trivially.
 // - Device memory is host memory, filled with NaN bytes (0xFF) when
-//   allocated, so a kernel that reads what nothing wrote gives NaN.
+//   allocated, so a kernel that reads what nothing wrote gives NaN. Each
+//   allocation is exactly its size between two guards; a launch or cudaFree
+//   that finds a guard overwritten aborts, naming the kernel (or cudaFree)
+//   and the allocation's size (under AddressSanitizer the store itself is
+//   reported).
 // - Warp intrinsics (__shfl_*, votes) and atomics are not provided: a kernel
 //   using them does not compile here.
 #pragma once
@@ -156,7 +163,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, F *) {
 namespace snn {
 namespace emu {
 
-// The order in which a block's threads run in each round.
+// The order in which the blocks of a launch run, and a block's threads in
+// each round.
 enum class Schedule { in_order, reversed, shuffled };
 
 // Sets the schedule of the launches that follow (shuffled: from `seed` and

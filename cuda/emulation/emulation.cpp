@@ -191,13 +191,14 @@ std::string site_text(const Fiber &f) {
     return std::string(f.file) + ":" + std::to_string(f.line);
 }
 
-// The order of this round's threads.
-void order_threads(std::vector<unsigned int> &order, unsigned int count) {
+// The schedule's order of `count` threads of a round, or blocks of a launch.
+template <typename Index>
+void order_of(std::vector<Index> &order, Index count) {
     order.resize(count);
-    for (unsigned int i = 0; i < count; ++i)
+    for (Index i = 0; i < count; ++i)
         order[i] = g.schedule == Schedule::reversed ? count - 1 - i : i;
     if (g.schedule == Schedule::shuffled)
-        for (unsigned int i = count - 1; i > 0; --i)
+        for (Index i = count - 1; i > 0; --i)
             std::swap(order[i], order[g.random() % (i + 1)]);
 }
 
@@ -212,7 +213,7 @@ std::string run_block(unsigned int count) {
     }
     std::vector<unsigned int> order;
     for (;;) {
-        order_threads(order, count);
+        order_of(order, count);
         for (unsigned int t : order)
             if (g.fibers[t].state == State::ready) resume(g.fibers[t]);
         const Fiber *waiting = nullptr, *ended = nullptr;
@@ -237,6 +238,83 @@ std::string run_block(unsigned int count) {
                    site_text(*waiting) + ")";
         for (unsigned int t = 0; t < count; ++t) g.fibers[t].state = State::ready;
     }
+}
+
+// ---- device memory ---------------------------------------------------------------
+
+// Each allocation is exactly the bytes asked for, 256-byte aligned as
+// CUDA's, between two guards of kGuardBytes set to a pattern of its own. A
+// sanitizer build poisons the guards, so a store into one is reported where
+// it happens; otherwise the guards of every live allocation are compared
+// with their pattern after each launch and an allocation's own at cudaFree.
+constexpr size_t kGuardBytes = 256;
+
+struct Allocation {
+    size_t bytes;
+    uint32_t serial;  // its number among the allocations, for its pattern
+};
+
+// The device pointers given out.
+std::map<char *, Allocation> g_allocations;
+uint32_t g_serial = 0;
+
+// Byte `offset` (from the start of the front guard) of the guards of the
+// allocation numbered `serial`. Each allocation has a sequence of its own,
+// so a copy from one guard into another shows; read as floats at 4-byte
+// boundaries it is never NaN or infinite (its exponent is below 0x80), so
+// arithmetic with it never gives back its own bits, as NaN + NaN does.
+char guard_byte(uint32_t serial, size_t offset) {
+    uint32_t h = (serial + 1) * 0x9E3779B1u ^ static_cast<uint32_t>(offset / 4) * 0x85EBCA6Bu;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h &= 0xBFFFFFFFu;
+    return static_cast<char>(h >> (8 * (offset % 4)));
+}
+
+void set_guards(char *p, const Allocation &a) {
+    char *front = p - kGuardBytes, *back = p + a.bytes;
+    for (size_t i = 0; i < kGuardBytes; ++i) {
+        front[i] = guard_byte(a.serial, i);
+        back[i] = guard_byte(a.serial, kGuardBytes + a.bytes + i);
+    }
+#if defined(SNN_EMU_ASAN)
+    __asan_poison_memory_region(front, kGuardBytes);
+    __asan_poison_memory_region(back, kGuardBytes);
+#endif
+}
+
+// Aborts, naming `when`, the allocation's size and the overwritten byte
+// nearest to it, if a guard of the allocation at p no longer holds its
+// pattern.
+void check_guards_of(const char *p, const Allocation &a, const std::string &when) {
+#if defined(SNN_EMU_ASAN)
+    (void)p, (void)a, (void)when;
+#else
+    long long at = 0;
+    bool damaged = false;
+    for (size_t i = 0; i < kGuardBytes && !damaged; ++i)
+        if (p[a.bytes + i] != guard_byte(a.serial, kGuardBytes + a.bytes + i)) {
+            at = (long long)(a.bytes + i);
+            damaged = true;
+        }
+    for (size_t i = 1; i <= kGuardBytes && !damaged; ++i)
+        if (p[-(long long)i] != guard_byte(a.serial, kGuardBytes - i)) {
+            at = -(long long)i;
+            damaged = true;
+        }
+    if (!damaged) return;
+    std::fprintf(stderr,
+                 "snn emulated CUDA, %s: memory outside a %zu-byte device allocation was "
+                 "overwritten: its byte %lld (%s)\n",
+                 when.c_str(), a.bytes, at, at < 0 ? "before its start" : "past its end");
+    std::abort();
+#endif
+}
+
+void check_guards(const std::string &when) {
+    for (const auto &allocation : g_allocations)
+        check_guards_of(allocation.first, allocation.second, when);
 }
 
 // "gather_kernel<W>" -> "gather_kernel"
@@ -276,18 +354,19 @@ void run_kernel(const char *name, dim3 grid, dim3 block, cudaStream_t, void (*bo
     g.random.seed(g.seed ^ (0x9E3779B97F4A7C15ull * number) ^ std::hash<std::string>()(kernel));
     gridDim = grid;
     blockDim = block;
-    for (unsigned int z = 0; z < grid.z; ++z)
-        for (unsigned int y = 0; y < grid.y; ++y)
-            for (unsigned int x = 0; x < grid.x; ++x) {
-                blockIdx = dim3(x, y, z);
-                const std::string error = run_block(static_cast<unsigned int>(threads));
-                if (!error.empty()) {
-                    fail(cudaErrorLaunchFailure, "unspecified launch failure: kernel " + kernel +
-                                                     ", block " + index_text(blockIdx) + ": " +
-                                                     error);
-                    return;
-                }
-            }
+    std::vector<uint64_t> blocks;
+    order_of(blocks, uint64_t(grid.x) * grid.y * grid.z);
+    for (uint64_t b : blocks) {
+        blockIdx = dim3(unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                        unsigned(b / grid.x / grid.y));
+        const std::string error = run_block(static_cast<unsigned int>(threads));
+        if (!error.empty()) {
+            fail(cudaErrorLaunchFailure, "unspecified launch failure: kernel " + kernel +
+                                             ", block " + index_text(blockIdx) + ": " + error);
+            return;
+        }
+    }
+    check_guards("after kernel " + kernel);
 }
 
 }  // namespace emu
@@ -384,19 +463,37 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 
 // Device memory starts as NaN bytes, so reading unwritten memory shows.
 cudaError_t cudaMalloc(void **p, size_t bytes) {
+    using snn::emu::kGuardBytes;
     if (bytes == 0) {
         *p = nullptr;
         return cudaSuccess;
     }
-    void *q = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (q == nullptr) return cudaErrorMemoryAllocation;
+    void *front = nullptr;
+    if (posix_memalign(&front, 256, kGuardBytes + bytes + kGuardBytes) != 0)
+        return cudaErrorMemoryAllocation;
+    char *q = static_cast<char *>(front) + kGuardBytes;
     std::memset(q, 0xFF, bytes);
+    const snn::emu::Allocation a{bytes, snn::emu::g_serial++};
+    snn::emu::set_guards(q, a);
+    snn::emu::g_allocations[q] = a;
     *p = q;
     return cudaSuccess;
 }
 
 cudaError_t cudaFree(void *p) {
-    std::free(p);
+    using snn::emu::kGuardBytes;
+    if (p == nullptr) return cudaSuccess;
+    auto it = snn::emu::g_allocations.find(static_cast<char *>(p));
+    if (it == snn::emu::g_allocations.end())
+        return snn::emu::fail(cudaErrorInvalidValue, "invalid argument");
+    const size_t bytes = it->second.bytes;
+    snn::emu::check_guards_of(it->first, it->second, "at cudaFree");
+    snn::emu::g_allocations.erase(it);
+    char *front = static_cast<char *>(p) - kGuardBytes;
+#if defined(SNN_EMU_ASAN)
+    __asan_unpoison_memory_region(front, kGuardBytes + bytes + kGuardBytes);
+#endif
+    std::free(front);
     return cudaSuccess;
 }
 

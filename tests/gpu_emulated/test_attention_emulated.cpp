@@ -3,7 +3,7 @@
 // CPU's, through both kernel tables, with per-sample lengths: one head, a
 // head per feature, causal, lengths 1 and T in one batch, a batch of one,
 // rows longer than a block, saturated scores. Each run is repeated under the
-// three schedules of a block's threads, which must give the same bits; the
+// three schedules of the blocks and threads, which must give the same bits; the
 // CPU sums its rows in another order, so the comparison has a tolerance.
 #include <gtest/gtest.h>
 
@@ -65,7 +65,7 @@ void check(const std::string &spec, std::vector<int32_t> lengths, float scale, f
         }
         EXPECT_TRUE(same_bits(gpu.y, first.y) && same_bits(gpu.aux, first.aux) && same_bits(gpu.dx, first.dx) &&
                     same_bits(gpu.grads, first.grads))
-            << "results depend on the order of a block's threads";
+            << "results depend on the order of the blocks or threads";
     }
     expect_close("y", first.y, cpu.y, tol);
     expect_close("aux", first.aux, cpu.aux, tol);
@@ -92,8 +92,10 @@ TEST(AttentionEmulated, MaskedSoftmax) {
     check("input seq 4x4; attention heads=4 causal", {3, 4}, 1.0f, 1e-5f);
     // One sample: cuBLAS's plain product instead of the batched one.
     check("input seq 4x4; attention heads=2 causal", {3}, 1.0f, 1e-5f);
-    // Saturated: inputs x 30 make nearly one-hot rows.
+    // Saturated: inputs x 30 make nearly one-hot rows; x 40, scores far
+    // beyond where e^s overflows unless the row's maximum is subtracted.
     check("input seq 5x8; attention heads=2 causal", {5, 2}, 30.0f, 1e-4f);
+    check("input seq 7x8; attention heads=2", {7, 3}, 40.0f, 1e-4f);
     // Rows longer than a block's 256 threads.
     check("input seq 260x2; attention heads=1", {260}, 1.0f, 1e-4f);
     EXPECT_GT(emu::launches_of("attention_softmax_forward_kernel"), forward_before);

@@ -5,13 +5,16 @@
 // conv1d's lowering), compared with the CPU backend (or plain loops) at odd
 // sizes.
 //
-// Every case runs under three schedules of each block's threads (in order,
-// reversed, shuffled), whose results must be identical bit for bit (the
-// kernels reduce in a fixed order), and equal to the CPU's: exactly where
+// Every case runs under three schedules of the blocks of each launch and
+// of each block's threads (in order, reversed, shuffled), whose results
+// must be identical bit for bit (the kernels reduce in a fixed order), and
+// equal to the CPU's: exactly where
 // both add in the same order, within a stated tolerance where a reduction's
 // order differs. KernelCoverage.EveryKernelHasACase fails when a __global__
-// kernel of cuda/*.cu has no case in kKernelCases.
+// kernel of cuda/ (its .cu, .cuh and .h files) has no case in kKernelCases.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -131,7 +134,17 @@ void expect_same(const std::string &what, const Floats &a, const Floats &b) {
     expect_close(what, a, b, 0.0f);
 }
 
-// The three schedules of a block's threads; `run` returns the results of
+// No NaN or infinity in v: where both sides share the math (engine/math.h),
+// a fault there gives the same NaN on both, which the comparisons accept.
+void expect_finite(const std::string &what, const Floats &v) {
+    for (size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i])) {
+            ADD_FAILURE() << what << "[" << i << "] is " << v[i];
+            return;
+        }
+}
+
+// The three schedules of the blocks and threads; `run` returns the results of
 // one run, which must not depend on the schedule.
 template <typename Result, typename Run>
 Result under_every_schedule(const std::string &what, Run run,
@@ -149,7 +162,7 @@ Result under_every_schedule(const std::string &what, Run run,
         if (sc.schedule == emu::Schedule::in_order)
             first = r;
         else
-            compare(what + " (threads " + sc.name + " against in order)", r, first);
+            compare(what + " (blocks and threads " + sc.name + " against in order)", r, first);
     }
     return first;
 }
@@ -199,9 +212,10 @@ OpInputs inputs_for(const Network &net, int64_t n, uint64_t seed) {
     return in;
 }
 
-// Runs `spec`'s second node on both sides in one mode and compares.
-void check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
-              const OpInputs *given = nullptr, uint64_t key = 0) {
+// Runs `spec`'s second node on both sides in one mode and compares;
+// returns the emulated GPU's results.
+OpResult check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
+                  const OpInputs *given = nullptr, uint64_t key = 0) {
     const Network net = parse_spec(spec);
     const OpInputs in = given ? *given : inputs_for(net, n, std::hash<std::string>()(spec) + n);
     const std::string what = "\"" + spec + "\" batch " + std::to_string(n) +
@@ -215,6 +229,7 @@ void check_op(const std::string &spec, int64_t n, bool training, const Tolerance
     expect_close(what + " state", gpu.state, cpu.state, tol.state);
     expect_close(what + " dx", gpu.dx, cpu.dx, tol.dx);
     expect_close(what + " grads", gpu.grads, cpu.grads, tol.grads);
+    return gpu;
 }
 
 void check_op_both_modes(const std::string &spec, int64_t n, const Tolerance &tol) {
@@ -251,6 +266,22 @@ TEST(Ops, Softmax) {
     check_op("input 7x5x33; softmax", 3, true, tol);
     check_op("input 300x301x1; softmax", 1, true, tol);
     check_op("input 9x7x65; softmax", 1, false, tol);
+    // Large logits (x 40: up to 240 apart), where e^x overflows or every
+    // term underflows unless each group's own maximum is subtracted first:
+    // rows within a block and longer, pixels (more than the emulated grid's
+    // threads in the last).
+    const struct {
+        const char *spec;
+        int64_t n;
+    } large[] = {{"input 65; softmax", 3}, {"input 1000; softmax", 2}, {"input 7x5x33; softmax", 3},
+                 {"input 30x31x3; softmax", 1}};
+    for (const auto &c : large) {
+        OpInputs in = inputs_for(parse_spec(c.spec), c.n, 40);
+        for (float &v : in.x) v *= 40.0f;
+        const OpResult gpu = check_op(c.spec, c.n, true, tol, &in);
+        expect_finite(std::string(c.spec) + " x 40 y", gpu.y);
+        expect_finite(std::string(c.spec) + " x 40 dx", gpu.dx);
+    }
     launched.check();
 }
 
@@ -373,9 +404,10 @@ TEST(Ops, Embedding) {
             check_op(spec, n, true, {}, &in);
         }
     }
-    // More columns and partitions than the grid's threads: grid-stride loops.
-    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 2, 3000);
-    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 2, false, {}, &in);
+    // More values, and columns x partitions, than the emulated grid's threads
+    // (cu::kGridStrideBlocks blocks): the grid-stride loops go round.
+    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 5, 3000);
+    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 5, false, {}, &in);
     launched.check();
 }
 
@@ -433,9 +465,11 @@ void compare_lowered(const std::string &what, const Conv1dLowered &a, const Conv
 TEST(Ops, Conv1dLowering) {
     Launched launched({"conv1d_lower_kernel", "conv1d_lower_adjoint_kernel"});
     // {T, C, K, stride, pad, dilation}: plain, strided past the kernel,
-    // dilated, padding wider than the kernel, one output step.
+    // dilated, padding wider than the kernel, one output step, and more
+    // values than the emulated grid's threads (the grid-stride loops go round).
     const int64_t shapes[][6] = {{9, 3, 3, 1, 0, 1}, {10, 2, 2, 3, 1, 1}, {11, 5, 3, 2, 2, 3},
-                                 {3, 2, 2, 1, 4, 1}, {5, 33, 5, 1, 0, 1}, {1, 1, 1, 1, 0, 1}};
+                                 {3, 2, 2, 1, 4, 1}, {5, 33, 5, 1, 0, 1}, {1, 1, 1, 1, 0, 1},
+                                 {64, 9, 3, 2, 1, 2}};
     const int64_t n = 4, first = 1, nb = 3;
     for (const auto &g : shapes) {
         const int64_t t = g[0], c = g[1], k = g[2], stride = g[3], pad = g[4], dil = g[5];
@@ -574,11 +608,12 @@ TEST(Elementwise, ActivationGrad) {
 TEST(Elementwise, ChannelSums) {
     Launched launched({"channel_sums_kernel", "column_sums_kernel", "slice_totals_kernel"});
     // One slice and several (images: 8192 values or more a channel; vectors:
-    // 64 rows or more), odd channel counts across column blocks.
+    // 64 rows or more), odd channel counts across column blocks, and more
+    // channels than the emulated grid's threads (slice_totals goes round).
     const struct {
         int64_t outer, channels, inner;
     } shapes[] = {{1, 1, 1},  {257, 65, 1}, {3, 33, 35}, {3, 1, 90300}, {257, 1, 1},
-                  {20, 3, 1000}, {31, 300, 1}, {70, 257, 1}};
+                  {20, 3, 1000}, {31, 300, 1}, {70, 257, 1}, {70, 1001, 1}};
     for (const auto &sh : shapes) {
         const size_t total = static_cast<size_t>(sh.outer * sh.channels * sh.inner);
         const Floats dz = uniform(total, total);
@@ -755,6 +790,7 @@ void expect_loss_matches_cpu(const std::string &what, const std::function<Floats
     const Floats cpu = run(cpu_side());
     expect_same(what + " dy", Floats(gpu.begin(), gpu.end() - 1), Floats(cpu.begin(), cpu.end() - 1));
     expect_close(what + " loss", {gpu.back()}, {cpu.back()}, tolerance);
+    expect_finite(what + " dy and loss", gpu);
 }
 
 TEST(Losses, Mse) {
@@ -776,16 +812,21 @@ TEST(Losses, CrossEntropy) {
     const struct {
         int64_t n, k;
     } shapes[] = {{1, 1}, {3, 10}, {257, 65}, {70001, 3}, {1, 30001}};
-    for (const auto &sh : shapes) {
-        const size_t count = static_cast<size_t>(sh.n * sh.k);
-        const Floats y = uniform(count, count, -20.0f, 20.0f);
-        std::vector<int32_t> labels(sh.n);
-        std::mt19937_64 random(count);
-        for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
-        expect_loss_matches_cpu("xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k), [&](Side side) {
-            return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
-        });
-    }
+    // Logits in [-20, 20], and in [-120, 120] (40 times the usual [-3, 3]),
+    // where e^y overflows unless the row's maximum is subtracted first.
+    for (float most : {20.0f, 120.0f})
+        for (const auto &sh : shapes) {
+            const size_t count = static_cast<size_t>(sh.n * sh.k);
+            const Floats y = uniform(count, count, -most, most);
+            std::vector<int32_t> labels(sh.n);
+            std::mt19937_64 random(count);
+            for (int32_t &l : labels) l = static_cast<int32_t>(random() % sh.k);
+            const std::string what = "xent " + std::to_string(sh.n) + "x" + std::to_string(sh.k) + " logits to " +
+                                     std::to_string(int(most));
+            expect_loss_matches_cpu(what, [&](Side side) {
+                return run_loss(side, LossKind::logit_crossentropy, sh.n, sh.k, y, {}, labels);
+            });
+        }
     launched.check();
 }
 
@@ -1075,6 +1116,60 @@ TEST(Emulation, BarrierOrdersSharedMemory) {
     }
 }
 
+// Block b + 1 reads what block b wrote: a dependence between the blocks of
+// one launch, which a GPU does not order.
+__global__ void chained_blocks_kernel(float *out) {
+    if (threadIdx.x == 0) out[blockIdx.x + 1] = out[blockIdx.x] + 1.0f;
+}
+
+// The schedules order the blocks too: the chain comes out whole only with
+// the blocks in order.
+TEST(Emulation, BlocksRunInTheScheduleOrder) {
+    const unsigned blocks = 16;
+    std::map<emu::Schedule, Floats> out;
+    for (emu::Schedule s :
+         {emu::Schedule::in_order, emu::Schedule::reversed, emu::Schedule::shuffled}) {
+        emu::set_schedule(s, 1);
+        out[s] = Floats(blocks + 1, 0.0f);
+        SNN_LAUNCH(chained_blocks_kernel, blocks, 32, nullptr, out[s].data());
+        EXPECT_EQ(launch_error(), "");
+    }
+    EXPECT_EQ(out[emu::Schedule::in_order][blocks], float(blocks));
+    EXPECT_EQ(out[emu::Schedule::reversed][blocks], 1.0f);
+    EXPECT_NE(out[emu::Schedule::shuffled], out[emu::Schedule::in_order]);
+    EXPECT_NE(out[emu::Schedule::shuffled], out[emu::Schedule::reversed]);
+}
+
+// Writes element n of out, one past the end of its n floats.
+__global__ void past_the_end_kernel(float *out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) out[i] = 1.0f;
+}
+
+// A store past the end of device memory aborts, naming the kernel (or
+// cudaFree, for a host copy) and the allocation's size; under
+// AddressSanitizer the store itself is reported.
+TEST(Emulation, StorePastTheEndAborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            float *out = nullptr;
+            cudaMalloc(&out, 257 * sizeof(float));
+            SNN_LAUNCH(past_the_end_kernel, 2, cu::kThreads, nullptr, out, 257);
+        },
+        "after kernel past_the_end_kernel: memory outside a 1028-byte device allocation was "
+        "overwritten: its byte 1028 \\(past its end\\)|use-after-poison");
+    EXPECT_DEATH(
+        {
+            char *p = nullptr;
+            cudaMalloc(&p, 10);
+            p[-1] = static_cast<char>(~p[-1]);
+            cudaFree(p);
+        },
+        "at cudaFree: memory outside a 10-byte device allocation was overwritten: its byte -1 "
+        "\\(before its start\\)|use-after-poison");
+}
+
 // A bad configuration reaches the backend's launch check as on a GPU.
 TEST(Emulation, BadConfigurationIsAnError) {
     Floats out(cu::kThreads);
@@ -1097,12 +1192,13 @@ TEST(Emulation, BadConfigurationIsAnError) {
 
 // ---- coverage -------------------------------------------------------------------------
 
-// The __global__ kernels of every .cu file in dir.
+// The __global__ kernels of every .cu, .cuh and .h file under dir.
 std::set<std::string> kernels_in(const std::string &dir) {
     const std::regex global(R"(__global__\s+[\w:<>\s\*]*?\b(\w+)\s*\()");
     std::set<std::string> names;
-    for (const auto &entry : std::filesystem::directory_iterator(dir)) {
-        if (entry.path().extension() != ".cu") continue;
+    for (const auto &entry : std::filesystem::recursive_directory_iterator(dir)) {
+        const std::filesystem::path ext = entry.path().extension();
+        if (ext != ".cu" && ext != ".cuh" && ext != ".h") continue;
         std::ifstream in(entry.path());
         std::stringstream source;
         source << in.rdbuf();
@@ -1111,6 +1207,24 @@ std::set<std::string> kernels_in(const std::string &dir) {
             names.insert((*it)[1]);
     }
     return names;
+}
+
+// A kernel in a header or a subfolder is found as one in a .cu file.
+TEST(KernelCoverage, ScansHeadersAndSubfolders) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("snn_kernel_scan_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir / "sub");
+    const std::pair<const char *, const char *> files[] = {
+        {"a.cu", "__global__ void in_cu_kernel(float *x) {}\n"},
+        {"b.cuh", "template <int N>\n__global__ void in_cuh_kernel(const float *x, int n) {}\n"},
+        {"c.h", "static __global__ void in_h_kernel() {}\n"},
+        {"sub/d.cuh", "__global__ void in_subfolder_kernel(int *n) {}\n"},
+        {"e.txt", "__global__ void not_a_source_kernel() {}\n"}};
+    for (const auto &f : files) std::ofstream(dir / f.first) << f.second;
+    const std::set<std::string> kernels = kernels_in(dir.string());
+    std::filesystem::remove_all(dir);
+    EXPECT_EQ(kernels, (std::set<std::string>{"in_cu_kernel", "in_cuh_kernel", "in_h_kernel",
+                                               "in_subfolder_kernel"}));
 }
 
 TEST(KernelCoverage, EveryKernelHasACase) {

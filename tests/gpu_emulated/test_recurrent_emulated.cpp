@@ -4,8 +4,8 @@
 // plain loops) and compared with the CPU backend: forward (output and kept
 // values) and backward (input and parameter gradients), with and without
 // lengths (1 and T in one batch), both directions, last, no biases, and
-// saturated gates. Each run is repeated under the three schedules of a
-// block's threads, which must give the same bits. The products add in
+// saturated gates. Each run is repeated under the three schedules of the
+// blocks and threads, which must give the same bits. The products add in
 // another order than OpenBLAS, hence the tolerances.
 #include <gtest/gtest.h>
 
@@ -91,6 +91,9 @@ void check_op(const char *op, const std::vector<std::string> &kernels) {
             for (float scale : {1.0f, 12.0f})
                 check(std::string("input seq 6x3; ") + op + " 5" + options, 5, lengths, scale);
     check(std::string("input seq 1x4; ") + op + " 3 bidirectional", 2, {}, 1.0f);
+    // More gate rows (batch x units) than the emulated grid's threads: the
+    // grid-stride loops go round.
+    check(std::string("input seq 3x4; ") + op + " 257", 4, {3, 1, 2, 3}, 0.5f);
     for (size_t i = 0; i < kernels.size(); ++i)
         EXPECT_GT(emu::launches_of(kernels[i].c_str()), before[i]) << kernels[i] << " never ran";
 }

@@ -940,7 +940,10 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  *     (kept finite as a float);
  *   - NaN or Inf (an overflow): snn_backprop still returns SNN_OK (with the
  *     loss when it is finite), the step is marked skipped, S is multiplied by
- *     backoff_factor and the count of good steps restarts; the next
+ *     backoff_factor but kept at least FLT_MIN (2^-126, the smallest normal
+ *     float, whose inverse is still finite: at that scale a gradient that is
+ *     finite in float32 is taken, so only a gradient that overflows without
+ *     scaling skips every step) and the count of good steps restarts; the next
  *     snn_optimiser_step with this cache returns SNN_OK without changing the
  *     parameters or the optimiser's step count.
  * Gradients replaced after snn_backprop by snn_set_gradients (summed over
@@ -956,10 +959,13 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  * interval 2000) unless it is on already; (c, 0) turns it off (and forgets
  * its state). Works at every precision and on every device. */
 SNN_API snn_status snn_set_loss_scaling(snn_backward_cache *cache, int32_t on);
-/* Turns loss scaling on with these settings and state: scale finite and > 0
- * as a float, growth_factor > 1, backoff_factor in (0, 1), growth_interval in
- * [1, 2^53], good_steps in [0, growth_interval). Errors:
- * SNN_ERR_INVALID_ARGUMENT naming the value (nothing changed). */
+/* Turns loss scaling on with these settings and state: scale a finite float
+ * of at least FLT_MIN (a scale that is 0 or subnormal as a float is refused:
+ * from 2^-128 down its inverse overflows a float and every step would be
+ * skipped), growth_factor > 1,
+ * backoff_factor in (0, 1), growth_interval in [1, 2^53], good_steps in
+ * [0, growth_interval). Errors: SNN_ERR_INVALID_ARGUMENT naming the value
+ * (nothing changed). */
 SNN_API snn_status snn_set_loss_scaling_state(snn_backward_cache *cache, double scale, double growth_factor,
                                               double backoff_factor, int64_t growth_interval,
                                               int64_t good_steps);

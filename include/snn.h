@@ -1068,8 +1068,9 @@ SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
  * and scaling is on (its settings, scale and good steps, as metadata
  * "loss_scaling.*"), so training with a GradScaler resumes where it was.
  * snn_checkpoint_load reads such a checkpoint as any other (checking the
- * loss scaling too); snn_checkpoint_load_loss_scaling then gives a backward
- * cache its scaling back. */
+ * loss scaling too, its growth interval and good steps as decimal
+ * integers); snn_checkpoint_load_loss_scaling then gives a backward cache
+ * its scaling back. */
 SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_optimiser *optimiser,
                                           const snn_backward_cache *cache, const char *path);
 /* Sets the cache's loss scaling to the checkpoint's: on with its settings

@@ -188,17 +188,24 @@ LossScaler read_loss_scaling(const SafetensorsHeader &h) {
         }
     LossScaler sc;
     if (present == 0) return sc;
-    double v[5] = {};
-    for (size_t i = 0; i < 5; ++i) {
+    double v[3] = {};
+    for (size_t i = 0; i < 3; ++i) {
         const std::string &text = metadata_value(h, keys[i]);
         auto r = std::from_chars(text.data(), text.data() + text.size(), v[i]);
         if (r.ec != std::errc() || r.ptr != text.data() + text.size())
             fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a number", keys[i], text.c_str());
     }
-    if (v[3] != double(int64_t(v[3])) || v[4] != double(int64_t(v[4])))
-        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"loss_scaling.growth_interval\" and \"loss_scaling.good_steps\" must be integers");
+    // The counts are read as integers, never through a double.
+    int64_t counts[2] = {};
+    for (size_t i = 0; i < 2; ++i) {
+        const std::string &text = metadata_value(h, keys[3 + i]);
+        auto r = std::from_chars(text.data(), text.data() + text.size(), counts[i]);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a decimal integer in [-2^63, 2^63)",
+                 keys[3 + i], text.c_str());
+    }
     try {
-        loss_scaler_set(sc, v[0], v[1], v[2], int64_t(v[3]), int64_t(v[4]));
+        loss_scaler_set(sc, v[0], v[1], v[2], counts[0], counts[1]);
     } catch (const Error &e) {
         fail(SNN_ERR_FILE_FORMAT, "the loss scaling in __metadata__ is refused: %s", e.what());
     }

@@ -1074,10 +1074,12 @@ SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
 SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_optimiser *optimiser,
                                           const snn_backward_cache *cache, const char *path);
 /* Sets the cache's loss scaling to the checkpoint's: on with its settings
- * and state, or off when the checkpoint holds none. Errors as
- * snn_checkpoint_load (SNN_ERR_FILE_FORMAT for a model file, or loss scaling
- * snn_set_loss_scaling_state would refuse); the cache is unchanged on
- * failure. */
+ * and state, or off when the checkpoint holds none. It reads and checks the
+ * whole checkpoint as snn_checkpoint_load does, so it refuses every file
+ * that snn_checkpoint_load refuses. Errors as snn_checkpoint_load
+ * (SNN_ERR_FILE_FORMAT for a model file, an optimiser part or loss scaling
+ * snn_optimiser_set or snn_set_loss_scaling_state would refuse); the cache is
+ * unchanged on failure. */
 SNN_API snn_status snn_checkpoint_load_loss_scaling(const char *path, snn_backward_cache *cache);
 
 /* ======================================================================== */

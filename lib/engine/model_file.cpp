@@ -254,8 +254,9 @@ const TensorIn &expect_tensor(const SafetensorsHeader &h, const std::string &nam
 // Validates the whole header, then builds the model (and the optimiser when
 // opt_out is non-null), reading the tensors through read_tensor. Nothing is
 // allocated for parameters, and no data read, before the header has been
-// checked against the spec.
-void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &model, Optimiser *opt_out) {
+// checked against the spec. Returns the checkpoint's loss scaling (off when
+// it holds none).
+LossScaler load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &model, Optimiser *opt_out) {
     if (!h.has_metadata)
         fail(SNN_ERR_FILE_FORMAT, "the header has no __metadata__: snn needs its \"spec\" to build the model");
     const std::string &format = metadata_value(h, "format");
@@ -287,11 +288,12 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     std::set<std::string> expected;
     for (const auto &d : destinations) expected.insert(d.name);
     Optimiser settings;
+    LossScaler scaler;
     const bool has_optimiser = h.metadata.count("optimiser") != 0;
     if (has_optimiser) {
         read_optimiser_settings(h, settings);
         expect_optimiser_tensors(h, settings, net.param_count, expected);
-        read_loss_scaling(h);
+        scaler = read_loss_scaling(h);
     } else if (opt_out) {
         fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
     } else {
@@ -313,6 +315,7 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     const std::string problem = state_problem(model.net, state, "the file's state");
     if (!problem.empty()) fail(SNN_ERR_FILE_FORMAT, "%s", problem.c_str());
     if (opt_out) read_optimiser(h, settings, read_tensor, *opt_out, model);
+    return scaler;
 }
 
 // A file's validated header: the 8-byte header length is checked against
@@ -329,11 +332,11 @@ SafetensorsHeader read_header(const InputFile &file) {
 // Loads from a path, naming it in every error: the header completely before
 // any data is read, and only the tensors it declares (which cover the rest of
 // the file exactly) are read.
-void load_path(const std::string &path, Model &model, Optimiser *opt) {
+LossScaler load_path(const std::string &path, Model &model, Optimiser *opt) {
     const InputFile file(path);
     try {
         const SafetensorsHeader h = read_header(file);
-        load(h, [&](const std::string &, const TensorIn &t, float *dst) {
+        return load(h, [&](const std::string &, const TensorIn &t, float *dst) {
             unsigned char chunk[1 << 16];
             const size_t size = t.dtype == "I64" ? 8 : 4;
             for (size_t done = 0; done < t.elements;) {
@@ -387,15 +390,9 @@ void model_file_load(const std::string &path, Model &m, Optimiser *opt) { load_p
 void model_file_load_buffer(const unsigned char *bytes, size_t size, Model &m) { load_buffer(bytes, size, m); }
 
 LossScaler model_file_loss_scaling(const std::string &path) {
-    const InputFile file(path);
-    try {
-        const SafetensorsHeader h = read_header(file);
-        if (!h.metadata.count("optimiser"))
-            fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
-        return read_loss_scaling(h);
-    } catch (const Error &e) {
-        fail(e.status(), "'%s': %s", path.c_str(), e.what());
-    }
+    Model model;
+    Optimiser optimiser;
+    return load_path(path, model, &optimiser);
 }
 
 }  // namespace snn

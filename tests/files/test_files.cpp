@@ -896,6 +896,35 @@ TEST_F(Files, LossScalingCountsAreReadAsIntegers) {
     snn_model_destroy(model);
 }
 
+// snn_checkpoint_load_loss_scaling refuses what snn_checkpoint_load refuses,
+// the optimiser part included, and leaves the cache's scaling as it was.
+TEST_F(Files, LoadingTheLossScalingChecksTheWholeCheckpoint) {
+    snn_model *model = make_model("input 3; dense 2", 1);
+    snn_backward_cache *cache = nullptr;
+    ASSERT_EQ(snn_preallocate_grads(model, 1, &cache), SNN_OK);
+    ASSERT_EQ(snn_set_loss_scaling_state(cache, 8.0, 2.0, 0.5, 10, 4), SNN_OK);
+    write_bytes(path("ckpt"), checkpoint_file(with(scaled_meta(), "optimiser.beta1", "1.5")));
+    snn_model *m = nullptr;
+    snn_optimiser *o = nullptr;
+    EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_ERR_FILE_FORMAT);
+    EXPECT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("\"optimiser.beta1\" = \"1.5\""), std::string::npos)
+        << snn_last_error();
+    double scale = 0;
+    int64_t good = 0;
+    ASSERT_EQ(snn_loss_scaling_state(cache, nullptr, &scale, nullptr, nullptr, nullptr, &good, nullptr), SNN_OK);
+    EXPECT_EQ(scale, 8.0);
+    EXPECT_EQ(good, 4);
+    // The same file with a valid optimiser part gives the file's scaling.
+    write_bytes(path("ckpt"), checkpoint_file(scaled_meta()));
+    ASSERT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_loss_scaling_state(cache, nullptr, &scale, nullptr, nullptr, nullptr, &good, nullptr), SNN_OK);
+    EXPECT_EQ(scale, 1024.0);
+    EXPECT_EQ(good, 3);
+    snn_backward_cache_destroy(cache);
+    snn_model_destroy(model);
+}
+
 // The largest step count a checkpoint may hold, 2^53, loads; the optimiser
 // then refuses to count further until it is reset.
 TEST_F(Files, AnOptimiserStopsAtTheLargestStepCount) {

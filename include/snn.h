@@ -1070,7 +1070,8 @@ SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
  * snn_checkpoint_load reads such a checkpoint as any other (checking the
  * loss scaling too, its growth interval and good steps as decimal
  * integers); snn_checkpoint_load_loss_scaling then gives a backward cache
- * its scaling back. */
+ * its scaling back. Errors as snn_checkpoint_save, and
+ * SNN_ERR_MODEL_MISMATCH when `cache` was made for another model. */
 SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_optimiser *optimiser,
                                           const snn_backward_cache *cache, const char *path);
 /* Sets the cache's loss scaling to the checkpoint's: on with its settings

@@ -341,4 +341,19 @@ TEST(LossScaling, CheckpointsKeepTheScaler) {
     unlink(plain.c_str());
 }
 
+// A backward cache of another model is refused, as snn_backprop refuses it;
+// no file is written.
+TEST(LossScaling, CheckpointsRefuseAnotherModelsCache) {
+    Model model = make_model(kMlp), other = make_model(kMlp);
+    Backward theirs = make_backward(other.get(), 4);
+    Optimiser opt = make_optimiser(model.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_set_loss_scaling(theirs.get(), 1), SNN_OK);
+    const std::string path = temp_path("other.snn");
+    EXPECT_EQ(snn_checkpoint_save_v2(model.get(), opt.get(), theirs.get(), path.c_str()), SNN_ERR_MODEL_MISMATCH);
+    EXPECT_NE(std::string(snn_last_error()).find("the backward cache was made for another model"), std::string::npos)
+        << snn_last_error();
+    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    unlink(path.c_str());
+}
+
 }  // namespace

@@ -603,7 +603,11 @@ SNN_API snn_status snn_set_tokens_gather(snn_forward_cache *cache, const int32_t
  * SNN_ERR_UNSUPPORTED (the input is not a sequence, or the steps change),
  * SNN_ERR_STATE (no inputs set for the current batch), SNN_ERR_COUNT (n
  * differs from the inputs' batch), SNN_ERR_INVALID_ARGUMENT (a length
- * outside [1, T]). */
+ * outside [1, T]). The losses of float targets (MSE, Huber, smooth L1,
+ * BCE with logits) average over every value, padded steps included, so
+ * snn_backprop with one of them refuses a pass with lengths on a sequence
+ * output (SNN_ERR_UNSUPPORTED): use a label loss, or
+ * snn_backprop_with_output_gradient with zeros at the padded steps. */
 SNN_API snn_status snn_set_lengths(snn_forward_cache *cache, const int32_t *lengths, size_t n);
 
 /* Gathers lengths by index, for the samples gathered with the same indices:
@@ -682,7 +686,9 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
                                          size_t sample_count, const int64_t *indices, size_t n);
 
 /* With enabled != 0, backprop also computes the gradient of the loss with
- * respect to the inputs (snn_input_gradients). Off by default. */
+ * respect to the inputs (snn_input_gradients). Off by default.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_UNSUPPORTED (enabled != 0 for a
+ * model whose input is token ids, which have no gradient). */
 SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled);
 
 /* Sets the parameter of a loss that has one, for the snn_backprop calls of
@@ -720,7 +726,11 @@ SNN_API snn_status snn_get_loss_parameter(const snn_backward_cache *cache, snn_l
  * since as above, or no targets/labels for this batch size),
  * SNN_ERR_OUT_OF_MEMORY (following a
  * model that moved), SNN_ERR_BATCH (fwd's batch
- * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on). */
+ * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on),
+ * SNN_ERR_UNSUPPORTED (a loss of float targets, SNN_LOSS_MSE, _HUBER,
+ * _SMOOTH_L1 or _BCE_WITH_LOGITS, on a sequence output whose pass had
+ * lengths set: it would average over the padded steps; see
+ * snn_set_lengths). */
 SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
                                 const snn_model *model, snn_loss loss, float *loss_value);
 

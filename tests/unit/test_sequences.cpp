@@ -246,8 +246,12 @@ TEST(Lengths, TargetLossesRefusePaddedSteps) {
     EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), SNN_LOSS_MSE, nullptr), SNN_OK);  // full length
     ASSERT_EQ(snn_set_lengths(fwd.get(), lengths.data(), lengths.size()), SNN_OK);
     ASSERT_EQ(snn_forward(fwd.get(), m.get()), SNN_OK);
-    EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), SNN_LOSS_MSE, nullptr), SNN_ERR_UNSUPPORTED);
-    EXPECT_NE(std::string(snn_last_error()).find("padded steps"), std::string::npos) << snn_last_error();
+    for (snn_loss loss : {SNN_LOSS_MSE, SNN_LOSS_HUBER, SNN_LOSS_SMOOTH_L1, SNN_LOSS_BCE_WITH_LOGITS}) {
+        EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), loss, nullptr), SNN_ERR_UNSUPPORTED) << loss;
+        EXPECT_NE(std::string(snn_last_error()).find("averages over every output value, padded steps included"),
+                  std::string::npos)
+            << snn_last_error();
+    }
 }
 
 TEST(Labels, OnePerStepOfASequenceOutput) {
@@ -342,6 +346,8 @@ TEST(Tokens, IdsOutsideTheVocabularyAreRefused) {
     EXPECT_NE(std::string(snn_last_error()).find("snn_set_tokens"), std::string::npos) << snn_last_error();
     Backward bwd = make_backward(m.get(), 2);
     EXPECT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(snn_last_error()).find("token ids, which have no gradient"), std::string::npos)
+        << snn_last_error();
     EXPECT_EQ(snn_set_input_gradient(bwd.get(), 0), SNN_OK);
     snn_dataset *floats = nullptr;
     ASSERT_EQ(snn_dataset_create(SNN_DEVICE_CPU, x.data(), 2, 3, nullptr, &floats), SNN_OK);

@@ -636,7 +636,8 @@ enum {
      * with r = y - t, 0.5 r^2 where |r| < delta, else delta (|r| - 0.5 delta);
      * the gradient is r clamped to [-delta, delta] over batch*outputs.
      * Float targets (snn_set_targets). Parameter delta: default 1, range
-     * (0, FLT_MAX] (snn_set_loss_parameter) */
+     * (0, FLT_MAX] as a float32 (a value that rounds to 0, such as 1e-300,
+     * is refused; snn_set_loss_parameter) */
     SNN_LOSS_HUBER = 3,
     /* mean over all batch*outputs elements of PyTorch's SmoothL1Loss(beta):
      * with r = y - t, 0.5 r^2 / beta where |r| < beta, else |r| - 0.5 beta;

@@ -518,6 +518,9 @@ SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed);
  * number of training passes run since then. Together they decide the masks of
  * the next training pass; save them with a checkpoint to resume a model with
  * dropout bit for bit (see snn_checkpoint_save). Inference passes do not count.
+ * The count never wraps: at 2^64 - 1 (UINT64_MAX, reachable only through
+ * snn_cache_set_rng_state) a training pass is refused with SNN_ERR_STATE, as
+ * it would repeat the random numbers of pass 0, until snn_cache_set_seed.
  * Errors: SNN_ERR_NULL_ARGUMENT (cache, seed or passes null). */
 SNN_API snn_status snn_cache_rng_state(const snn_forward_cache *cache, uint64_t *seed,
                                        uint64_t *passes);
@@ -551,8 +554,10 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
  * In inference mode it reads the state only. A cache made before the model
  * moved to another device follows it first.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
- * another model), SNN_ERR_STATE (no inputs set), SNN_ERR_OUT_OF_MEMORY
- * (following the model). */
+ * another model), SNN_ERR_STATE (no inputs set; or a training-mode pass
+ * when the dropout generator has counted 2^64 - 1 passes since its seed,
+ * the most it can without drawing pass 0's numbers again: see
+ * snn_cache_rng_state), SNN_ERR_OUT_OF_MEMORY (following the model). */
 SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model);
 
 /* Zero-copy view of the outputs of the last forward pass, [batch][outputs],

@@ -466,6 +466,12 @@ OpArgs pass_args(Backend &be, Stream *s, const Model &m, float *state, int64_t n
 
 void forward_pass(ForwardCache &c, Model &m) {
     if (c.input_batch < 1) fail(SNN_ERR_STATE, "no inputs set for the current batch (call snn_set_inputs first)");
+    // The pass after the one counted 2^64 - 1 would draw pass 0's random
+    // numbers again: it is refused until a new seed restarts the count.
+    if (c.training && c.passes == UINT64_MAX)
+        fail(SNN_ERR_STATE,
+             "the dropout generator has counted 2^64 - 1 training passes since its seed, the most it can without "
+             "repeating its random numbers (call snn_cache_set_seed)");
     Backend &be = *c.backend;
     Stream *s = c.stream.get();
     const int64_t n = c.input_batch;

@@ -1192,7 +1192,10 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache,
  * lengths (NULL: every sample has `steps` steps; else each in [1, steps],
  * gathered with the tokens by snn_set_inputs_from_dataset) and labels
  * (NULL, or labels_per_sample per sample: 1 for a model with one output
- * vector, `steps` for a sequence output, where -1 ignores a step).
+ * vector, `steps` for a sequence output, where -1 ignores a step). NULL
+ * labels make a data set without labels whatever labels_per_sample says
+ * (it is then not read): snn_set_labels_from_dataset refuses such a set
+ * with SNN_ERR_STATE.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (zero sizes, a
  * length outside [1, steps], a negative label other than a step's -1,
  * labels_per_sample neither 1 nor steps), SNN_ERR_TOKEN (a negative id),

@@ -311,6 +311,22 @@ TEST(TokenDataset, RefusesBadValues) {
     snn_dataset_destroy(ds);
 }
 
+// NULL labels make a data set without labels whatever labels_per_sample
+// says (the bindings pass 1); asking it for labels is the error.
+TEST(TokenDataset, NullLabelsMakeASetWithoutLabels) {
+    const Ints tokens = {1, 2, 3, 4, 0, 1};
+    snn_dataset *ds = nullptr;
+    ASSERT_EQ(snn_dataset_create_tokens(SNN_DEVICE_CPU, tokens.data(), 2, 3, nullptr, nullptr, 3, &ds), SNN_OK)
+        << snn_last_error();
+    Model m = make_model("input tokens 3 vocab=5; embedding 2; dense 2");
+    Backward bwd = make_backward(m.get(), 2);
+    const int64_t idx[2] = {1, 0};
+    EXPECT_EQ(snn_set_labels_from_dataset(bwd.get(), ds, idx, 2), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("the data set was created without labels"), std::string::npos)
+        << snn_last_error();
+    snn_dataset_destroy(ds);
+}
+
 // Token ids: checked against the vocabulary before anything is copied;
 // floats, input gradients and float data sets refused for a token model.
 TEST(Tokens, IdsOutsideTheVocabularyAreRefused) {

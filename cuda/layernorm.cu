@@ -13,23 +13,30 @@ namespace snn {
 namespace cu {
 namespace {
 
-// mean = sum x / F, var = sum (x - mean)^2 / F (two passes) of the block's
-// sample, aux[2i..2i+2) = [mean, invstd], y = (x - mean) * invstd * w + b.
+// mean = sum x / F, var = sum (x - mean)^2 / F (two passes, in double) of
+// the block's row xs, the same in every thread.
+__device__ void row_moments(const float *xs, int64_t features, double *buf, double &mean, double &var) {
+    double sum = 0.0;
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) sum += xs[f];
+    mean = block_sum(sum, buf) / (double)features;
+    double squares = 0.0;
+    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
+        const double d = (double)xs[f] - mean;
+        squares += d * d;
+    }
+    var = block_sum(squares, buf) / (double)features;
+}
+
+// The block's sample's moments, aux[2i..2i+2) = [mean, invstd],
+// y = (x - mean) * invstd * w + b.
 __global__ void layernorm_forward_kernel(const float *x, float *y, const float *w, const float *b,
                                          float *aux, int64_t features, double eps) {
     __shared__ double buf[kThreads];
     const int64_t i = blockIdx.x;
     const float *xs = x + i * features;
     float *ys = y + i * features;
-    double sum = 0.0;
-    for (int64_t f = threadIdx.x; f < features; f += kThreads) sum += xs[f];
-    const double mean_d = block_sum(sum, buf) / (double)features;
-    double squares = 0.0;
-    for (int64_t f = threadIdx.x; f < features; f += kThreads) {
-        const double d = (double)xs[f] - mean_d;
-        squares += d * d;
-    }
-    const double var = block_sum(squares, buf) / (double)features;
+    double mean_d = 0.0, var = 0.0;
+    row_moments(xs, features, buf, mean_d, var);
     const float mean = (float)mean_d;
     const float invstd = norm_invstd(var, eps);
     if (threadIdx.x == 0) {
@@ -58,28 +65,29 @@ __global__ void layernorm_param_grads_kernel(const float *x, const float *dy, co
     }
 }
 
-// With g = dy * w over the block's sample (engine/math.h's norm_dx):
-//   dx = invstd (g - sum g / F - xhat sum g xhat / F)
+// With g = dy * w and c = x - mean over the block's sample, its moments
+// recomputed in double (engine/math.h's layernorm_dx):
+//   dx = invstd ((g - mean(g)) - c mean(g c) / (var + eps))
 // The sums are read before any dx is written, and each thread writes only
 // the elements it read, so dx may be dy's memory.
 __global__ void layernorm_input_grad_kernel(const float *x, const float *dy, float *dx,
-                                            const float *w, const float *aux, int64_t features) {
+                                            const float *w, int64_t features, double eps) {
     __shared__ double buf[kThreads];
     const int64_t i = blockIdx.x;
     const size_t row = static_cast<size_t>(i * features);
-    const float mean = aux[2 * i], invstd = aux[2 * i + 1];
-    double sum_g = 0.0, sum_g_xhat = 0.0;
+    double mean = 0.0, var = 0.0;
+    row_moments(x + row, features, buf, mean, var);
+    double sum_g = 0.0, sum_g_c = 0.0;
     for (int64_t f = threadIdx.x; f < features; f += kThreads) {
         const float g = dy[row + f] * w[f];
-        const float xhat = norm_xhat(x[row + f], mean, invstd);
         sum_g += g;
-        sum_g_xhat += (double)g * (double)xhat;
+        sum_g_c += (double)g * ((double)x[row + f] - mean);
     }
     sum_g = block_sum(sum_g, buf);
-    sum_g_xhat = block_sum(sum_g_xhat, buf);
-    const NormGradRow r = norm_grad_row(sum_g, sum_g_xhat, (double)features);
+    sum_g_c = block_sum(sum_g_c, buf);
+    const LayerNormGradRow r = layernorm_grad_row(sum_g, sum_g_c, var, eps, (double)features);
     for (int64_t f = threadIdx.x; f < features; f += kThreads)
-        dx[row + f] = norm_dx(r, invstd, dy[row + f] * w[f], norm_xhat(x[row + f], mean, invstd));
+        dx[row + f] = layernorm_dx(r, dy[row + f] * w[f], (double)x[row + f] - mean);
 }
 
 void layernorm_forward(const OpArgs &a) {
@@ -106,7 +114,7 @@ void layernorm_backward(const OpArgs &a) {
     check_launch("layernorm_param_grads kernel");
     if (a.dx[0] == nullptr) return;
     SNN_LAUNCH(layernorm_input_grad_kernel, grid_of(rows, "layernorm rows"), kThreads, cs.stream,
-               a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, aux, features);
+               a.x[0], a.dy, a.dx[0], a.params + l.weight_offset, features, l.eps);
     check_launch("layernorm_input_grad kernel");
 }
 

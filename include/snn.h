@@ -524,6 +524,9 @@ SNN_API snn_status snn_cache_set_seed(snn_forward_cache *cache, uint64_t seed);
  * number of training passes run since then. Together they decide the masks of
  * the next training pass; save them with a checkpoint to resume a model with
  * dropout bit for bit (see snn_checkpoint_save). Inference passes do not count.
+ * The count never wraps: at 2^64 - 1 (UINT64_MAX, reachable only through
+ * snn_cache_set_rng_state) a training pass is refused with SNN_ERR_STATE, as
+ * it would repeat the random numbers of pass 0, until snn_cache_set_seed.
  * Errors: SNN_ERR_NULL_ARGUMENT (cache, seed or passes null). */
 SNN_API snn_status snn_cache_rng_state(const snn_forward_cache *cache, uint64_t *seed,
                                        uint64_t *passes);
@@ -557,8 +560,10 @@ SNN_API snn_status snn_set_inputs_gather(snn_forward_cache *cache, const float *
  * In inference mode it reads the state only. A cache made before the model
  * moved to another device follows it first.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_MODEL_MISMATCH (cache made for
- * another model), SNN_ERR_STATE (no inputs set), SNN_ERR_OUT_OF_MEMORY
- * (following the model). */
+ * another model), SNN_ERR_STATE (no inputs set; or a training-mode pass
+ * when the dropout generator has counted 2^64 - 1 passes since its seed,
+ * the most it can without drawing pass 0's numbers again: see
+ * snn_cache_rng_state), SNN_ERR_OUT_OF_MEMORY (following the model). */
 SNN_API snn_status snn_forward(snn_forward_cache *cache, const snn_model *model);
 
 /* Zero-copy view of the outputs of the last forward pass, [batch][outputs],
@@ -609,7 +614,11 @@ SNN_API snn_status snn_set_tokens_gather(snn_forward_cache *cache, const int32_t
  * SNN_ERR_UNSUPPORTED (the input is not a sequence, or the steps change),
  * SNN_ERR_STATE (no inputs set for the current batch), SNN_ERR_COUNT (n
  * differs from the inputs' batch), SNN_ERR_INVALID_ARGUMENT (a length
- * outside [1, T]). */
+ * outside [1, T]). The losses of float targets (MSE, Huber, smooth L1,
+ * BCE with logits) average over every value, padded steps included, so
+ * snn_backprop with one of them refuses a pass with lengths on a sequence
+ * output (SNN_ERR_UNSUPPORTED): use a label loss, or
+ * snn_backprop_with_output_gradient with zeros at the padded steps. */
 SNN_API snn_status snn_set_lengths(snn_forward_cache *cache, const int32_t *lengths, size_t n);
 
 /* Gathers lengths by index, for the samples gathered with the same indices:
@@ -638,7 +647,8 @@ enum {
      * with r = y - t, 0.5 r^2 where |r| < delta, else delta (|r| - 0.5 delta);
      * the gradient is r clamped to [-delta, delta] over batch*outputs.
      * Float targets (snn_set_targets). Parameter delta: default 1, range
-     * (0, FLT_MAX] (snn_set_loss_parameter) */
+     * (0, FLT_MAX] as a float32 (a value that rounds to 0, such as 1e-300,
+     * is refused; snn_set_loss_parameter) */
     SNN_LOSS_HUBER = 3,
     /* mean over all batch*outputs elements of PyTorch's SmoothL1Loss(beta):
      * with r = y - t, 0.5 r^2 / beta where |r| < beta, else |r| - 0.5 beta;
@@ -688,7 +698,9 @@ SNN_API snn_status snn_set_labels_gather(snn_backward_cache *cache, const int32_
                                          size_t sample_count, const int64_t *indices, size_t n);
 
 /* With enabled != 0, backprop also computes the gradient of the loss with
- * respect to the inputs (snn_input_gradients). Off by default. */
+ * respect to the inputs (snn_input_gradients). Off by default.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_UNSUPPORTED (enabled != 0 for a
+ * model whose input is token ids, which have no gradient). */
 SNN_API snn_status snn_set_input_gradient(snn_backward_cache *cache, int32_t enabled);
 
 /* Sets the parameter of a loss that has one, for the snn_backprop calls of
@@ -726,7 +738,11 @@ SNN_API snn_status snn_get_loss_parameter(const snn_backward_cache *cache, snn_l
  * since as above, or no targets/labels for this batch size),
  * SNN_ERR_OUT_OF_MEMORY (following a
  * model that moved), SNN_ERR_BATCH (fwd's batch
- * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on). */
+ * above bwd's maximum), SNN_ERR_NOT_FINITE (with the finite check on),
+ * SNN_ERR_UNSUPPORTED (a loss of float targets, SNN_LOSS_MSE, _HUBER,
+ * _SMOOTH_L1 or _BCE_WITH_LOGITS, on a sequence output whose pass had
+ * lengths set: it would average over the padded steps; see
+ * snn_set_lengths). */
 SNN_API snn_status snn_backprop(snn_backward_cache *bwd, snn_forward_cache *fwd,
                                 const snn_model *model, snn_loss loss, float *loss_value);
 
@@ -950,7 +966,10 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  *     (kept finite as a float);
  *   - NaN or Inf (an overflow): snn_backprop still returns SNN_OK (with the
  *     loss when it is finite), the step is marked skipped, S is multiplied by
- *     backoff_factor and the count of good steps restarts; the next
+ *     backoff_factor but kept at least FLT_MIN (2^-126, the smallest normal
+ *     float, whose inverse is still finite: at that scale a gradient that is
+ *     finite in float32 is taken, so only a gradient that overflows without
+ *     scaling skips every step) and the count of good steps restarts; the next
  *     snn_optimiser_step with this cache returns SNN_OK without changing the
  *     parameters or the optimiser's step count.
  * Gradients replaced after snn_backprop by snn_set_gradients (summed over
@@ -966,10 +985,13 @@ SNN_API snn_status snn_precision_support(int32_t device, snn_precision precision
  * interval 2000) unless it is on already; (c, 0) turns it off (and forgets
  * its state). Works at every precision and on every device. */
 SNN_API snn_status snn_set_loss_scaling(snn_backward_cache *cache, int32_t on);
-/* Turns loss scaling on with these settings and state: scale finite and > 0
- * as a float, growth_factor > 1, backoff_factor in (0, 1), growth_interval in
- * [1, 2^53], good_steps in [0, growth_interval). Errors:
- * SNN_ERR_INVALID_ARGUMENT naming the value (nothing changed). */
+/* Turns loss scaling on with these settings and state: scale a finite float
+ * of at least FLT_MIN (a scale that is 0 or subnormal as a float is refused:
+ * from 2^-128 down its inverse overflows a float and every step would be
+ * skipped), growth_factor > 1,
+ * backoff_factor in (0, 1), growth_interval in [1, 2^53], good_steps in
+ * [0, growth_interval). Errors: SNN_ERR_INVALID_ARGUMENT naming the value
+ * (nothing changed). */
 SNN_API snn_status snn_set_loss_scaling_state(snn_backward_cache *cache, double scale, double growth_factor,
                                               double backoff_factor, int64_t growth_interval,
                                               int64_t good_steps);
@@ -1072,15 +1094,19 @@ SNN_API snn_status snn_checkpoint_load(const char *path, snn_model **model_out,
  * and scaling is on (its settings, scale and good steps, as metadata
  * "loss_scaling.*"), so training with a GradScaler resumes where it was.
  * snn_checkpoint_load reads such a checkpoint as any other (checking the
- * loss scaling too); snn_checkpoint_load_loss_scaling then gives a backward
- * cache its scaling back. */
+ * loss scaling too, its growth interval and good steps as decimal
+ * integers); snn_checkpoint_load_loss_scaling then gives a backward cache
+ * its scaling back. Errors as snn_checkpoint_save, and
+ * SNN_ERR_MODEL_MISMATCH when `cache` was made for another model. */
 SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_optimiser *optimiser,
                                           const snn_backward_cache *cache, const char *path);
 /* Sets the cache's loss scaling to the checkpoint's: on with its settings
- * and state, or off when the checkpoint holds none. Errors as
- * snn_checkpoint_load (SNN_ERR_FILE_FORMAT for a model file, or loss scaling
- * snn_set_loss_scaling_state would refuse); the cache is unchanged on
- * failure. */
+ * and state, or off when the checkpoint holds none. It reads and checks the
+ * whole checkpoint as snn_checkpoint_load does, so it refuses every file
+ * that snn_checkpoint_load refuses. Errors as snn_checkpoint_load
+ * (SNN_ERR_FILE_FORMAT for a model file, an optimiser part or loss scaling
+ * snn_optimiser_set or snn_set_loss_scaling_state would refuse); the cache is
+ * unchanged on failure. */
 SNN_API snn_status snn_checkpoint_load_loss_scaling(const char *path, snn_backward_cache *cache);
 
 /* ======================================================================== */
@@ -1176,7 +1202,10 @@ SNN_API snn_status snn_set_labels_from_dataset(snn_backward_cache *cache,
  * lengths (NULL: every sample has `steps` steps; else each in [1, steps],
  * gathered with the tokens by snn_set_inputs_from_dataset) and labels
  * (NULL, or labels_per_sample per sample: 1 for a model with one output
- * vector, `steps` for a sequence output, where -1 ignores a step).
+ * vector, `steps` for a sequence output, where -1 ignores a step). NULL
+ * labels make a data set without labels whatever labels_per_sample says
+ * (it is then not read): snn_set_labels_from_dataset refuses such a set
+ * with SNN_ERR_STATE.
  * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (zero sizes, a
  * length outside [1, steps], a negative label other than a step's -1,
  * labels_per_sample neither 1 nor steps), SNN_ERR_TOKEN (a negative id),

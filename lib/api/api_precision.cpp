@@ -100,6 +100,7 @@ SNN_API snn_status snn_checkpoint_save_v2(const snn_model *model, const snn_opti
         need(optimiser, "optimiser");
         need(path, "path");
         check_model(const_cast<Optimiser &>(optimiser->o), model->m, "the optimiser");
+        if (cache) check_model_id(cache->c, model->m, "the backward cache");
         model_file_save(model->m, &optimiser->o, cache ? &cache->c.scaler : nullptr, path);
     });
 }

@@ -2,7 +2,8 @@
 // sample, or a step of a sequence) are normalised by their own mean and
 // biased variance. aux holds, per row, [mean, 1/sqrt(var + eps)]. The statistics and the backward sums are
 // accumulated in double, in a fixed order: the result does not depend on the
-// thread count.
+// thread count. The input gradient recomputes each row's moments in double,
+// as its well-conditioned form needs (engine/math.h's layernorm_dx).
 #include <math.h>
 
 #include "engine/math.h"
@@ -11,6 +12,16 @@
 
 namespace snn {
 namespace {
+
+// The row's mean and biased variance, in double and two passes.
+void row_moments(const float *x, int64_t f_count, double &mu, double &var) {
+    double sum = 0.0;
+    for (int64_t f = 0; f < f_count; ++f) sum += x[f];
+    mu = sum / double(f_count);
+    double squares = 0.0;
+    for (int64_t f = 0; f < f_count; ++f) squares += (x[f] - mu) * (x[f] - mu);
+    var = squares / double(f_count);
+}
 
 // mean, var over the sample ; aux = [mean, invstd] ; y = (x - mean) invstd weight + bias
 void forward(const OpArgs &a) {
@@ -21,12 +32,9 @@ void forward(const OpArgs &a) {
     for (int64_t s = 0; s < rows; ++s) {
         const float *x = a.x[0] + s * f_count;
         float *y = a.y + s * f_count;
-        double sum = 0.0;
-        for (int64_t f = 0; f < f_count; ++f) sum += x[f];
-        const double mu = sum / double(f_count);
-        double squares = 0.0;
-        for (int64_t f = 0; f < f_count; ++f) squares += (x[f] - mu) * (x[f] - mu);
-        const float mean = float(mu), invstd = norm_invstd(squares / double(f_count), l.eps);
+        double mu = 0.0, var = 0.0;
+        row_moments(x, f_count, mu, var);
+        const float mean = float(mu), invstd = norm_invstd(var, l.eps);
         stats[2 * s] = mean;
         stats[2 * s + 1] = invstd;
         for (int64_t f = 0; f < f_count; ++f)
@@ -35,7 +43,9 @@ void forward(const OpArgs &a) {
 }
 
 // dweight[f] = sum over samples of dy xhat ; dbias[f] = sum of dy
-// dx = invstd (g - sum(g) / F - xhat sum(g xhat) / F), g = dy weight, per sample
+// dx = invstd ((g - mean(g)) - c mean(g c) / (var + eps)), g = dy weight,
+// c = x - mean, per sample with its moments recomputed in double
+// (engine/math.h's layernorm_dx)
 void backward(const OpArgs &a) {
     const Layer &l = *a.l;
     const int64_t f_count = l.in.row_size(), rows = rows_of(l, a.n);
@@ -58,16 +68,16 @@ void backward(const OpArgs &a) {
     for (int64_t s = 0; s < rows; ++s) {
         const float *x = a.x[0] + s * f_count, *dy = a.dy + s * f_count;
         float *dx = a.dx[0] + s * f_count;
-        const float mean = stats[2 * s], invstd = stats[2 * s + 1];
-        double sum_g = 0.0, sum_g_xhat = 0.0;
+        double mu = 0.0, var = 0.0;
+        row_moments(x, f_count, mu, var);
+        double sum_g = 0.0, sum_g_c = 0.0;
         for (int64_t f = 0; f < f_count; ++f) {
             const float g = dy[f] * weight[f];
             sum_g += g;
-            sum_g_xhat += double(g) * norm_xhat(x[f], mean, invstd);
+            sum_g_c += double(g) * (x[f] - mu);
         }
-        const NormGradRow r = norm_grad_row(sum_g, sum_g_xhat, double(f_count));
-        for (int64_t f = 0; f < f_count; ++f)
-            dx[f] = norm_dx(r, invstd, dy[f] * weight[f], norm_xhat(x[f], mean, invstd));
+        const LayerNormGradRow r = layernorm_grad_row(sum_g, sum_g_c, var, l.eps, double(f_count));
+        for (int64_t f = 0; f < f_count; ++f) dx[f] = layernorm_dx(r, dy[f] * weight[f], x[f] - mu);
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 
 #include <string>
 
@@ -66,9 +67,15 @@ void check_loss_param(const LossDesc &d, double value) {
     const LossParam &p = loss_param(d);
     // Above an exclusive minimum as a double and as the float a kernel gets.
     const bool above_min = p.min_inclusive ? value >= p.min : value > p.min && double(float(value)) > p.min;
-    if (!isfinite(value) || !above_min || value > p.max)
-        fail(SNN_ERR_INVALID_ARGUMENT, "%s of the %s loss must be in %c%g, %g], got %g", p.name, d.name,
-             p.min_inclusive ? '[' : '(', p.min, p.max, value);
+    if (!isfinite(value) || !above_min || value > p.max) {
+        // A value above the minimum that rounds onto it as a float32 (Huber's
+        // delta 1e-300 is 0 there): the message says so.
+        char rounded[64] = "";
+        if (value > p.min && !above_min)
+            snprintf(rounded, sizeof(rounded), ", which is %g as a float32", double(float(value)));
+        fail(SNN_ERR_INVALID_ARGUMENT, "%s of the %s loss must be in %c%g, %g] as a float32, got %g%s", p.name,
+             d.name, p.min_inclusive ? '[' : '(', p.min, p.max, value, rounded);
+    }
 }
 
 }  // namespace snn

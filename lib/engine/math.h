@@ -307,11 +307,10 @@ SNN_HD float norm_xhat(float x, float mean, float invstd) { return (x - mean) * 
 SNN_HD float norm_y(float xhat, float weight, float bias) { return xhat * weight + bias; }
 
 // The input gradient when the statistics come from the values themselves
-// (layernorm; batchnorm in training), from the sums over the `count` values
+// (batchnorm in training), from the sums over the `count` values
 // of g and of g xhat (in double): the two means, then per element
 //   dx = scale (g - mean(g) - xhat mean(g xhat))
-// with g = dy weight, scale = invstd for layernorm (weight per feature), and
-// g = dy, scale = invstd weight for batchnorm (weight per channel).
+// with g = dy and scale = invstd weight (weight per channel).
 struct NormGradRow {
     float mean_g, mean_g_xhat;
 };
@@ -320,6 +319,24 @@ SNN_HD NormGradRow norm_grad_row(double sum_g, double sum_g_xhat, double count) 
 }
 SNN_HD float norm_dx(const NormGradRow &r, float scale, float g, float xhat) {
     return scale * (g - r.mean_g - xhat * r.mean_g_xhat);
+}
+
+// Layernorm's input gradient, in a form that does not cancel. With the
+// row's mean and biased variance recomputed in double, c = x - mean and
+// xhat = c invstd, mean(g xhat) = invstd mean(g c), so
+//   dx = invstd ((g - mean(g)) - c mean(g c) / (var + eps))
+// evaluated in double. Over few features with var >> eps the two terms
+// nearly cancel (over 2 features dx = invstd (g - mean(g)) eps / (var + eps)
+// exactly); the float xhat of norm_dx would leave only a few correct digits
+// of the difference, double keeps float32's.
+struct LayerNormGradRow {
+    double mean_g, k, invstd;  // k = mean(g c) / (var + eps)
+};
+SNN_HD LayerNormGradRow layernorm_grad_row(double sum_g, double sum_g_c, double var, double eps, double count) {
+    return {sum_g / count, sum_g_c / count / (var + eps), 1.0 / sqrt(var + eps)};
+}
+SNN_HD float layernorm_dx(const LayerNormGradRow &r, float g, double c) {
+    return (float)(r.invstd * (((double)g - r.mean_g) - c * r.k));
 }
 
 // Softmax of one row, given its max and total = sum e^(x - max) (summed in

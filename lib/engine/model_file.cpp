@@ -188,17 +188,24 @@ LossScaler read_loss_scaling(const SafetensorsHeader &h) {
         }
     LossScaler sc;
     if (present == 0) return sc;
-    double v[5] = {};
-    for (size_t i = 0; i < 5; ++i) {
+    double v[3] = {};
+    for (size_t i = 0; i < 3; ++i) {
         const std::string &text = metadata_value(h, keys[i]);
         auto r = std::from_chars(text.data(), text.data() + text.size(), v[i]);
         if (r.ec != std::errc() || r.ptr != text.data() + text.size())
             fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a number", keys[i], text.c_str());
     }
-    if (v[3] != double(int64_t(v[3])) || v[4] != double(int64_t(v[4])))
-        fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"loss_scaling.growth_interval\" and \"loss_scaling.good_steps\" must be integers");
+    // The counts are read as integers, never through a double.
+    int64_t counts[2] = {};
+    for (size_t i = 0; i < 2; ++i) {
+        const std::string &text = metadata_value(h, keys[3 + i]);
+        auto r = std::from_chars(text.data(), text.data() + text.size(), counts[i]);
+        if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+            fail(SNN_ERR_FILE_FORMAT, "__metadata__ \"%s\" = \"%s\" is not a decimal integer in [-2^63, 2^63)",
+                 keys[3 + i], text.c_str());
+    }
     try {
-        loss_scaler_set(sc, v[0], v[1], v[2], int64_t(v[3]), int64_t(v[4]));
+        loss_scaler_set(sc, v[0], v[1], v[2], counts[0], counts[1]);
     } catch (const Error &e) {
         fail(SNN_ERR_FILE_FORMAT, "the loss scaling in __metadata__ is refused: %s", e.what());
     }
@@ -247,8 +254,9 @@ const TensorIn &expect_tensor(const SafetensorsHeader &h, const std::string &nam
 // Validates the whole header, then builds the model (and the optimiser when
 // opt_out is non-null), reading the tensors through read_tensor. Nothing is
 // allocated for parameters, and no data read, before the header has been
-// checked against the spec.
-void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &model, Optimiser *opt_out) {
+// checked against the spec. Returns the checkpoint's loss scaling (off when
+// it holds none).
+LossScaler load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &model, Optimiser *opt_out) {
     if (!h.has_metadata)
         fail(SNN_ERR_FILE_FORMAT, "the header has no __metadata__: snn needs its \"spec\" to build the model");
     const std::string &format = metadata_value(h, "format");
@@ -280,11 +288,12 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     std::set<std::string> expected;
     for (const auto &d : destinations) expected.insert(d.name);
     Optimiser settings;
+    LossScaler scaler;
     const bool has_optimiser = h.metadata.count("optimiser") != 0;
     if (has_optimiser) {
         read_optimiser_settings(h, settings);
         expect_optimiser_tensors(h, settings, net.param_count, expected);
-        read_loss_scaling(h);
+        scaler = read_loss_scaling(h);
     } else if (opt_out) {
         fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
     } else {
@@ -306,6 +315,7 @@ void load(const SafetensorsHeader &h, const TensorReader &read_tensor, Model &mo
     const std::string problem = state_problem(model.net, state, "the file's state");
     if (!problem.empty()) fail(SNN_ERR_FILE_FORMAT, "%s", problem.c_str());
     if (opt_out) read_optimiser(h, settings, read_tensor, *opt_out, model);
+    return scaler;
 }
 
 // A file's validated header: the 8-byte header length is checked against
@@ -322,11 +332,11 @@ SafetensorsHeader read_header(const InputFile &file) {
 // Loads from a path, naming it in every error: the header completely before
 // any data is read, and only the tensors it declares (which cover the rest of
 // the file exactly) are read.
-void load_path(const std::string &path, Model &model, Optimiser *opt) {
+LossScaler load_path(const std::string &path, Model &model, Optimiser *opt) {
     const InputFile file(path);
     try {
         const SafetensorsHeader h = read_header(file);
-        load(h, [&](const std::string &, const TensorIn &t, float *dst) {
+        return load(h, [&](const std::string &, const TensorIn &t, float *dst) {
             unsigned char chunk[1 << 16];
             const size_t size = t.dtype == "I64" ? 8 : 4;
             for (size_t done = 0; done < t.elements;) {
@@ -380,15 +390,9 @@ void model_file_load(const std::string &path, Model &m, Optimiser *opt) { load_p
 void model_file_load_buffer(const unsigned char *bytes, size_t size, Model &m) { load_buffer(bytes, size, m); }
 
 LossScaler model_file_loss_scaling(const std::string &path) {
-    const InputFile file(path);
-    try {
-        const SafetensorsHeader h = read_header(file);
-        if (!h.metadata.count("optimiser"))
-            fail(SNN_ERR_FILE_FORMAT, "this is a model file, not a checkpoint: __metadata__ has no \"optimiser\"");
-        return read_loss_scaling(h);
-    } catch (const Error &e) {
-        fail(e.status(), "'%s': %s", path.c_str(), e.what());
-    }
+    Model model;
+    Optimiser optimiser;
+    return load_path(path, model, &optimiser);
 }
 
 }  // namespace snn

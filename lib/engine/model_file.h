@@ -18,7 +18,8 @@ namespace snn {
 // atomically (see save_atomically).
 void model_file_save(const Model &m, const Optimiser *o, const LossScaler *scaler, const std::string &path);
 // The loss scaling a checkpoint holds (validated as loss_scaler_set), or a
-// scaler turned off when it holds none.
+// scaler turned off when it holds none, after loading and checking the
+// whole checkpoint as model_file_load does.
 LossScaler model_file_loss_scaling(const std::string &path);
 // The size in bytes of the model's file, without reading its values.
 size_t model_file_size(const Model &m);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfloat>
 #include <cmath>
 #include <map>
 #include <queue>
@@ -465,6 +466,12 @@ OpArgs pass_args(Backend &be, Stream *s, const Model &m, float *state, int64_t n
 
 void forward_pass(ForwardCache &c, Model &m) {
     if (c.input_batch < 1) fail(SNN_ERR_STATE, "no inputs set for the current batch (call snn_set_inputs first)");
+    // The pass after the one counted 2^64 - 1 would draw pass 0's random
+    // numbers again: it is refused until a new seed restarts the count.
+    if (c.training && c.passes == UINT64_MAX)
+        fail(SNN_ERR_STATE,
+             "the dropout generator has counted 2^64 - 1 training passes since its seed, the most it can without "
+             "repeating its random numbers (call snn_cache_set_seed)");
     Backend &be = *c.backend;
     Stream *s = c.stream.get();
     const int64_t n = c.input_batch;
@@ -512,12 +519,19 @@ void forward_pass(ForwardCache &c, Model &m) {
 
 // ---- backward ----------------------------------------------------------------
 
+// The smallest loss scale: FLT_MIN, the smallest normal float. Its inverse
+// 2^126, by which the gradients are unscaled, is still a finite float, so a
+// gradient that is finite in float32 unscales to a finite one and its step
+// is taken; from 2^-128 down the inverse overflows a float (and from
+// 2^-150 down the scale is 0 as a float), so every step would be skipped.
+constexpr double kMinLossScale = FLT_MIN;
+
 void loss_scaler_update(LossScaler &sc, bool finite) {
     sc.scale_before = sc.scale;
     sc.good_steps_before = sc.good_steps;
     sc.found_inf = !finite;
     if (!finite) {
-        sc.scale *= sc.backoff;
+        sc.scale = std::max(sc.scale * sc.backoff, kMinLossScale);
         sc.good_steps = 0;
     } else if (++sc.good_steps >= sc.growth_interval) {
         if (std::isfinite(float(sc.scale * sc.growth))) sc.scale *= sc.growth;
@@ -527,8 +541,11 @@ void loss_scaler_update(LossScaler &sc, bool finite) {
 
 void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff, int64_t growth_interval,
                      int64_t good_steps) {
-    if (!(scale > 0.0) || !std::isfinite(float(scale)))
-        fail(SNN_ERR_INVALID_ARGUMENT, "the loss scale %g is not a positive finite float", scale);
+    if (!(double(float(scale)) >= kMinLossScale) || !std::isfinite(float(scale)))
+        fail(SNN_ERR_INVALID_ARGUMENT,
+             "the loss scale %g is %g as a float; it must be a finite float of at least FLT_MIN (%g), whose "
+             "inverse (by which gradients are unscaled) is finite too",
+             scale, double(float(scale)), kMinLossScale);
     if (!(growth > 1.0) || !std::isfinite(growth))
         fail(SNN_ERR_INVALID_ARGUMENT, "the growth factor %g is not finite and above 1", growth);
     if (!(backoff > 0.0 && backoff < 1.0))

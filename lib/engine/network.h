@@ -230,13 +230,15 @@ struct LossScaler {
     int64_t good_steps_before = 0;
 };
 
-// The scaler's update after a step whose gradient was finite or not.
+// The scaler's update after a step whose gradient was finite or not. The
+// scale stays a finite float of at least FLT_MIN: a backoff below it stops
+// there, a growth that would overflow is not made.
 void loss_scaler_update(LossScaler &sc, bool finite);
 
 // Turns scaling on with these settings and state, after checking them
-// (scale finite and > 0, growth > 1, backoff in (0, 1), growth_interval and
-// good_steps in [1, 2^53] and [0, growth_interval)); SNN_ERR_INVALID_ARGUMENT
-// naming the value otherwise, the scaler unchanged.
+// (scale a finite float of at least FLT_MIN, growth > 1, backoff in (0, 1),
+// growth_interval and good_steps in [1, 2^53] and [0, growth_interval));
+// SNN_ERR_INVALID_ARGUMENT naming the value otherwise, the scaler unchanged.
 void loss_scaler_set(LossScaler &sc, double scale, double growth, double backoff, int64_t growth_interval,
                      int64_t good_steps);
 

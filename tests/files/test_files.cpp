@@ -835,6 +835,96 @@ TEST_F(Files, CheckpointsWithSettingsSnnWouldRefuseAreFileFormatErrors) {
         << snn_last_error();
 }
 
+// adam_meta() with a loss scaling (scale 1024, growth 2, backoff 0.5,
+// interval 2000, 3 good steps).
+Meta scaled_meta() {
+    Meta meta = adam_meta();
+    meta.insert(meta.end(), {{"loss_scaling.scale", "1024"},
+                             {"loss_scaling.growth_factor", "2"},
+                             {"loss_scaling.backoff_factor", "0.5"},
+                             {"loss_scaling.growth_interval", "2000"},
+                             {"loss_scaling.good_steps", "3"}});
+    return meta;
+}
+
+// The loss scaling's counts are decimal integers, read as such: a number
+// that does not fit in 64 bits, or fits but is above what
+// snn_set_loss_scaling_state accepts (2^53 + 1, which a double would round to
+// 2^53), is refused by both loaders; so is a scale that is 0 as a float.
+TEST_F(Files, LossScalingCountsAreReadAsIntegers) {
+    struct Case {
+        Meta meta;
+        const char *message;
+    };
+    const Case cases[] = {
+        {with(scaled_meta(), "loss_scaling.growth_interval", "1e300"),
+         "\"loss_scaling.growth_interval\" = \"1e300\" is not a decimal integer in [-2^63, 2^63)"},
+        {with(scaled_meta(), "loss_scaling.growth_interval", "nan"), "= \"nan\" is not a decimal integer"},
+        {with(scaled_meta(), "loss_scaling.growth_interval", "18446744073709551616"),
+         "= \"18446744073709551616\" is not a decimal integer"},
+        {with(scaled_meta(), "loss_scaling.growth_interval", "2000.5"), "= \"2000.5\" is not a decimal integer"},
+        {with(scaled_meta(), "loss_scaling.good_steps", "-1e19"),
+         "\"loss_scaling.good_steps\" = \"-1e19\" is not a decimal integer"},
+        {with(scaled_meta(), "loss_scaling.growth_interval", "9007199254740993"),
+         "the growth interval 9007199254740993 is not in [1, 2^53]"},
+        {with(scaled_meta(), "loss_scaling.good_steps", "-1"), "the count of good steps -1 is not in"},
+        {with(scaled_meta(), "loss_scaling.scale", "1e-46"), "the loss scale 1e-46 is 0 as a float"},
+    };
+    snn_model *model = make_model("input 3; dense 2", 1);
+    snn_backward_cache *cache = nullptr;
+    ASSERT_EQ(snn_preallocate_grads(model, 1, &cache), SNN_OK);
+    for (const Case &c : cases) {
+        write_bytes(path("ckpt"), checkpoint_file(c.meta));
+        snn_model *m = nullptr;
+        snn_optimiser *o = nullptr;
+        EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_ERR_FILE_FORMAT) << c.message;
+        EXPECT_NE(std::string(snn_last_error()).find(c.message), std::string::npos) << snn_last_error();
+        EXPECT_EQ(m, nullptr);
+        EXPECT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_ERR_FILE_FORMAT) << c.message;
+        EXPECT_NE(std::string(snn_last_error()).find(c.message), std::string::npos) << snn_last_error();
+    }
+    // The largest interval, and the most good steps below it, load.
+    write_bytes(path("ckpt"), checkpoint_file(with(with(scaled_meta(), "loss_scaling.growth_interval",
+                                                        "9007199254740992"),
+                                                   "loss_scaling.good_steps", "9007199254740991")));
+    ASSERT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_OK) << snn_last_error();
+    int64_t interval = 0, good = 0;
+    ASSERT_EQ(snn_loss_scaling_state(cache, nullptr, nullptr, nullptr, nullptr, &interval, &good, nullptr), SNN_OK);
+    EXPECT_EQ(interval, int64_t(1) << 53);
+    EXPECT_EQ(good, (int64_t(1) << 53) - 1);
+    snn_backward_cache_destroy(cache);
+    snn_model_destroy(model);
+}
+
+// snn_checkpoint_load_loss_scaling refuses what snn_checkpoint_load refuses,
+// the optimiser part included, and leaves the cache's scaling as it was.
+TEST_F(Files, LoadingTheLossScalingChecksTheWholeCheckpoint) {
+    snn_model *model = make_model("input 3; dense 2", 1);
+    snn_backward_cache *cache = nullptr;
+    ASSERT_EQ(snn_preallocate_grads(model, 1, &cache), SNN_OK);
+    ASSERT_EQ(snn_set_loss_scaling_state(cache, 8.0, 2.0, 0.5, 10, 4), SNN_OK);
+    write_bytes(path("ckpt"), checkpoint_file(with(scaled_meta(), "optimiser.beta1", "1.5")));
+    snn_model *m = nullptr;
+    snn_optimiser *o = nullptr;
+    EXPECT_EQ(snn_checkpoint_load(path("ckpt").c_str(), &m, &o), SNN_ERR_FILE_FORMAT);
+    EXPECT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(std::string(snn_last_error()).find("\"optimiser.beta1\" = \"1.5\""), std::string::npos)
+        << snn_last_error();
+    double scale = 0;
+    int64_t good = 0;
+    ASSERT_EQ(snn_loss_scaling_state(cache, nullptr, &scale, nullptr, nullptr, nullptr, &good, nullptr), SNN_OK);
+    EXPECT_EQ(scale, 8.0);
+    EXPECT_EQ(good, 4);
+    // The same file with a valid optimiser part gives the file's scaling.
+    write_bytes(path("ckpt"), checkpoint_file(scaled_meta()));
+    ASSERT_EQ(snn_checkpoint_load_loss_scaling(path("ckpt").c_str(), cache), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_loss_scaling_state(cache, nullptr, &scale, nullptr, nullptr, nullptr, &good, nullptr), SNN_OK);
+    EXPECT_EQ(scale, 1024.0);
+    EXPECT_EQ(good, 3);
+    snn_backward_cache_destroy(cache);
+    snn_model_destroy(model);
+}
+
 // The largest step count a checkpoint may hold, 2^53, loads; the optimiser
 // then refuses to count further until it is reset.
 TEST_F(Files, AnOptimiserStopsAtTheLargestStepCount) {

@@ -337,6 +337,14 @@ CASES = [
     dict(name="seq_saturated_layernorm", spec="input seq 3x6; layernorm eps=0.001; sigmoid; dense 3",
          loss="xent", optimiser="adam", hp=ADAM, batch=2, seed=4, lengths=[3, 2],
          prepare=lambda net, x: (net.layers[1].weight.mul_(30.0), x)[1]),
+    # layernorm over 2 features: its input gradient is invstd (g - mean(g))
+    # eps / (var + eps), the small difference of two nearly equal terms where
+    # var >> eps (each step's two tanh values differ by 0.24 to 0.85 here);
+    # the last dense x100 makes the gradients large against the absolute
+    # tolerance.
+    dict(name="seq_layernorm_2_features", spec="input seq 3x4; dense 2 tanh; layernorm; dense 3",
+         loss="mse", optimiser="adam", hp=ADAM, batch=2, seed=7,
+         prepare=lambda net, x: (net.layers[3].weight.mul_(100.0), x)[1]),
 ]
 
 

@@ -309,7 +309,9 @@ TEST(Ops, Batchnorm) {
 }
 
 // As batchnorm: per-sample statistics in double, in another order (the
-// same bits on these inputs).
+// same bits on these inputs). Over 2 features dx is the small difference of
+// two nearly equal terms: both sides take it in engine/math.h's
+// layernorm_dx form.
 TEST(Ops, Layernorm) {
     Launched launched({"layernorm_forward_kernel", "layernorm_param_grads_kernel",
                        "layernorm_input_grad_kernel"});
@@ -317,6 +319,7 @@ TEST(Ops, Layernorm) {
     for (int64_t n : {1, 3, 257}) {
         check_op("input 33; layernorm", n, true, tol);
         check_op("input 65; layernorm eps=0.001", n, false, tol);
+        check_op("input 2; layernorm", n, true, tol);
     }
     check_op("input 7x5x33; layernorm", 3, true, tol);
     check_op("input 300001; layernorm", 1, true, tol);

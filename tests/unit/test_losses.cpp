@@ -209,6 +209,18 @@ TEST(LossParameter, HuberDeltaRangeIsRefusedOutsideZeroToFloatMax) {
     }
 }
 
+// A delta in (0, FLT_MAX] as a double that is 0 as a float32 is refused
+// with that reason.
+TEST(LossParameter, AHuberDeltaThatRoundsToZeroSaysSo) {
+    Model m = make_model("input 2; dense 2");
+    Backward bwd = make_backward(m.get(), 2);
+    EXPECT_EQ(snn_set_loss_parameter(bwd.get(), SNN_LOSS_HUBER, 1e-300), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("got 1e-300, which is 0 as a float32"), std::string::npos)
+        << snn_last_error();
+    EXPECT_EQ(snn_set_loss_parameter(bwd.get(), SNN_LOSS_HUBER, -1.0), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(snn_last_error()).find("as a float32, got -1,"), std::string::npos) << snn_last_error();
+}
+
 TEST(LossParameter, TargetsAreNeededAndOfTheForwardBatch) {
     Model m = make_model("input 2; dense 2");
     Forward fwd = make_forward(m.get(), 4);

@@ -2,6 +2,7 @@
 // dynamic loss scaling on the CPU: a forced overflow skips the step and
 // lowers the scale, good steps raise it, scaled gradients equal unscaled
 // ones, and checkpoints keep the scaler.
+#include <float.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -249,6 +250,54 @@ TEST(LossScaling, SettingsOutOfRangeAreRefused) {
     EXPECT_EQ(on, 0);
 }
 
+// The scale must be a finite float of at least FLT_MIN: 1e-46 is 0 as a
+// float and 1e-40 subnormal (1 / 1e-40 overflows a float), either would
+// skip every step. Nothing changes on a refusal.
+TEST(LossScaling, AScaleBelowTheSmallestNormalFloatIsRefused) {
+    Model model = make_model(kMlp);
+    Backward b = make_backward(model.get(), 4);
+    EXPECT_EQ(snn_set_loss_scaling_state(b.get(), 1e-46, 2.0, 0.5, 1, 0), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("the loss scale 1e-46 is 0 as a float"), std::string::npos)
+        << snn_last_error();
+    EXPECT_EQ(snn_set_loss_scaling_state(b.get(), 1e-40, 2.0, 0.5, 1, 0), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("at least FLT_MIN"), std::string::npos) << snn_last_error();
+    int32_t on = 1;
+    ASSERT_EQ(snn_loss_scaling_state(b.get(), &on, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr), SNN_OK);
+    EXPECT_EQ(on, 0);
+    ASSERT_EQ(snn_set_loss_scaling_state(b.get(), double(FLT_MIN), 2.0, 0.5, 1, 0), SNN_OK) << snn_last_error();
+}
+
+// Overflows at the smallest scale leave it at FLT_MIN, where a finite
+// gradient is taken: training keeps stepping.
+TEST(LossScaling, BackoffStopsAtTheSmallestNormalFloat) {
+    Model model = make_model(kMlp);
+    Forward f = make_forward(model.get(), 4);
+    Backward b = make_backward(model.get(), 4);
+    Optimiser opt = make_optimiser(model.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_set_loss_scaling_state(b.get(), double(FLT_MIN), 2.0, 0.5, 1000, 0), SNN_OK);
+    snn_status status = SNN_ERR_INTERNAL;
+    double scale = 0;
+    int32_t skipped = 0;
+    for (int overflow = 0; overflow < 3; ++overflow) {
+        std::vector<float> g = mse_gradient(f.get(), b.get(), model.get(), 0.5f, &status);
+        ASSERT_EQ(status, SNN_OK) << snn_last_error();
+        g[0] = INFINITY;  // an overflow, summed over ranks, say
+        ASSERT_EQ(snn_set_gradients(b.get(), g.data(), g.size()), SNN_OK);
+        ASSERT_EQ(snn_loss_scaling_state(b.get(), nullptr, &scale, nullptr, nullptr, nullptr, nullptr, &skipped),
+                  SNN_OK);
+        EXPECT_EQ(skipped, 1);
+        EXPECT_EQ(scale, double(FLT_MIN));
+    }
+    const std::vector<float> before = get_params(model.get());
+    mse_gradient(f.get(), b.get(), model.get(), 0.5f, &status);
+    ASSERT_EQ(status, SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_loss_scaling_state(b.get(), nullptr, &scale, nullptr, nullptr, nullptr, nullptr, &skipped), SNN_OK);
+    EXPECT_EQ(skipped, 0);
+    EXPECT_EQ(scale, double(FLT_MIN));
+    ASSERT_EQ(snn_optimiser_step(opt.get(), model.get(), b.get()), SNN_OK) << snn_last_error();
+    EXPECT_NE(get_params(model.get()), before);
+}
+
 std::string temp_path(const char *name) {
     return std::string(testing::TempDir()) + "/snn_precision_" + std::to_string(getpid()) + "_" + name;
 }
@@ -290,6 +339,21 @@ TEST(LossScaling, CheckpointsKeepTheScaler) {
     unlink(with.c_str());
     unlink(without.c_str());
     unlink(plain.c_str());
+}
+
+// A backward cache of another model is refused, as snn_backprop refuses it;
+// no file is written.
+TEST(LossScaling, CheckpointsRefuseAnotherModelsCache) {
+    Model model = make_model(kMlp), other = make_model(kMlp);
+    Backward theirs = make_backward(other.get(), 4);
+    Optimiser opt = make_optimiser(model.get(), SNN_OPTIMISER_SGD);
+    ASSERT_EQ(snn_set_loss_scaling(theirs.get(), 1), SNN_OK);
+    const std::string path = temp_path("other.snn");
+    EXPECT_EQ(snn_checkpoint_save_v2(model.get(), opt.get(), theirs.get(), path.c_str()), SNN_ERR_MODEL_MISMATCH);
+    EXPECT_NE(std::string(snn_last_error()).find("the backward cache was made for another model"), std::string::npos)
+        << snn_last_error();
+    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    unlink(path.c_str());
 }
 
 }  // namespace

@@ -42,6 +42,34 @@ TEST(RngState, RestoredStateRepeatsTheMasks) {
     EXPECT_EQ(run(b.get(), model.get(), x), run(a.get(), model.get(), x));
 }
 
+// The pass count never wraps: at 2^64 - 1 a training pass, which would draw
+// pass 0's masks again, is refused and counts nothing; inference passes
+// still run; a new seed restarts the count.
+TEST(RngState, TheLastPassCountRefusesATrainingPass) {
+    Model model = make_model("input 50; dropout 0.5");
+    Forward f = make_forward(model.get(), 4);
+    const std::vector<float> x(200, 1.0f);
+    ASSERT_EQ(snn_set_inputs(f.get(), x.data(), x.size()), SNN_OK);
+    ASSERT_EQ(snn_cache_set_rng_state(f.get(), 7, UINT64_MAX - 1), SNN_OK);
+    ASSERT_EQ(snn_forward(f.get(), model.get()), SNN_OK) << snn_last_error();
+    uint64_t seed = 0, passes = 0;
+    ASSERT_EQ(snn_cache_rng_state(f.get(), &seed, &passes), SNN_OK);
+    EXPECT_EQ(passes, UINT64_MAX);
+    EXPECT_EQ(snn_forward(f.get(), model.get()), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("counted 2^64 - 1 training passes"), std::string::npos)
+        << snn_last_error();
+    ASSERT_EQ(snn_cache_rng_state(f.get(), &seed, &passes), SNN_OK);
+    EXPECT_EQ(seed, 7u);
+    EXPECT_EQ(passes, UINT64_MAX);
+    ASSERT_EQ(snn_cache_set_training(f.get(), 0), SNN_OK);
+    EXPECT_EQ(snn_forward(f.get(), model.get()), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_cache_set_training(f.get(), 1), SNN_OK);
+    ASSERT_EQ(snn_cache_set_seed(f.get(), 7), SNN_OK);
+    EXPECT_EQ(snn_forward(f.get(), model.get()), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_cache_rng_state(f.get(), &seed, &passes), SNN_OK);
+    EXPECT_EQ(passes, 1u);
+}
+
 TEST(RngState, NullArgumentsAreRefused) {
     Model model = make_model("input 2; dropout 0.5");
     Forward f = make_forward(model.get(), 1);

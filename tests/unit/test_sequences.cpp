@@ -246,8 +246,12 @@ TEST(Lengths, TargetLossesRefusePaddedSteps) {
     EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), SNN_LOSS_MSE, nullptr), SNN_OK);  // full length
     ASSERT_EQ(snn_set_lengths(fwd.get(), lengths.data(), lengths.size()), SNN_OK);
     ASSERT_EQ(snn_forward(fwd.get(), m.get()), SNN_OK);
-    EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), SNN_LOSS_MSE, nullptr), SNN_ERR_UNSUPPORTED);
-    EXPECT_NE(std::string(snn_last_error()).find("padded steps"), std::string::npos) << snn_last_error();
+    for (snn_loss loss : {SNN_LOSS_MSE, SNN_LOSS_HUBER, SNN_LOSS_SMOOTH_L1, SNN_LOSS_BCE_WITH_LOGITS}) {
+        EXPECT_EQ(snn_backprop(bwd.get(), fwd.get(), m.get(), loss, nullptr), SNN_ERR_UNSUPPORTED) << loss;
+        EXPECT_NE(std::string(snn_last_error()).find("averages over every output value, padded steps included"),
+                  std::string::npos)
+            << snn_last_error();
+    }
 }
 
 TEST(Labels, OnePerStepOfASequenceOutput) {
@@ -307,6 +311,22 @@ TEST(TokenDataset, RefusesBadValues) {
     snn_dataset_destroy(ds);
 }
 
+// NULL labels make a data set without labels whatever labels_per_sample
+// says (the bindings pass 1); asking it for labels is the error.
+TEST(TokenDataset, NullLabelsMakeASetWithoutLabels) {
+    const Ints tokens = {1, 2, 3, 4, 0, 1};
+    snn_dataset *ds = nullptr;
+    ASSERT_EQ(snn_dataset_create_tokens(SNN_DEVICE_CPU, tokens.data(), 2, 3, nullptr, nullptr, 3, &ds), SNN_OK)
+        << snn_last_error();
+    Model m = make_model("input tokens 3 vocab=5; embedding 2; dense 2");
+    Backward bwd = make_backward(m.get(), 2);
+    const int64_t idx[2] = {1, 0};
+    EXPECT_EQ(snn_set_labels_from_dataset(bwd.get(), ds, idx, 2), SNN_ERR_STATE);
+    EXPECT_NE(std::string(snn_last_error()).find("the data set was created without labels"), std::string::npos)
+        << snn_last_error();
+    snn_dataset_destroy(ds);
+}
+
 // Token ids: checked against the vocabulary before anything is copied;
 // floats, input gradients and float data sets refused for a token model.
 TEST(Tokens, IdsOutsideTheVocabularyAreRefused) {
@@ -342,6 +362,8 @@ TEST(Tokens, IdsOutsideTheVocabularyAreRefused) {
     EXPECT_NE(std::string(snn_last_error()).find("snn_set_tokens"), std::string::npos) << snn_last_error();
     Backward bwd = make_backward(m.get(), 2);
     EXPECT_EQ(snn_set_input_gradient(bwd.get(), 1), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(snn_last_error()).find("token ids, which have no gradient"), std::string::npos)
+        << snn_last_error();
     EXPECT_EQ(snn_set_input_gradient(bwd.get(), 0), SNN_OK);
     snn_dataset *floats = nullptr;
     ASSERT_EQ(snn_dataset_create(SNN_DEVICE_CPU, x.data(), 2, 3, nullptr, &floats), SNN_OK);

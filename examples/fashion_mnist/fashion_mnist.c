@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "example.h"
 #include "idx.h"
 #include "models.h"
 #include "snn.h"
@@ -126,25 +127,6 @@ static void usage(FILE *to) {
             "Exit status: 0 success, 1 failure (missing data, I/O), 2 bad options.\n");
 }
 
-static void bad_option(const char *message, const char *name, const char *value) {
-    fprintf(stderr, "fashion_mnist: %s %s", name, message);
-    if (value) fprintf(stderr, ", got '%s'", value);
-    fprintf(stderr, "\n(see fashion_mnist --help)\n");
-    exit(2);
-}
-
-static long parse_long(const char *name, const char *value, long min, long max) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < min || v > max) {
-        char message[96];
-        snprintf(message, sizeof message, "expects an integer in [%ld, %ld]", min, max);
-        bad_option(message, name, value);
-    }
-    return v;
-}
-
 static options parse_options(int argc, char **argv) {
     options o = {"default", NULL, 0, 64, 0.0, 0, -1.0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu", "float32"};
     for (int i = 1; i < argc; ++i) {
@@ -163,7 +145,7 @@ static options parse_options(int argc, char **argv) {
         }
         if (!strcmp(arg, "--distributed")) {
 #ifndef SNN_HAVE_DIST
-            bad_option("needs libsnn_dist, which this build lacks (it is built when MPI is found)",
+            example_bad_option("needs libsnn_dist, which this build lacks (it is built when MPI is found)",
                        arg, NULL);
 #endif
             o.distributed = 1;
@@ -173,60 +155,60 @@ static options parse_options(int argc, char **argv) {
         char name[32];
         const char *value = NULL;
         const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) != 0) bad_option("is not an option", arg, NULL);
+        if (strncmp(arg, "--", 2) != 0) example_bad_option("is not an option", arg, NULL);
         if (eq) {
             size_t len = (size_t)(eq - arg);
-            if (len >= sizeof name) bad_option("is not an option", arg, NULL);
+            if (len >= sizeof name) example_bad_option("is not an option", arg, NULL);
             memcpy(name, arg, len);
             name[len] = '\0';
             value = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", arg);
-            if (i + 1 >= argc) bad_option("needs a value", arg, NULL);
+            if (i + 1 >= argc) example_bad_option("needs a value", arg, NULL);
             value = argv[++i];
         }
         if (!strcmp(name, "--model")) {
             if (strcmp(value, "default") && strcmp(value, "simplenns") && strcmp(value, "resnet"))
-                bad_option("expects default, simplenns or resnet", name, value);
+                example_bad_option("expects default, simplenns or resnet", name, value);
             o.model = value;
         } else if (!strcmp(name, "--spec")) {
             o.spec = value;
         } else if (!strcmp(name, "--epochs")) {
-            o.epochs = parse_long(name, value, 1, 1000);
+            o.epochs = example_parse_long(name, value, 1, 1000);
         } else if (!strcmp(name, "--batch")) {
-            o.batch = parse_long(name, value, 1, 60000);
+            o.batch = example_parse_long(name, value, 1, 60000);
         } else if (!strcmp(name, "--lr")) {
             char *end = NULL;
             o.lr = strtod(value, &end);
             if (end == value || *end || !(o.lr > 0.0 && o.lr < 10.0))
-                bad_option("expects a number in (0, 10)", name, value);
+                example_bad_option("expects a number in (0, 10)", name, value);
         } else if (!strcmp(name, "--weight-decay")) {
             char *end = NULL;
             o.weight_decay = strtod(value, &end);
             if (end == value || *end || !(o.weight_decay >= 0.0 && o.weight_decay < 1.0))
-                bad_option("expects a number in [0, 1)", name, value);
+                example_bad_option("expects a number in [0, 1)", name, value);
         } else if (!strcmp(name, "--seed")) {
-            o.seed = (unsigned long long)parse_long(name, value, 0, 2147483647L);
+            o.seed = (unsigned long long)example_parse_long(name, value, 0, 2147483647L);
         } else if (!strcmp(name, "--data")) {
             o.data_dir = value;
         } else if (!strcmp(name, "--threads")) {
-            o.threads = parse_long(name, value, 1, 1024);
+            o.threads = example_parse_long(name, value, 1, 1024);
         } else if (!strcmp(name, "--out")) {
             o.out_dir = value;
         } else if (!strcmp(name, "--limit")) {
-            o.limit = parse_long(name, value, 5, 60000);
+            o.limit = example_parse_long(name, value, 5, 60000);
         } else if (!strcmp(name, "--load")) {
             o.load = value;
         } else if (!strcmp(name, "--device")) {
             if (strcmp(value, "cpu") && strcmp(value, "gpu") && strcmp(value, "auto"))
-                bad_option("expects cpu, gpu or auto", name, value);
+                example_bad_option("expects cpu, gpu or auto", name, value);
             o.device = value;
         } else if (!strcmp(name, "--precision")) {
             if (strcmp(value, "float32") && strcmp(value, "bf16") && strcmp(value, "fp16"))
-                bad_option("expects float32, bf16 or fp16", name, value);
+                example_bad_option("expects float32, bf16 or fp16", name, value);
             o.precision = value;
         } else {
-            bad_option("is not an option", name, NULL);
+            example_bad_option("is not an option", name, NULL);
         }
     }
     const int resnet = !o.spec && !strcmp(o.model, "resnet");
@@ -249,21 +231,6 @@ static options parse_options(int argc, char **argv) {
             exit(1);                                                                   \
         }                                                                              \
     } while (0)
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void *checked_malloc(size_t bytes) {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "fashion_mnist: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
 
 static void join_path(char *dst, size_t size, const char *dir, const char *name) {
     if (snprintf(dst, size, "%s/%s", dir, name) >= (int)size) {
@@ -303,33 +270,6 @@ static void load_split(const options *o, const char *prefix, idx_dataset *out) {
     exit(1);
 }
 
-/* splitmix64: a small, good, seedable generator for the shuffling. */
-static uint64_t next_random(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound), without modulo bias. */
-static uint64_t random_below(uint64_t *state, uint64_t bound) {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t r;
-    do r = next_random(state);
-    while (r >= limit);
-    return r % bound;
-}
-
-/* Fisher–Yates: every permutation equally likely. */
-static void shuffle(int64_t *indices, size_t n, uint64_t *state) {
-    for (size_t i = n - 1; i > 0; --i) {
-        size_t j = (size_t)random_below(state, (uint64_t)i + 1);
-        int64_t t = indices[i];
-        indices[i] = indices[j];
-        indices[j] = t;
-    }
-}
-
 /* ------------------------------------------------------------------------ */
 /* Evaluation                                                               */
 /* ------------------------------------------------------------------------ */
@@ -362,25 +302,6 @@ static double evaluate(const snn_model *model, snn_forward_cache *cache, const i
         }
     }
     return (double)correct / (double)n;
-}
-
-static void print_report(long confusion[CLASSES][CLASSES]) {
-    printf("\n%-14s %8s %14s\n", "class", "accuracy", "correct/total");
-    for (int c = 0; c < CLASSES; ++c) {
-        long total = 0;
-        for (int p = 0; p < CLASSES; ++p) total += confusion[c][p];
-        printf("%d %-12s %7.1f%% %8ld/%-5ld\n", c, class_names[c],
-               total ? 100.0 * (double)confusion[c][c] / (double)total : 0.0, confusion[c][c],
-               total);
-    }
-    printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%14s", "");
-    for (int p = 0; p < CLASSES; ++p) printf("%6d", p);
-    printf("\n");
-    for (int c = 0; c < CLASSES; ++c) {
-        printf("%d %-12s", c, class_names[c]);
-        for (int p = 0; p < CLASSES; ++p) printf("%6ld", confusion[c][p]);
-        printf("\n");
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -418,15 +339,15 @@ static void read_floats_le(FILE *f, const char *path, const char *what, float *v
 static void save_params(snn_model *model, const char *path) {
     size_t length = 0, count = 0;
     CHECK(snn_model_describe(model, NULL, 0, &length));
-    char *spec = checked_malloc(length + 1);
+    char *spec = example_malloc(length + 1);
     CHECK(snn_model_describe(model, spec, length + 1, &length));
     /* A copy, not the zero-copy view: it works for a model on any device. */
     CHECK(snn_parameter_count(model, &count));
-    float *params = checked_malloc(count * sizeof(float));
+    float *params = example_malloc(count * sizeof(float));
     CHECK(snn_get_parameters(model, params, count));
     size_t state_count = 0;
     CHECK(snn_state_count(model, &state_count));
-    float *state = checked_malloc((state_count ? state_count : 1) * sizeof(float));
+    float *state = example_malloc((state_count ? state_count : 1) * sizeof(float));
     CHECK(snn_get_state(model, state, state_count));
 
     FILE *f = fopen(path, "wb");
@@ -493,50 +414,12 @@ static snn_model *load_model(const char *path) {
     float *params = NULL;
     CHECK(snn_parameters(model, &params, &count));
     read_floats_le(f, path, "parameters", params, count);
-    float *state = checked_malloc((state_count ? state_count : 1) * sizeof(float));
+    float *state = example_malloc((state_count ? state_count : 1) * sizeof(float));
     read_floats_le(f, path, "state values", state, state_count);
     CHECK(snn_set_state(model, state, state_count));
     free(state);
     fclose(f);
     return model;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Progress                                                                 */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    int terminal; /* stdout is a terminal: redraw one line */
-    int quiet;
-    double last_draw;
-} progress;
-
-/* Called after every batch; draws at most ten times a second on a terminal,
- * one line every LOG_EVERY batches otherwise. */
-static void show_progress(progress *p, long epoch, long epochs, size_t batch, size_t batches,
-                          double mean_loss, size_t images, double elapsed) {
-    if (p->quiet) return;
-    int last = batch == batches;
-    double rate = elapsed > 0 ? (double)images / elapsed : 0.0;
-    if (p->terminal) {
-        double t = now_seconds();
-        if (!last && t - p->last_draw < 0.1) return;
-        p->last_draw = t;
-        enum { WIDTH = 24 };
-        char bar[WIDTH + 1];
-        size_t filled = batch * WIDTH / batches;
-        for (size_t i = 0; i < WIDTH; ++i) bar[i] = i < filled ? '=' : ' ';
-        bar[WIDTH] = '\0';
-        long eta = (long)(elapsed / (double)batch * (double)(batches - batch) + 0.5);
-        printf("\repoch %ld/%ld [%s] %zu/%zu  loss %.4f  %.0f images/s  ETA %ld:%02ld\033[K",
-               epoch, epochs, bar, batch, batches, mean_loss, rate, eta / 60, eta % 60);
-        if (last) printf("\r\033[K");
-        fflush(stdout);
-    } else if (batch % LOG_EVERY == 0) {
-        printf("epoch %ld/%ld  batch %zu/%zu  loss %.4f  %.0f images/s\n", epoch, epochs, batch,
-               batches, mean_loss, rate);
-        fflush(stdout);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -704,10 +587,10 @@ static int evaluate_saved(const options *o) {
     CHECK(snn_cache_set_training(eval, 0));
     CHECK(snn_cache_set_precision(eval, precision_of(o)));
     long confusion[CLASSES][CLASSES];
-    double t0 = now_seconds();
+    double t0 = example_now_seconds();
     double accuracy = evaluate(model, eval, &test, n, confusion);
-    double seconds = now_seconds() - t0;
-    if (!o->quiet) print_report(confusion);
+    double seconds = example_now_seconds() - t0;
+    if (!o->quiet) example_print_confusion("class", class_names, CLASSES, 12, &confusion[0][0]);
     printf("test accuracy %.2f%% on %zu images (%.1f s, %.0f images/s)\n", 100.0 * accuracy, n,
            seconds, (double)n / seconds);
     snn_forward_cache_destroy(eval);
@@ -717,6 +600,7 @@ static int evaluate_saved(const options *o) {
 }
 
 int main(int argc, char **argv) {
+    example_set_program("fashion_mnist");
     options o = parse_options(argc, argv);
     if (o.threads) CHECK(snn_set_num_threads((int32_t)o.threads));
     if (o.load) return evaluate_saved(&o);
@@ -795,11 +679,11 @@ int main(int argc, char **argv) {
     snn_dataset *gpu_train = NULL;
     if (device != SNN_DEVICE_CPU)
         CHECK(snn_dataset_create(device, train.images, train.count, PIXELS, train.labels, &gpu_train));
-    int64_t *order = checked_malloc(n_train * sizeof *order);
+    int64_t *order = example_malloc(n_train * sizeof *order);
     for (size_t i = 0; i < n_train; ++i) order[i] = (int64_t)i;
     uint64_t rng = o.seed;
 
-    progress bar = {isatty(STDOUT_FILENO), o.quiet, 0.0};
+    example_progress bar = example_progress_start(o.quiet, LOG_EVERY, "images/s");
     size_t batches = (n_train + (size_t)o.batch - 1) / (size_t)o.batch;
     long confusion[CLASSES][CLASSES];
     double accuracy = 0.0, total_train_seconds = 0.0;
@@ -807,10 +691,10 @@ int main(int argc, char **argv) {
         if (o.cosine)
             CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE,
                                     o.lr * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(epoch - 1) / (double)o.epochs))));
-        shuffle(order, n_train, &rng);
+        example_shuffle(order, n_train, &rng);
         double epoch_loss = 0.0, window_loss = 0.0;
         size_t window = 0, seen = 0;
-        double t0 = now_seconds();
+        double t0 = example_now_seconds();
         for (size_t b = 0; b < batches; ++b) {
             size_t start = b * (size_t)o.batch;
             size_t n = n_train - start < (size_t)o.batch ? n_train - start : (size_t)o.batch;
@@ -839,16 +723,16 @@ int main(int argc, char **argv) {
                 window_loss = 0.0;
                 window = 0;
             }
-            show_progress(&bar, epoch, o.epochs, b + 1, batches, epoch_loss / (double)(b + 1),
-                          seen, now_seconds() - t0);
+            example_progress_show(&bar, epoch, o.epochs, b + 1, batches, epoch_loss / (double)(b + 1),
+                                  (double)seen, example_now_seconds() - t0);
         }
-        double train_seconds = now_seconds() - t0;
+        double train_seconds = example_now_seconds() - t0;
         total_train_seconds += train_seconds;
         epoch_loss = average_over_ranks(&ranks, epoch_loss);
 
-        double t1 = now_seconds();
+        double t1 = example_now_seconds();
         accuracy = evaluate(model, eval, &test, n_test, confusion);
-        double eval_seconds = now_seconds() - t1;
+        double eval_seconds = example_now_seconds() - t1;
         printf("epoch %ld/%ld  loss %.4f  test accuracy %.2f%%  train %.1f s (%.0f images/s)  "
                "test %.1f s\n",
                epoch, o.epochs, epoch_loss / (double)batches, 100.0 * accuracy, train_seconds,
@@ -860,7 +744,7 @@ int main(int argc, char **argv) {
         fflush(epochs_csv);
     }
 
-    if (!o.quiet) print_report(confusion);
+    if (!o.quiet) example_print_confusion("class", class_names, CLASSES, 12, &confusion[0][0]);
     if (ranks.rank == 0) {
         CHECK(snn_model_save(model, model_path));
         save_params(model, params_path);

@@ -3,6 +3,8 @@
 
 #include "wordlists.h"
 
+#include "example.h"
+
 #include <errno.h>
 #include <locale.h>
 #include <stdio.h>
@@ -23,20 +25,10 @@ const words_language words_languages[WORDS_LANGUAGES] = {
 #define TEST_EVERY 10 /* one word in ten is a test word */
 #define MAX_CODE_POINT 0x10FFFF
 
-/* splitmix64, as the training loop's shuffling. */
-static uint64_t next_random(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
+/* Fisher-Yates with the generator the training loop shuffles with. */
 static void shuffle(uint32_t *v, size_t n, uint64_t *state) {
     for (size_t i = n; i > 1; --i) {
-        uint64_t bound = i, limit = UINT64_MAX - UINT64_MAX % bound, r;
-        do r = next_random(state);
-        while (r >= limit);
-        size_t j = (size_t)(r % bound);
+        size_t j = (size_t)example_random_below(state, i);
         uint32_t t = v[i - 1];
         v[i - 1] = v[j];
         v[j] = t;

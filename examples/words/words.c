@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "example.h"
 #include "models.h"
 #include "snn.h"
 #include "wordlists.h"
@@ -112,36 +113,6 @@ static void usage(FILE *to) {
             "Exit status: 0 success, 1 failure (missing word lists, I/O), 2 bad options.\n");
 }
 
-static void bad_option(const char *message, const char *name, const char *value) {
-    fprintf(stderr, "words: %s %s", name, message);
-    if (value) fprintf(stderr, ", got '%s'", value);
-    fprintf(stderr, "\n(see words --help)\n");
-    exit(2);
-}
-
-static long parse_long(const char *name, const char *value, long min, long max) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < min || v > max) {
-        char message[96];
-        snprintf(message, sizeof message, "expects an integer in [%ld, %ld]", min, max);
-        bad_option(message, name, value);
-    }
-    return v;
-}
-
-static double parse_double(const char *name, const char *value, double min, double max) {
-    char *end = NULL;
-    double v = strtod(value, &end);
-    if (end == value || *end || !(v > min && v < max)) {
-        char message[96];
-        snprintf(message, sizeof message, "expects a number in (%g, %g)", min, max);
-        bad_option(message, name, value);
-    }
-    return v;
-}
-
 static options parse_options(int argc, char **argv) {
     options o = {WORDS_TASK_LANG, "lstm", 0, 64, 2e-3, 1, DEFAULT_DICT_DIR,
                  WORDS_TRAIN_PER_LANGUAGE, WORDS_TEST_PER_LANGUAGE, 0, "cpu", NULL, 8, 0.8, 0};
@@ -159,52 +130,52 @@ static options parse_options(int argc, char **argv) {
         char name[32];
         const char *value = NULL;
         const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) != 0) bad_option("is not an option", arg, NULL);
+        if (strncmp(arg, "--", 2) != 0) example_bad_option("is not an option", arg, NULL);
         if (eq) {
             size_t len = (size_t)(eq - arg);
-            if (len >= sizeof name) bad_option("is not an option", arg, NULL);
+            if (len >= sizeof name) example_bad_option("is not an option", arg, NULL);
             memcpy(name, arg, len);
             name[len] = '\0';
             value = eq + 1;
         } else {
             snprintf(name, sizeof name, "%s", arg);
-            if (i + 1 >= argc) bad_option("needs a value", arg, NULL);
+            if (i + 1 >= argc) example_bad_option("needs a value", arg, NULL);
             value = argv[++i];
         }
         if (!strcmp(name, "--task")) {
-            if (strcmp(value, "lang") && strcmp(value, "lm")) bad_option("expects lang or lm", name, value);
+            if (strcmp(value, "lang") && strcmp(value, "lm")) example_bad_option("expects lang or lm", name, value);
             o.task = !strcmp(value, "lang") ? WORDS_TASK_LANG : WORDS_TASK_LM;
         } else if (!strcmp(name, "--model")) {
             if (strcmp(value, "lstm") && strcmp(value, "transformer"))
-                bad_option("expects lstm or transformer", name, value);
+                example_bad_option("expects lstm or transformer", name, value);
             o.model = value;
         } else if (!strcmp(name, "--epochs")) {
-            o.epochs = parse_long(name, value, 1, 1000);
+            o.epochs = example_parse_long(name, value, 1, 1000);
         } else if (!strcmp(name, "--batch")) {
-            o.batch = parse_long(name, value, 1, 100000);
+            o.batch = example_parse_long(name, value, 1, 100000);
         } else if (!strcmp(name, "--lr")) {
-            o.lr = parse_double(name, value, 0.0, 10.0);
+            o.lr = example_parse_double(name, value, 0.0, 10.0);
         } else if (!strcmp(name, "--seed")) {
-            o.seed = (unsigned long long)parse_long(name, value, 0, 2147483647L);
+            o.seed = (unsigned long long)example_parse_long(name, value, 0, 2147483647L);
         } else if (!strcmp(name, "--dict")) {
             o.dict_dir = value;
         } else if (!strcmp(name, "--train-per-language")) {
-            o.train_per_language = parse_long(name, value, 1, 100000000L);
+            o.train_per_language = example_parse_long(name, value, 1, 100000000L);
         } else if (!strcmp(name, "--test-per-language")) {
-            o.test_per_language = parse_long(name, value, 1, 100000000L);
+            o.test_per_language = example_parse_long(name, value, 1, 100000000L);
         } else if (!strcmp(name, "--threads")) {
-            o.threads = parse_long(name, value, 1, 1024);
+            o.threads = example_parse_long(name, value, 1, 1024);
         } else if (!strcmp(name, "--device")) {
-            if (strcmp(value, "cpu") && strcmp(value, "gpu")) bad_option("expects cpu or gpu", name, value);
+            if (strcmp(value, "cpu") && strcmp(value, "gpu")) example_bad_option("expects cpu or gpu", name, value);
             o.device = value;
         } else if (!strcmp(name, "--samples")) {
-            o.samples = parse_long(name, value, 0, 1000);
+            o.samples = example_parse_long(name, value, 0, 1000);
         } else if (!strcmp(name, "--temperature")) {
-            o.temperature = parse_double(name, value, 0.0, 100.0);
+            o.temperature = example_parse_double(name, value, 0.0, 100.0);
         } else if (!strcmp(name, "--export")) {
             o.export_dir = value;
         } else {
-            bad_option("is not an option", name, NULL);
+            example_bad_option("is not an option", name, NULL);
         }
     }
     if (o.epochs == 0) o.epochs = default_epochs(o.task, o.model);
@@ -223,49 +194,6 @@ static options parse_options(int argc, char **argv) {
             exit(1);                                                                   \
         }                                                                              \
     } while (0)
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void *checked_malloc(size_t bytes) {
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "words: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* splitmix64: the shuffling and the sampling (bench/words_torch.py
- * shuffles with the same generator, so both see the same batches). */
-static uint64_t next_random(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound), without modulo bias. */
-static uint64_t random_below(uint64_t *state, uint64_t bound) {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-    uint64_t r;
-    do r = next_random(state);
-    while (r >= limit);
-    return r % bound;
-}
-
-/* Fisher–Yates: every permutation equally likely. */
-static void shuffle(int64_t *indices, size_t n, uint64_t *state) {
-    for (size_t i = n - 1; i > 0; --i) {
-        size_t j = (size_t)random_below(state, (uint64_t)i + 1);
-        int64_t t = indices[i];
-        indices[i] = indices[j];
-        indices[j] = t;
-    }
-}
 
 static word_data load_words(const options *o) {
     words_options wo = {o->dict_dir, STEPS, (size_t)o->train_per_language,
@@ -375,22 +303,9 @@ static results evaluate(const snn_model *model, snn_forward_cache *cache, const 
 }
 
 static void print_language_report(const results *r) {
-    printf("\n%-12s %8s %14s\n", "language", "accuracy", "correct/total");
-    for (int c = 0; c < WORDS_LANGUAGES; ++c) {
-        long total = 0;
-        for (int p = 0; p < WORDS_LANGUAGES; ++p) total += r->confusion[c][p];
-        printf("%d %-10s %7.1f%% %8ld/%-5ld\n", c, words_languages[c].name,
-               total ? 100.0 * (double)r->confusion[c][c] / (double)total : 0.0, r->confusion[c][c],
-               total);
-    }
-    printf("\nconfusion matrix (rows: true language, columns: predicted language)\n%12s", "");
-    for (int p = 0; p < WORDS_LANGUAGES; ++p) printf("%6d", p);
-    printf("\n");
-    for (int c = 0; c < WORDS_LANGUAGES; ++c) {
-        printf("%d %-10s", c, words_languages[c].name);
-        for (int p = 0; p < WORDS_LANGUAGES; ++p) printf("%6ld", r->confusion[c][p]);
-        printf("\n");
-    }
+    const char *names[WORDS_LANGUAGES];
+    for (int l = 0; l < WORDS_LANGUAGES; ++l) names[l] = words_languages[l].name;
+    example_print_confusion("language", names, WORDS_LANGUAGES, 10, &r->confusion[0][0]);
 }
 
 static void print_bits_report(const results *r) {
@@ -412,7 +327,7 @@ static int32_t sample_token(const float *logits, int32_t vocab, double temperatu
         if (logits[k] > max) max = logits[k];
     double sum = exp((logits[WORDS_END] - max) / temperature);
     for (int32_t k = WORDS_FIRST_CHAR; k < vocab; ++k) sum += exp((logits[k] - max) / temperature);
-    double u = (double)(next_random(rng) >> 11) * 0x1.0p-53 * sum;
+    double u = (double)(example_next_random(rng) >> 11) * 0x1.0p-53 * sum;
     double acc = exp((logits[WORDS_END] - max) / temperature);
     if (u < acc) return WORDS_END;
     for (int32_t k = WORDS_FIRST_CHAR; k < vocab; ++k) {
@@ -434,7 +349,7 @@ static void generate(const snn_model *model, const word_data *d, long per_langua
     CHECK(snn_preallocate(model, (int64_t)n, &cache));
     CHECK(snn_cache_set_training(cache, 0));
     int32_t *tokens = calloc(n * T, sizeof *tokens);
-    float *logits = checked_malloc(n * T * V * sizeof *logits);
+    float *logits = example_malloc(n * T * V * sizeof *logits);
     char *done = calloc(n, 1);
     if (!tokens || !done) {
         fprintf(stderr, "words: out of memory\n");
@@ -510,26 +425,8 @@ static int32_t move_to_device(const options *o, snn_model *model) {
     return 0;
 }
 
-static void show_progress(const options *o, long epoch, size_t batch, size_t batches,
-                          double mean_loss, double elapsed) {
-    if (o->quiet) return;
-    if (isatty(STDOUT_FILENO)) {
-        static double last_draw;
-        double t = now_seconds();
-        if (batch != batches && t - last_draw < 0.1) return;
-        last_draw = t;
-        printf("\repoch %ld/%ld  batch %zu/%zu  loss %.4f  %.0f steps/s\033[K", epoch, o->epochs,
-               batch, batches, mean_loss, (double)batch / elapsed);
-        if (batch == batches) printf("\r\033[K");
-        fflush(stdout);
-    } else if (batch % LOG_EVERY == 0) {
-        printf("epoch %ld/%ld  batch %zu/%zu  loss %.4f  %.0f steps/s\n", epoch, o->epochs, batch,
-               batches, mean_loss, (double)batch / elapsed);
-        fflush(stdout);
-    }
-}
-
 int main(int argc, char **argv) {
+    example_set_program("words");
     options o = parse_options(argc, argv);
     if (o.threads) CHECK(snn_set_num_threads((int32_t)o.threads));
     word_data data = load_words(&o);
@@ -579,24 +476,25 @@ int main(int argc, char **argv) {
     CHECK(snn_cache_set_training(eval, 0));
     CHECK(snn_optimiser_create(model, SNN_OPTIMISER_ADAM, &adam));
     CHECK(snn_optimiser_set(adam, SNN_HP_LEARNING_RATE, o.lr));
-    float *logits = checked_malloc(eval_batch * outputs * sizeof *logits);
+    float *logits = example_malloc(eval_batch * outputs * sizeof *logits);
     /* On a GPU the training words are uploaded once; batches are gathered there. */
     snn_dataset *gpu_train = NULL;
     if (device != SNN_DEVICE_CPU)
         CHECK(snn_dataset_create_tokens(device, train.tokens, n_train, (size_t)data.steps,
                                         train.lengths, train.labels, train.labels_per_sample,
                                         &gpu_train));
-    int64_t *order = checked_malloc(n_train * sizeof *order);
+    int64_t *order = example_malloc(n_train * sizeof *order);
     for (size_t i = 0; i < n_train; ++i) order[i] = (int64_t)i;
     uint64_t rng = o.seed;
 
     const size_t batches = (n_train + (size_t)o.batch - 1) / (size_t)o.batch;
+    example_progress progress = example_progress_start(o.quiet, LOG_EVERY, "steps/s");
     results r;
     double total_seconds = 0.0;
     for (long epoch = 1; epoch <= o.epochs; ++epoch) {
-        shuffle(order, n_train, &rng);
+        example_shuffle(order, n_train, &rng);
         double epoch_loss = 0.0;
-        double t0 = now_seconds();
+        double t0 = example_now_seconds();
         for (size_t b = 0; b < batches; ++b) {
             size_t start = b * (size_t)o.batch;
             size_t n = n_train - start < (size_t)o.batch ? n_train - start : (size_t)o.batch;
@@ -614,12 +512,12 @@ int main(int argc, char **argv) {
             CHECK(snn_backprop(bwd, fwd, model, SNN_LOSS_LOGIT_CROSSENTROPY, &loss));
             CHECK(snn_optimiser_step(adam, model, bwd));
             epoch_loss += loss;
-            show_progress(&o, epoch, b + 1, batches, epoch_loss / (double)(b + 1),
-                          now_seconds() - t0);
+            example_progress_show(&progress, epoch, o.epochs, b + 1, batches, epoch_loss / (double)(b + 1),
+                                  (double)(b + 1), example_now_seconds() - t0);
         }
-        double seconds = now_seconds() - t0;
+        double seconds = example_now_seconds() - t0;
         total_seconds += seconds;
-        double t1 = now_seconds();
+        double t1 = example_now_seconds();
         r = evaluate(model, eval, &test, &data.test, o.task, data.vocab, logits);
         if (o.task == WORDS_TASK_LANG)
             printf("epoch %ld/%ld  loss %.4f  test accuracy %.2f%%", epoch, o.epochs,
@@ -628,7 +526,7 @@ int main(int argc, char **argv) {
             printf("epoch %ld/%ld  loss %.4f  test bits per character %.4f", epoch, o.epochs,
                    epoch_loss / (double)batches, r.bits_per_char);
         printf("  train %.1f s (%.1f steps/s)  test %.1f s\n", seconds, (double)batches / seconds,
-               now_seconds() - t1);
+               example_now_seconds() - t1);
         fflush(stdout);
     }
 

@@ -1,5 +1,5 @@
 // The activation op (ops/activation.cpp): relu, leaky_relu, tanh, sigmoid,
-// gelu or silu as a layer of its own, element-wise with engine/math.h.
+// gelu or silu as a layer of its own, element-wise with core/math.h.
 #include "ops.h"
 
 namespace snn {

@@ -8,7 +8,7 @@
 // head; each product is H batched calls of n (instead of copying Q, K and V
 // head-major first). Masking and softmax are one kernel, a block per row of
 // scores, its max and sum reduced in float by block_max and block_sum; its
-// backward the same, about a pivot key (engine/math.h attention_dz). Row r
+// backward the same, about a pivot key (core/math.h attention_dz). Row r
 // of the n*H*T rows is query r % T of item r / T = (sample, head).
 //
 // cuBLAS is column-major; a row-major matrix is, read column-major, its
@@ -38,7 +38,7 @@ Dims dims_of(const Layer &l) {
 }
 
 // Row r of the scores in place: p_j = softmax_j(scale * s) over the keys its
-// query sees (engine/math.h attention_keys), 0 for the others.
+// query sees (core/math.h attention_keys), 0 for the others.
 __global__ void attention_softmax_forward_kernel(float *p, const int32_t *lengths, int64_t steps, int64_t heads,
                                                  float scale, bool causal) {
     __shared__ float buf[kThreads];
@@ -60,7 +60,7 @@ __global__ void attention_softmax_forward_kernel(float *p, const int32_t *length
     for (int64_t j = threadIdx.x; j < steps; j += kThreads) row[j] = j < keys ? softmax_y(row[j], total) : 0.0f;
 }
 
-// Row r of dP in place: ds = scale * dz (engine/math.h attention_dz), 0 at
+// Row r of dP in place: ds = scale * dz (core/math.h attention_dz), 0 at
 // masked keys. The pivot m is the first key with the row's largest p.
 __global__ void attention_softmax_backward_kernel(const float *p, float *dp, const int32_t *lengths,
                                                   int64_t steps, int64_t heads, float scale, bool causal) {

@@ -164,7 +164,7 @@ __global__ void batchnorm_apply_kernel(const float *x, float *y, const float *w,
     bn_finish_forward(x, y, w, b, state, aux, channels, inner, m, mean_d, var, eps, momentum, training, sl);
 }
 
-// With xhat = (x - mean) * invstd from aux (engine/math.h's norm_*):
+// With xhat = (x - mean) * invstd from aux (core/math.h's norm_*):
 //   dweight = sum dy xhat, dbias = sum dy (written, not accumulated)
 //   dx = invstd w (dy - sum dy / m - xhat sum dy xhat / m)   training
 //   dx = dy (invstd w)                                       inference

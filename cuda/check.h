@@ -2,7 +2,7 @@
 // checked; a failure becomes snn::Error through HostServices::raise, which
 // throws libsnn's own exception type (the plugin never throws its own).
 //
-// This header, like every .cu file, stays clear of engine/plugin.h: the
+// This header, like every .cu file, stays clear of device/plugin.h: the
 // [[noreturn]] on its function-pointer member is a GCC extension that nvcc's
 // front end rejects. plugin.cpp (compiled by the host compiler) hands the
 // two host functions over with set_host.

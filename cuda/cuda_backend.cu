@@ -6,7 +6,7 @@
 #include <new>
 
 #include "elementwise.h"
-#include "ops/op_list.h"
+#include "core/op_list.h"
 
 #ifndef SNN_CUDA_ARCHS
 #define SNN_CUDA_ARCHS "(unknown)"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "check.h"
-#include "engine/backend.h"
+#include "core/backend.h"
 
 namespace snn {
 namespace cu {

@@ -1,6 +1,6 @@
 // The dropout op (ops/dropout.cpp). Training mode: element i of the batch
 // (flat index) gets scale_i = dropout_scale(key, i, p, 1 / (1 - p)) from the
-// counter-based generator of engine/math.h, the same number as on the CPU;
+// counter-based generator of core/math.h, the same number as on the CPU;
 // aux[i] = scale_i and y = x * scale_i. Inference mode: y = x.
 #include "ops.h"
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "engine/math.h"
+#include "core/math.h"
 
 namespace snn {
 namespace cu {
@@ -19,7 +19,7 @@ void bias_activation(cudaStream_t stream, float *y, float *z, const float *b, si
                      int64_t channels, int64_t inner, Act act);
 
 // dy[e] *= act'(v[e]), v the output y, or the input z for the activations of
-// act_uses_input (engine/math.h): turns dL/dy into dL/dz in place (nothing
+// act_uses_input (core/math.h): turns dL/dy into dL/dz in place (nothing
 // for identity).
 void activation_grad(cudaStream_t stream, float *dy, const float *v, size_t total, Act act);
 

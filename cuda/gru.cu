@@ -1,6 +1,6 @@
 // The GRU op (ops/gru.cpp) on CUDA: the cuBLAS time loop of
 // cuda/recurrent.cuh with these gate kernels, one thread per element
-// (sample s, unit j) of an iteration, the cell math of engine/math.h. Gate
+// (sample s, unit j) of an iteration, the cell math of core/math.h. Gate
 // rows are r, z, n; the kept cell value is hn = h_prev W_hn^T + b_hn.
 #include "recurrent.cuh"
 

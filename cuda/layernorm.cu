@@ -66,7 +66,7 @@ __global__ void layernorm_param_grads_kernel(const float *x, const float *dy, co
 }
 
 // With g = dy * w and c = x - mean over the block's sample, its moments
-// recomputed in double (engine/math.h's layernorm_dx):
+// recomputed in double (core/math.h's layernorm_dx):
 //   dx = invstd ((g - mean(g)) - c mean(g c) / (var + eps))
 // The sums are read before any dx is written, and each thread writes only
 // the elements it read, so dx may be dy's memory.

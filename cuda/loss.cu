@@ -1,5 +1,5 @@
 // Losses. The per-element math comes from
-// engine/math.h, the same functions the CPU backend calls.
+// core/math.h, the same functions the CPU backend calls.
 //
 // A loss is a sum written to one device float. To be reproducible bit for
 // bit it is reduced in two fixed-order passes instead of with float atomics:

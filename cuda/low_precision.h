@@ -1,7 +1,7 @@
 // Matrix products at a pass's precision (OpArgs::precision), as autocast
 // runs them: at float32 cublasSgemm as always; at bf16 or fp16 both operands
 // are first rounded into 16-bit copies in the plan's workspace (a conversion
-// kernel running engine/math.h's float_to_bf16 / float_to_half), then
+// kernel running core/math.h's float_to_bf16 / float_to_half), then
 // cublasGemmEx multiplies them on the tensor cores with float32
 // accumulation into a float32 C. Activations, parameters and gradients stay
 // float32; only the operands of products are rounded.

@@ -1,6 +1,6 @@
 // The LSTM op (ops/lstm.cpp) on CUDA: the cuBLAS time loop of
 // cuda/recurrent.cuh with these gate kernels, one thread per element
-// (sample s, unit j) of an iteration, the cell math of engine/math.h. Gate
+// (sample s, unit j) of an iteration, the cell math of core/math.h. Gate
 // rows are i, f, g, o.
 #include "recurrent.cuh"
 

@@ -1,5 +1,5 @@
 // What the CUDA op kernels (cuda/<op>.cu, each defining cuda_op_<name> for
-// the registry ops/op_list.h) share: the op interface, the backend behind
+// the registry core/op_list.h) share: the op interface, the backend behind
 // an OpArgs, and the block reductions (block_reduce.h).
 #pragma once
 

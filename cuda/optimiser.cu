@@ -1,6 +1,6 @@
 // Optimiser steps: one fused pass over the flat vector, one kernel per
-// optimiser of SNN_OPTIMISER_LIST (engine/optimisers.h). The per-element
-// math comes from engine/math.h, the same functions the CPU backend calls.
+// optimiser of SNN_OPTIMISER_LIST (core/optimisers.h). The per-element
+// math comes from core/math.h, the same functions the CPU backend calls.
 #include "block_reduce.h"
 #include "cuda_backend.h"
 

@@ -1,5 +1,5 @@
 // The plugin's entry point and process-wide state. Compiled by the host C++
-// compiler (it includes engine/plugin.h, see check.h).
+// compiler (it includes device/plugin.h, see check.h).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
-#include "engine/plugin.h"
+#include "device/plugin.h"
 
 namespace snn {
 namespace cu {

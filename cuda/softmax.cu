@@ -6,7 +6,7 @@
 // Vectors take a block per sample, its sums added as a fixed tree
 // (block_sum); images a thread per pixel, its sums added in channel order.
 // Either way nothing depends on timing; sums are accumulated in double and
-// the per-element formulas are engine/math.h's softmax_*, as on the CPU.
+// the per-element formulas are core/math.h's softmax_*, as on the CPU.
 #include "ops.h"
 
 namespace snn {

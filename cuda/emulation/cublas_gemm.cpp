@@ -2,11 +2,11 @@
 // defines them, each element of C summed over k in order in float. They let
 // the kernels around cuBLAS calls run in the emulated suite; their speed and
 // rounding order are not cuBLAS's. bf16 and fp16 operands are read with
-// engine/math.h's conversions, exactly as the tensor cores take them, and
+// core/math.h's conversions, exactly as the tensor cores take them, and
 // multiplied and summed in float (cuBLAS's CUBLAS_COMPUTE_32F).
 #include "cublas_v2.h"
 
-#include "engine/math.h"
+#include "core/math.h"
 
 namespace {
 

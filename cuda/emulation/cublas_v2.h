@@ -2,7 +2,7 @@
 // handle calls the backend makes for every stream, which succeed and do
 // nothing, and the products (cublas_gemm.cpp), plain loops column-major as
 // cuBLAS defines them: float32, and bf16 or fp16 operands (16-bit storage,
-// read through engine/math.h's conversions) with float32 C and sums.
+// read through core/math.h's conversions) with float32 C and sums.
 #pragma once
 
 #include "cuda_runtime.h"

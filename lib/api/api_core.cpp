@@ -4,7 +4,7 @@
 #include <string>
 
 #include "api/guard.h"
-#include "api/log.h"
+#include "common/log.h"
 #include "device/devices.h"
 
 namespace snn {

@@ -1,5 +1,5 @@
 // Activation loops (see cpu/activation.h). The per-element math is
-// engine/math.h's, the same the GPU runs; each loop is instantiated for one
+// core/math.h's, the same the GPU runs; each loop is instantiated for one
 // activation, so the switch inside activate() folds away and the loop
 // vectorises.
 #include "cpu/activation.h"

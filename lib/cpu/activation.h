@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "engine/math.h"
+#include "core/math.h"
 
 namespace snn {
 

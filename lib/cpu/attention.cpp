@@ -18,7 +18,7 @@
 #include "cpu/multiversion.h"
 #include "cpu/reduce.h"
 #include "cpu/thread_pool.h"
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -62,7 +62,7 @@ void masked_softmax_row(float *s, int64_t keys, int64_t steps, float scale) {
     for (int64_t j = keys; j < steps; ++j) s[j] = 0.0f;
 }
 
-// Row t of dP [T] in place: ds = scale * dz (engine/math.h attention_dz),
+// Row t of dP [T] in place: ds = scale * dz (core/math.h attention_dz),
 // 0 at masked keys.
 SNN_MULTIVERSION
 void masked_softmax_row_grad(const float *p, float *dp, int64_t keys, int64_t steps, float scale) {

@@ -11,7 +11,7 @@
 #include "cpu/multiversion.h"
 #include "cpu/reduce.h"
 #include "cpu/thread_pool.h"
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/op.h"
 
 namespace snn {

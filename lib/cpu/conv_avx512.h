@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/backend.h"
+#include "core/backend.h"
 
 namespace snn {
 

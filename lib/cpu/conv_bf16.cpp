@@ -44,7 +44,7 @@
 #include "cpu/gemm_bf16.h"
 #include "cpu/multiversion.h"
 #include "cpu/thread_pool.h"
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/dims.h"
 
 namespace snn {

@@ -3,7 +3,7 @@
 // to snn_get_num_threads() threads and keeps small products on one thread.
 #pragma once
 
-#include "engine/backend.h"
+#include "core/backend.h"
 
 namespace snn {
 

@@ -1,5 +1,5 @@
 // Dropout on the CPU (ops/dropout.cpp). Element i of the batch keeps the
-// scale engine/math.h's dropout_scale gives it (0, or 1/(1-p)), the same
+// scale core/math.h's dropout_scale gives it (0, or 1/(1-p)), the same
 // number on every backend; aux holds the scales for the backward pass.
 #include "ops/op.h"
 

@@ -10,7 +10,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/thread_pool.h"
-#include "engine/math.h"
+#include "core/math.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"

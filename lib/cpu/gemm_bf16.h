@@ -1,6 +1,6 @@
 // The bf16 matrix product of the products' ops at Precision::bf16 (torch's
 // autocast rule): C[M][N] (+)= op(A) op(B) with both operands rounded to
-// bf16 (round to nearest even, engine/math.h float_to_bf16) and the sums in
+// bf16 (round to nearest even, core/math.h float_to_bf16) and the sums in
 // float32. A, B and C are float32, row-major: op(A)[i][k] is A[i*lda + k],
 // or A[k*lda + i] when trans_a; op(B)[k][j] is B[k*ldb + j], or
 // B[j*ldb + k] when trans_b.
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/backend.h"
+#include "core/backend.h"
 
 namespace snn {
 

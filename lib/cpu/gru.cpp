@@ -1,5 +1,5 @@
 // The GRU op on the CPU (ops/gru.cpp): the time loop of cpu/recurrent.h
-// with the GRU cell of engine/math.h. Gate rows are r, z, n; the kept cell
+// with the GRU cell of core/math.h. Gate rows are r, z, n; the kept cell
 // value is hn = h_prev W_hn^T + b_hn.
 #include "cpu/multiversion.h"
 #include "cpu/recurrent.h"

@@ -3,10 +3,10 @@
 // biased variance. aux holds, per row, [mean, 1/sqrt(var + eps)]. The statistics and the backward sums are
 // accumulated in double, in a fixed order: the result does not depend on the
 // thread count. The input gradient recomputes each row's moments in double,
-// as its well-conditioned form needs (engine/math.h's layernorm_dx).
+// as its well-conditioned form needs (core/math.h's layernorm_dx).
 #include <math.h>
 
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/dims.h"
 #include "ops/op.h"
 
@@ -45,7 +45,7 @@ void forward(const OpArgs &a) {
 // dweight[f] = sum over samples of dy xhat ; dbias[f] = sum of dy
 // dx = invstd ((g - mean(g)) - c mean(g c) / (var + eps)), g = dy weight,
 // c = x - mean, per sample with its moments recomputed in double
-// (engine/math.h's layernorm_dx)
+// (core/math.h's layernorm_dx)
 void backward(const OpArgs &a) {
     const Layer &l = *a.l;
     const int64_t f_count = l.in.row_size(), rows = rows_of(l, a.n);

@@ -1,5 +1,5 @@
-// Losses on the CPU: loops over engine/math.h, one function per line of
-// SNN_LOSS_LIST (engine/losses.h).
+// Losses on the CPU: loops over core/math.h, one function per line of
+// SNN_LOSS_LIST (core/losses.h).
 #include "cpu/cpu_backend.h"
 
 namespace snn {

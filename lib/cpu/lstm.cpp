@@ -1,5 +1,5 @@
 // The LSTM op on the CPU (ops/lstm.cpp): the time loop of cpu/recurrent.h
-// with the LSTM cell of engine/math.h. Gate rows are i, f, g, o.
+// with the LSTM cell of core/math.h. Gate rows are i, f, g, o.
 #include "cpu/multiversion.h"
 #include "cpu/recurrent.h"
 

@@ -1,4 +1,4 @@
-// Optimiser updates on the CPU: loops over engine/math.h.
+// Optimiser updates on the CPU: loops over core/math.h.
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
 #endif

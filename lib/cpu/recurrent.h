@@ -7,7 +7,7 @@
 // direction rather than at every step; backward the mirror, with W_ih's and
 // W_hh's gradients and the input gradient one sgemm each after the loop.
 // Lengths, the direction and `last` are handled here (ops/recurrent.h,
-// engine/math.h's recurrent_step); a cell sees only rows of active samples.
+// core/math.h's recurrent_step); a cell sees only rows of active samples.
 // Results depend on the thread count only through the row blocks of the
 // per-step products, so they are deterministic for a fixed one.
 //
@@ -38,7 +38,7 @@
 #include "cpu/gemm512.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/thread_pool.h"
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/op.h"
 #include "ops/recurrent.h"
 

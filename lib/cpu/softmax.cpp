@@ -2,7 +2,7 @@
 // over the channels of each pixel of an image. Sample s, pixel p, channel c is
 // at s*C*P + c*P + p (P = H*W; a vector is C = features, P = 1), so each
 // softmax is C values P apart. Sums in double, in channel order.
-#include "engine/math.h"
+#include "core/math.h"
 #include "ops/op.h"
 
 namespace snn {

@@ -13,10 +13,10 @@
 #include <mutex>
 #include <string>
 
-#include "api/log.h"
+#include "common/log.h"
 #include "common/error.h"
 #include "device/devices.h"
-#include "engine/plugin.h"
+#include "device/plugin.h"
 
 namespace snn {
 namespace {

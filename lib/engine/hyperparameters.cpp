@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "engine/optimisers.h"
+#include "core/optimisers.h"
 
 namespace snn {
 

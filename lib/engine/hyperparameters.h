@@ -36,7 +36,7 @@ struct Hyperparameter {
 extern const Hyperparameter kHyperparameters[10];
 
 // Whether the kind has the hyperparameter: every kind has it, or its
-// descriptor lists it (engine/optimisers.h).
+// descriptor lists it (core/optimisers.h).
 bool hyperparameter_applies(snn_hyperparameter id, OptKind kind);
 const char *optimiser_kind_name(OptKind kind);  // the descriptor's name: "SGD", "AdamW", ...
 

@@ -1,6 +1,6 @@
-// The descriptors of the losses (engine/losses.h), one per line of
+// The descriptors of the losses (core/losses.h), one per line of
 // SNN_LOSS_LIST.
-#include "engine/losses.h"
+#include "core/losses.h"
 
 #include <float.h>
 #include <math.h>

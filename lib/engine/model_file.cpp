@@ -61,7 +61,7 @@ const float *host_view(Plan &p, const Model &m, const void *src, size_t count, b
 // ---- optimiser metadata ---------------------------------------------------------
 
 // The kind's key and state buffers come from its descriptor
-// (engine/optimisers.h).
+// (core/optimisers.h).
 bool has_m(OptKind k) { return optimiser_desc(k).has_m; }
 bool has_v(OptKind k) { return optimiser_desc(k).has_v; }
 

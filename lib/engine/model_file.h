@@ -2,7 +2,7 @@
 // include/snn.h and model_file.cpp). It lives in the engine, not lib/model,
 // because writing reads a Model's and an Optimiser's buffers on their device
 // and reading builds both; lib/model holds what it needs below the engine
-// (the safetensors container, the spec, POSIX file I/O).
+// (the safetensors container, POSIX file I/O), lib/ops the spec.
 #pragma once
 
 #include <stddef.h>

@@ -8,9 +8,9 @@
 
 #include <vector>
 
-#include "engine/backend.h"
+#include "core/backend.h"
 #include "engine/settings.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -295,7 +295,7 @@ struct Optimiser {
     Backend *backend = nullptr;
     OptKind kind = OptKind::adam;
     // The hyperparameters (engine/hyperparameters.h); those the kind has
-    // start at its defaults (engine/optimisers.h). nesterov is 0 or 1.
+    // start at its defaults (core/optimisers.h). nesterov is 0 or 1.
     double lr = 0, momentum = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, alpha = 0,
            nesterov = 0, dampening = 0, max_grad_norm = 0;
     int64_t steps = 0;

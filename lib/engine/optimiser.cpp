@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "engine/hyperparameters.h"
 #include "engine/network.h"
-#include "engine/optimisers.h"
+#include "core/optimisers.h"
 
 namespace snn {
 

@@ -1,6 +1,6 @@
-// The descriptors of the optimisers (engine/optimisers.h), one per line of
+// The descriptors of the optimisers (core/optimisers.h), one per line of
 // SNN_OPTIMISER_LIST, with PyTorch's defaults.
-#include "engine/optimisers.h"
+#include "core/optimisers.h"
 
 #include <cstring>
 #include <string>

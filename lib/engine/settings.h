@@ -1,6 +1,6 @@
 // The engine's process-wide settings (snn.h: snn_set_num_threads,
 // snn_set_check_finite, snn_set_allow_tf32), the only mutable globals
-// besides the log callback (api/log.cpp).
+// besides the log callback (common/log.cpp).
 #pragma once
 
 #include <stddef.h>

@@ -4,8 +4,8 @@
 // with every compiler and on every platform.
 #include <cmath>
 
-#include "model/rng.h"
-#include "model/spec.h"
+#include "core/rng.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn {

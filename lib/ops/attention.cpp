@@ -20,7 +20,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "model/rng.h"
+#include "core/rng.h"
 #include "ops/op.h"
 
 namespace snn {

@@ -1,8 +1,8 @@
 // A node's sizes in the forms the dense, convolution and pooling kernels take.
 #pragma once
 
-#include "engine/backend.h"
-#include "model/spec.h"
+#include "core/backend.h"
+#include "ops/spec.h"
 
 namespace snn {
 

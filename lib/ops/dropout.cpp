@@ -1,7 +1,7 @@
 // dropout P: in training mode each element is zeroed with probability P and
 // the others scaled by 1/(1-P) (inverted dropout, as torch.nn.Dropout); in
 // inference mode y = x. The mask comes from the cache's seeded generator
-// (engine/math.h dropout_scale). Keeps the mask's scales in aux.
+// (core/math.h dropout_scale). Keeps the mask's scales in aux.
 #include "common/error.h"
 #include "ops/op.h"
 

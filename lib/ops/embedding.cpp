@@ -6,7 +6,7 @@
 // gradient of its output, padded steps included (nothing downstream reads
 // those, so theirs is 0).
 #include "common/error.h"
-#include "model/rng.h"
+#include "core/rng.h"
 #include "ops/op.h"
 
 namespace snn {

@@ -2,7 +2,7 @@
 // inference and the layout of its parameters and state (OpDesc, in
 // lib/ops/<op>.cpp), and its forward and backward passes on each backend
 // (OpKernels, in lib/cpu/<op>.cpp and cuda/<op>.cu). The registry is
-// ops/op_list.h. See docs/adding-an-op.md.
+// core/op_list.h. See docs/adding-an-op.md.
 #pragma once
 
 #include <stddef.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
-#include "model/spec.h"
-#include "model/spec_text.h"
+#include "core/backend.h"
+#include "ops/spec.h"
+#include "ops/spec_text.h"
 
 namespace snn {
 
@@ -32,7 +32,7 @@ struct OpArgs {
     // Forward: the cache's mode. Backward: the mode of the forward pass
     // being differentiated.
     bool training = true;
-    // The precision of the pass's products (engine/backend.h). Backward: the
+    // The precision of the pass's products (core/backend.h). Backward: the
     // precision of the forward pass being differentiated. Only kernels whose
     // table lists it (OpKernels::precisions) are called with a low one.
     Precision precision = Precision::f32;
@@ -89,7 +89,7 @@ struct OpDesc {
     std::string (*describe)(const Layer &l, const std::vector<Layer> &layers);
     // Optional: initial parameters and state for ops that do not take init=
     // (each pointer at the node's slice, or null when not to be written).
-    // `seed` starts the node's own random stream (model/rng.h) for
+    // `seed` starts the node's own random stream (core/rng.h) for
     // parameters drawn at random.
     void (*init)(const Layer &l, uint64_t seed, float *params, float *state);
     // Optional: refuses a batch the op cannot run (SNN_ERR_BATCH), e.g.

@@ -4,7 +4,7 @@
 // samples at every step, padded ones included (nothing downstream reads
 // those, so their dy is 0). Keeps nothing.
 #include "common/error.h"
-#include "model/rng.h"
+#include "core/rng.h"
 #include "ops/op.h"
 
 namespace snn {

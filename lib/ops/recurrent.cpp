@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "model/rng.h"
+#include "core/rng.h"
 
 namespace snn {
 

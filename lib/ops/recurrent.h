@@ -1,7 +1,7 @@
 // What the recurrent ops (lstm, gru) share: their sizes, the layout of their
 // parameters, kept values and workspace, and the descriptor's parts
 // (ops/recurrent.cpp). The cells differ only in their gate count and math
-// (engine/math.h); the time loops are cpu/recurrent.h and cuda/recurrent.cuh.
+// (core/math.h); the time loops are cpu/recurrent.h and cuda/recurrent.cuh.
 #pragma once
 
 #include <stddef.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/spec.h"
-#include "model/spec_text.h"
+#include "ops/spec.h"
+#include "ops/spec_text.h"
 
 namespace snn {
 
@@ -21,7 +21,7 @@ namespace snn {
 // (gru: r, z, n).
 //
 // Kept values (aux), per direction, for a batch of n, in iteration order
-// (iteration k, sample s: see recurrent_step in engine/math.h):
+// (iteration k, sample s: see recurrent_step in core/math.h):
 //   gates [T][n][G*H]  the gates' activations
 //   cell  [T][n][H]    lstm: the cell state c; gru: hn = h_prev W_hn^T + b_hn
 //   h     [T][n][H]    the hidden state

@@ -1,4 +1,4 @@
-// The table of op descriptors, made from ops/op_list.h.
+// The table of op descriptors, made from core/op_list.h.
 #include <cstring>
 
 #include "common/error.h"

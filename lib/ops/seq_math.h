@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "engine/math.h"
-#include "model/spec.h"
+#include "core/math.h"
+#include "ops/spec.h"
 
 namespace snn {
 

@@ -1,6 +1,6 @@
 // Every golden case (tests/golden/data, written by generate.py from PyTorch)
 // replayed with the model on the GPU: the GPU runs the same per-element math
-// as the CPU (engine/math.h), so it must meet the same PyTorch values. The
+// as the CPU (core/math.h), so it must meet the same PyTorch values. The
 // tolerances are per element; cuBLAS and cuDNN sum in other orders than the
 // CPU, so they are looser than the CPU golden test's.
 //

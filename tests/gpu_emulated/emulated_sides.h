@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "cpu/cpu_backend.h"
 #include "cuda_backend.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn::emulated {

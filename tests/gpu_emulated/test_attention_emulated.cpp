@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "emulated_sides.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn {

@@ -37,7 +37,7 @@
 #include "cuda_backend.h"
 #include "elementwise.h"
 #include "emulated_sides.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn {
@@ -134,7 +134,7 @@ void expect_same(const std::string &what, const Floats &a, const Floats &b) {
     expect_close(what, a, b, 0.0f);
 }
 
-// No NaN or infinity in v: where both sides share the math (engine/math.h),
+// No NaN or infinity in v: where both sides share the math (core/math.h),
 // a fault there gives the same NaN on both, which the comparisons accept.
 void expect_finite(const std::string &what, const Floats &v) {
     for (size_t i = 0; i < v.size(); ++i)
@@ -310,7 +310,7 @@ TEST(Ops, Batchnorm) {
 
 // As batchnorm: per-sample statistics in double, in another order (the
 // same bits on these inputs). Over 2 features dx is the small difference of
-// two nearly equal terms: both sides take it in engine/math.h's
+// two nearly equal terms: both sides take it in core/math.h's
 // layernorm_dx form.
 TEST(Ops, Layernorm) {
     Launched launched({"layernorm_forward_kernel", "layernorm_param_grads_kernel",
@@ -760,7 +760,7 @@ TEST(Elementwise, AllFinite) {
 
 // ---- losses and optimisers ------------------------------------------------------------
 
-// A loss kernel (engine/losses.h) on one side: dy, then the loss.
+// A loss kernel (core/losses.h) on one side: dy, then the loss.
 Floats run_loss(Side side, LossKind kind, int64_t n, int64_t k, const Floats &y, const Floats &t,
                 const std::vector<int32_t> &labels, float param = 0.0f) {
     const size_t count = static_cast<size_t>(n * k);

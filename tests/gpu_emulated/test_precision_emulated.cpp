@@ -1,7 +1,7 @@
 // The CUDA ops with products at bf16 and fp16 (cuda/low_precision.h,
 // cuda/conv_lowered.h) compiled for the host, against the CPU backend's
 // float32 kernels given operands rounded as the low precision holds them
-// (engine/math.h bf16_round / half_round).
+// (core/math.h bf16_round / half_round).
 //
 // Exact cases (dense, conv1d, conv with identity or relu): every product's
 // operand is an input, a weight or dz = dy (times 0 or 1), so the GPU, given
@@ -23,9 +23,9 @@
 #include "conv_lowered.h"
 #include "elementwise.h"
 #include "emulated_sides.h"
-#include "engine/math.h"
+#include "core/math.h"
 #include "low_precision.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/dims.h"
 #include "ops/op.h"
 

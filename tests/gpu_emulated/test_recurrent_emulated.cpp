@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "emulated_sides.h"
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "ops/op.h"
 
 namespace snn {

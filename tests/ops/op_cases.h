@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops/op_list.h"
+#include "core/op_list.h"
 
 namespace op_harness {
 

@@ -48,8 +48,8 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/kernel_choice.h"
 #include "device/devices.h"
-#include "engine/math.h"
-#include "model/spec.h"
+#include "core/math.h"
+#include "ops/spec.h"
 #include "op_cases.h"
 #include "ops/op.h"
 #ifdef SNN_CUDA_EMULATED

@@ -17,7 +17,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm_bf16.h"
 #include "cpu/kernel_choice.h"
-#include "engine/math.h"
+#include "core/math.h"
 
 namespace {
 

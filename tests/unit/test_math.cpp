@@ -1,8 +1,8 @@
-// The per-element math of engine/math.h (the functions both backends run)
+// The per-element math of core/math.h (the functions both backends run)
 // against double precision over the whole float range, and the numerical
 // edge cases of activations, cross-entropy and optimisers through the C API,
 // with PyTorch's float32 results.
-#include "engine/math.h"
+#include "core/math.h"
 
 #include <algorithm>
 #include <cfloat>

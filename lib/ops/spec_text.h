@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/spec.h"
+#include "ops/spec.h"
 #include "snn.h"
 
 namespace snn {

@@ -1,5 +1,5 @@
 // Helpers shared by the spec parser and the op descriptors.
-#include "model/spec_text.h"
+#include "ops/spec_text.h"
 
 #include <cctype>
 #include <cfloat>

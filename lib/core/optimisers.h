@@ -1,6 +1,6 @@
 // An optimiser is one descriptor (OptimiserDesc, in engine/optimisers.cpp:
 // its public id, names, the hyperparameters it has with PyTorch's defaults,
-// the state buffers it keeps) plus its per-element update in engine/math.h
+// the state buffers it keeps) plus its per-element update in core/math.h
 // (<name>_update) and one CPU loop (<name>_loop, cpu/optimiser.cpp; the
 // CUDA backend instantiates its one update kernel for it), registered by one line in
 // SNN_OPTIMISER_LIST. Defaults, hyperparameter checks, checkpoints, the C

@@ -1,5 +1,5 @@
 // The host's log callback (the settings are engine/settings.cpp).
-#include "api/log.h"
+#include "common/log.h"
 
 #include <pthread.h>
 

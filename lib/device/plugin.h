@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/backend.h"
+#include "core/backend.h"
 #include "snn.h"
 
 namespace snn {

@@ -572,7 +572,7 @@ SNN_HD float clip_coefficient(double max_norm, double norm) {
 // Every update has the signature of its backends' loops:
 //   <name>_update(step, &parameter, gradient, &m, &v)
 // with m and v the element's state; an update touches only the state its
-// descriptor keeps (engine/optimisers.h), so the others may be null.
+// descriptor keeps (core/optimisers.h), so the others may be null.
 
 // SGD with momentum (PyTorch's form): b = mu b + (1 - dampening) g ;
 // p -= lr (g + mu b) if Nesterov else lr b. On the first step b = g.

@@ -2,7 +2,7 @@
 // its name, what it reads from the backward cache, its optional parameter)
 // plus one kernel per backend (loss_kernel: CpuBackend's in cpu/loss.cpp,
 // CudaBackend's in cuda/loss.cu), registered by one line in SNN_LOSS_LIST.
-// The per-element math is in engine/math.h, shared by both backends.
+// The per-element math is in core/math.h, shared by both backends.
 #pragma once
 
 #include <stdint.h>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/math.h"
-#include "ops/op_list.h"
+#include "core/math.h"
+#include "core/op_list.h"
 
 namespace snn {
 

@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/losses.h"
-#include "engine/math.h"
-#include "engine/optimisers.h"
-#include "ops/op_list.h"
+#include "core/losses.h"
+#include "core/math.h"
+#include "core/optimisers.h"
+#include "core/op_list.h"
 
 namespace snn {
 
@@ -129,7 +129,7 @@ public:
     // its ops). Ops with generic kernels (ops/op.h) are not asked for.
     virtual const OpKernels *kernels(OpKind kind) const = 0;
 
-    // ---- losses (engine/losses.h) -----------------------------------------
+    // ---- losses (core/losses.h) -----------------------------------------
     // This backend's kernel of a loss; every backend has every loss.
     virtual LossKernel loss_kernel(LossKind kind) const = 0;
 
@@ -137,7 +137,7 @@ public:
     // m and v are the optimiser state (v unused by SGD; m unused by RMSProp).
     // norm is null unless the step clips by the gradient norm
     // (step.max_grad_norm > 0); then it is device memory of kGradNormDoubles
-    // doubles (engine/optimisers.h): the backend first writes the L2 norm of
+    // doubles (core/optimisers.h): the backend first writes the L2 norm of
     // the whole gradient to norm[0] in one deterministic pass, and the update
     // reads it there and scales g by clip_coefficient (math.h), on the
     // device. grads itself is never changed.

@@ -1,13 +1,13 @@
 // Textual model spec: statements to nodes (each op parses its own options,
 // lib/ops), shape inference and the layout of parameters and state, and the
 // canonical text. Grammar in include/snn.h.
-#include "model/spec.h"
+#include "ops/spec.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "common/error.h"
-#include "model/spec_text.h"
+#include "ops/spec_text.h"
 #include "ops/op.h"
 
 namespace snn {

@@ -473,9 +473,21 @@ int64_t balanced_chunk(const ConvPlan &plan, int64_t n, int32_t workers) {
 
 void run_forward(const OpArgs &a, const ConvPlan &p, int32_t workers, WorkerFn worker) {
     const ConvDims d = conv_dims(*a.l);
-    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset,
-                a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
-                static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
+    ConvJob job{&p,
+                balanced_chunk(p, a.n, workers),
+                &d,
+                a.n,
+                a.x[0],
+                a.params + a.l->weight_offset,
+                a.params + a.l->bias_offset,
+                /*y=*/nullptr,
+                /*out=*/a.y,
+                /*dy=*/nullptr,
+                /*dw=*/nullptr,
+                /*db=*/nullptr,
+                /*dx=*/nullptr,
+                static_cast<float *>(a.workspace),
+                act_uses_input(d.act) ? a.aux : nullptr};
     parallel_run(workers, worker, &job);
 }
 
@@ -498,8 +510,20 @@ void run_backward(const OpArgs &a, const ConvPlan &p, WorkerFn worker) {
     const ConvDims d = conv_dims(*a.l);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = conv_workers(p, a.n);
-    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y,
-                nullptr, a.dy, dw, db, a.dx[0], static_cast<float *>(a.workspace),
+    ConvJob job{&p,
+                balanced_chunk(p, a.n, workers),
+                &d,
+                a.n,
+                a.x[0],
+                a.params + a.l->weight_offset,
+                /*b=*/nullptr,
+                a.y,
+                /*out=*/nullptr,
+                a.dy,
+                dw,
+                db,
+                a.dx[0],
+                static_cast<float *>(a.workspace),
                 act_uses_input(d.act) ? a.aux : nullptr};
     parallel_run(workers, worker, &job);
     // Sum the other workers' partial gradients into worker 0's, in order.

@@ -227,11 +227,12 @@ struct Slot {
 // Direct: the rounded image [cin*hin*win], then the direct kernels' space.
 Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worker) {
     float *base = reinterpret_cast<float *>(workspace + size_t(worker) * plan.slot);
-    if (plan.path == ConvPath::bf16_direct) return {base, base + d.cin * d.hin * d.win, nullptr, nullptr};
+    if (plan.path == ConvPath::bf16_direct)
+        return {base, base + d.cin * d.hin * d.win, /*rows=*/nullptr, /*pack=*/nullptr};
     if (plan.path == ConvPath::bf16_im2col) {
         const int64_t ld = plan.chunk * d.hout * d.wout;
         float *z = base + taps(d) * ld;
-        return {base, z, nullptr, z + d.cout * ld};
+        return {base, z, /*rows=*/nullptr, z + d.cout * ld};
     }
     const Padded p = padded_of(d);
     const int64_t block = p.block(plan.chunk);
@@ -282,14 +283,15 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
             pad_images(d, p, nb, j.x + i0 * in_size, s.col);
             shifted_rows(d, p, d.cin, nb, s.col, s.rows);
             char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, K);
-            gemm_bf16_pack_a(false, d.cout, K, j.w, K, s.pack);
-            gemm_bf16_pack_b_rows(false, K, ld, s.rows, b);
-            gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, false);
+            gemm_bf16_pack_a(/*trans_a=*/false, d.cout, K, j.w, K, s.pack);
+            gemm_bf16_pack_b_rows(/*trans_b=*/false, K, ld, s.rows, b);
+            gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, /*accumulate=*/false);
             bias_activate(j, i0, nb, s.z, ld, p.stride, p.wp);
         } else {
             const int64_t ld = nb * P;
             im2col(d, nb, j.x + i0 * in_size, s.col);
-            gemm_bf16(false, false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld, false, s.pack);
+            gemm_bf16(/*trans_a=*/false, /*trans_b=*/false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld,
+                      /*accumulate=*/false, s.pack);
             bias_activate(j, i0, nb, s.z, ld, P, d.wout);
         }
     }
@@ -326,16 +328,16 @@ void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb,
     shifted_rows(d, p, d.cin, nb, s.col, s.rows);
     // dW[co][k] += sum over q of dZ[co][q] xpad-row_k[q]
     char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, ld);
-    gemm_bf16_pack_a(false, d.cout, ld, dz, block, s.pack);
-    gemm_bf16_pack_b_rows(true, ld, K, s.rows, b);
-    gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, true);
+    gemm_bf16_pack_a(/*trans_a=*/false, d.cout, ld, dz, block, s.pack);
+    gemm_bf16_pack_b_rows(/*trans_b=*/true, ld, K, s.rows, b);
+    gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, /*accumulate=*/true);
     if (!j.dx) return;
     // dX[c][q] = sum over (co, i, j) of W'[c][co][i][j] dZpad[co][q + i*wp + j], over xpad's place
     shifted_rows(d, p, d.cout, nb, s.z, s.rows);
     b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cin, d.cout * kk);
-    gemm_bf16_pack_a(false, d.cin, d.cout * kk, j.shared, d.cout * kk, s.pack);
-    gemm_bf16_pack_b_rows(false, d.cout * kk, ld, s.rows, b);
-    gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, false);
+    gemm_bf16_pack_a(/*trans_a=*/false, d.cin, d.cout * kk, j.shared, d.cout * kk, s.pack);
+    gemm_bf16_pack_b_rows(/*trans_b=*/false, d.cout * kk, ld, s.rows, b);
+    gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, /*accumulate=*/false);
     for (int64_t img = 0; img < nb; ++img)
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t iy = 0; iy < d.hin; ++iy) {
@@ -366,7 +368,7 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
                 float *dy = j.dy + img * d.cout * P;
                 round_span(dy, dy, d.cout * P);
                 round_span(j.x + img * in_size, s.col, in_size);
-                conv_direct_backward_image(d, s.col, j.shared, j.y + img * d.cout * P, nullptr, dy, dw, db,
+                conv_direct_backward_image(d, s.col, j.shared, j.y + img * d.cout * P, /*pre=*/nullptr, dy, dw, db,
                                            j.dx ? j.dx + img * in_size : nullptr, s.z);
             }
             continue;
@@ -379,9 +381,11 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * ld, ld);
         im2col(d, nb, j.x + i0 * in_size, s.col);
-        gemm_bf16(false, true, d.cout, K, ld, s.z, ld, s.col, ld, dw, K, true, s.pack);
+        gemm_bf16(/*trans_a=*/false, /*trans_b=*/true, d.cout, K, ld, s.z, ld, s.col, ld, dw, K, /*accumulate=*/true,
+                  s.pack);
         if (!j.dx) continue;
-        gemm_bf16(true, false, K, ld, d.cout, j.w, K, s.z, ld, s.col, ld, false, s.pack);
+        gemm_bf16(/*trans_a=*/true, /*trans_b=*/false, K, ld, d.cout, j.w, K, s.z, ld, s.col, ld,
+                  /*accumulate=*/false, s.pack);
         col2im(d, nb, s.col, j.dx + i0 * in_size);
     }
 }
@@ -462,9 +466,22 @@ void conv_bf16_forward(const OpArgs &a, const ConvPlanned &plan) {
     const float *w = a.params + a.l->weight_offset;
     float *shared = shared_of(p, a.workspace);
     if (p.path == ConvPath::bf16_direct) round_span(w, shared, d.cout * taps(d));
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, a.params + a.l->bias_offset, nullptr, a.y,
-            nullptr, nullptr, nullptr, nullptr, static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr, shared};
+    Job job{&p,
+            &d,
+            a.n,
+            balanced_chunk(p, a.n, workers),
+            a.x[0],
+            w,
+            a.params + a.l->bias_offset,
+            /*y=*/nullptr,
+            /*out=*/a.y,
+            /*dy=*/nullptr,
+            /*dw=*/nullptr,
+            /*db=*/nullptr,
+            /*dx=*/nullptr,
+            static_cast<char *>(a.workspace),
+            act_uses_input(d.act) ? a.aux : nullptr,
+            shared};
     parallel_run(workers, forward_worker, &job);
 }
 
@@ -483,9 +500,22 @@ void conv_bf16_backward(const OpArgs &a, const ConvPlanned &plan) {
             for (int64_t co = 0; co < d.cout; ++co)
                 for (int64_t t = 0; t < kk; ++t) shared[(c * d.cout + co) * kk + t] = w[(co * d.cin + c) * kk + kk - 1 - t];
     }
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, nullptr, a.y,
-            nullptr, a.dy, dw, db, a.dx[0], static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr, shared};
+    Job job{&p,
+            &d,
+            a.n,
+            balanced_chunk(p, a.n, workers),
+            a.x[0],
+            w,
+            /*b=*/nullptr,
+            a.y,
+            /*out=*/nullptr,
+            a.dy,
+            dw,
+            db,
+            a.dx[0],
+            static_cast<char *>(a.workspace),
+            act_uses_input(d.act) ? a.aux : nullptr,
+            shared};
     parallel_run(workers, backward_worker, &job);
     // The other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * taps(d));

@@ -167,32 +167,32 @@ const char *product_path_name(ProductPath path) { return kProductPaths[size_t(pa
 
 void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
              int64_t ldc, bool accumulate, float *scratch) {
-    run_product(Product{Precision::f32, /*trans_a=*/false, /*trans_b=*/true, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                     /*work=*/nullptr, scratch, /*pack=*/nullptr});
+    run_product(Product{Precision::f32, /*trans_a=*/false, /*trans_b=*/true, M, N, K, A, lda, B, ldb, C, ldc,
+                        accumulate, /*work=*/nullptr, scratch, /*pack=*/nullptr});
 }
 
 void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
              int64_t ldc, bool accumulate) {
-    run_product(Product{Precision::f32, /*trans_a=*/true, /*trans_b=*/false, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                     /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
+    run_product(Product{Precision::f32, /*trans_a=*/true, /*trans_b=*/false, M, N, K, A, lda, B, ldb, C, ldc,
+                        accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
 }
 
 void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
              int64_t ldc, bool accumulate) {
     run_product(Product{Precision::f32, /*trans_a=*/false, /*trans_b=*/false, M, N, K, A, lda, B, ldb, C, ldc,
-                     accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
+                        accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
     run_product(Product{Precision::bf16, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work,
-                     /*scratch=*/nullptr, /*pack=*/nullptr});
+                        /*scratch=*/nullptr, /*pack=*/nullptr});
 }
 
 void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
              const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work, float *scratch) {
     run_product(Product{p, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work, scratch,
-                     /*pack=*/nullptr});
+                        /*pack=*/nullptr});
 }
 
 }  // namespace snn

@@ -1,21 +1,31 @@
-// Convolution on the CPU by im2col lowering and sgemm. A chunk of images is
-// lowered at once into col[K][nb*P] (K = cin*kh*kw, P = hout*wout), so one
-// sgemm covers the chunk: Z[cout][nb*P] = W[cout][K] col. A fused pass then
-// adds the bias, applies the activation and scatters Z into NCHW order.
+// Convolution on the CPU: the table of its paths (kConvPaths, at the end;
+// cpu/conv_paths.h), and the float32 paths' plans and passes. The direct
+// paths hand each image (or part of one) to cpu/conv_avx512.h's or
+// cpu/conv_direct.h's kernels; the lowerings take im2col and sgemm: a chunk
+// of images is lowered at once into col[K][nb*P] (K = cin*kh*kw,
+// P = hout*wout), so one sgemm covers the chunk: Z[cout][nb*P] = W[cout][K]
+// col. A fused pass then adds the bias, applies the activation and scatters
+// Z into NCHW order. The bf16 paths are cpu/conv_bf16.cpp's.
 #include <algorithm>
+#include <cstdio>
 #include <new>
 #include <vector>
 
+#include "api/log.h"
 #include "common/error.h"
 #include "cpu/activation.h"
 #include "cpu/conv_avx512.h"
 #include "cpu/conv_bf16.h"
 #include "cpu/conv_direct.h"
+#include "cpu/conv_paths.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
+#include "cpu/kernel_choice.h"
+#include "cpu/product_paths.h"
 #include "cpu/thread_pool.h"
 #include "ops/dims.h"
 #include "ops/op.h"
+#include "snn.h"
 
 namespace snn {
 namespace {
@@ -184,18 +194,18 @@ void col2im(const ConvDims &d, bool shifted, int64_t nb, float *col, float *dx) 
             }
 }
 
-struct ConvPlan {
-    bool direct;      // cpu/conv_direct.h's kernels, one image at a time
-    bool padded;      // cpu/conv_avx512.h's kernels: images, or parts of one, per worker
-    bool shifted;     // im2col_same_width and col2im_same_width
-    bool avx512;      // products by gemm512 (packing space at the end of each slot)
-    int64_t chunk;    // images lowered per sgemm (1 for direct)
-    int32_t workers;  // workspace slots planned
-    size_t slot;      // floats per worker: col[K][chunk*P], z[cout][chunk*P], gemm512's packing
-    size_t params;    // floats of dW + db accumulated per extra worker
-    void *bf16 = nullptr;  // at bf16: cpu/conv_bf16.h's plan, which runs the passes
-    std::vector<float> lanes{};  // padded forward: conv512_forward_lanes's table
+// The plan of the float32 paths.
+struct ConvPlan : ConvPlanned {
+    int64_t chunk;       // images lowered per sgemm, or per AVX-512 backward step (1 for direct)
+    int32_t workers;     // workspace slots planned
+    size_t slot;         // floats per worker: col[K][chunk*P], z[cout][chunk*P], the packing
+    size_t params;       // floats of dW + db accumulated per extra worker
+    size_t pack_floats;  // gemm512's packing space at the end of each slot, or 0: products by size
+    std::vector<float> lanes{};  // avx512_direct: conv512_forward_lanes's table
 };
+
+// The lowering copies shifted maps (im2col_same_width, col2im_same_width).
+bool shifted(const ConvPlan &p) { return p.path == ConvPath::im2col_shifted; }
 
 struct ConvJob {
     const ConvPlan *plan;
@@ -208,18 +218,17 @@ struct ConvJob {
     float *pre;  // z kept for gelu and silu, or null
 };
 
-// C (+)= op(A) op(B) by gemm512 when planned (pack: the worker's packing
-// space), else by OpenBLAS through gemm_nn, gemm_nt and gemm_tn.
+// C (+)= op(A) op(B) by the products' table, gemm512 with the worker's
+// packing space when the plan has it.
 void conv_gemm(float *pack, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (pack)
-        gemm512(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, pack);
-    else if (!ta && !tb)
-        gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else if (!ta)
-        gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else
-        gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    run_product(Product{Precision::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, /*work=*/nullptr,
+                        /*scratch=*/nullptr, pack});
+}
+
+// The worker's packing space for gemm512, after its z, or null.
+float *pack_of(const ConvPlan &p, const ConvDims &d, float *z) {
+    return p.pack_floats ? z + d.cout * p.chunk * d.hout * d.wout : nullptr;
 }
 
 // Chunks are dealt round-robin (worker w takes chunks w, w + workers, ...),
@@ -256,7 +265,8 @@ void padded_forward_worker(void *ctx, int32_t worker, int32_t workers) {
         split_range(blocks, int32_t(parts), int32_t(item % parts), &b0, &b1);
         conv512_forward_image(d, j.x + img * in_size, j.w, j.b, j.out + img * out_size,
                               j.pre ? j.pre + img * out_size : nullptr, b0 * kConv512Rows,
-                              std::min(d.cout, b1 * kConv512Rows), img == last, j.plan->lanes.data(), workspace);
+                              std::min(d.cout, b1 * kConv512Rows), /*padded=*/img == last, j.plan->lanes.data(),
+                              workspace);
         last = img;
     }
 }
@@ -267,11 +277,11 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * j.plan->chunk * P;
-    float *pack = j.plan->avx512 ? z + d.cout * j.plan->chunk * P : nullptr;
+    float *pack = pack_of(*j.plan, d, z);
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
-        im2col(d, j.plan->shifted, nb, j.x + i0 * d.cin * d.hin * d.win, col);
-        conv_gemm(pack, false, false, d.cout, ld, K, j.w, K, col, ld, z, ld, false);
+        im2col(d, shifted(*j.plan), nb, j.x + i0 * d.cin * d.hin * d.win, col);
+        conv_gemm(pack, /*ta=*/false, /*tb=*/false, d.cout, ld, K, j.w, K, col, ld, z, ld, /*accumulate=*/false);
         // out[img][co][p] = act(z[co][img*P + p] + b[co])
         for (int64_t img = 0; img < nb; ++img)
             for (int64_t co = 0; co < d.cout; ++co) {
@@ -288,9 +298,53 @@ void conv_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     }
 }
 
+// Where a backward worker sums its gradients, zeroed: worker 0 into dw and
+// db, the others into their own slots after the workers' slots.
+void worker_gradients(const ConvJob &j, int32_t worker, float **dw, float **db) {
+    const ConvDims &d = *j.d;
+    const int64_t K = d.cin * d.kh * d.kw;
+    *dw = j.dw;
+    *db = j.db;
+    if (worker > 0) {
+        *dw = j.workspace + size_t(j.plan->workers) * j.plan->slot + size_t(worker - 1) * j.plan->params;
+        *db = *dw + d.cout * K;
+    }
+    for (int64_t i = 0; i < d.cout * K; ++i) (*dw)[i] = 0.0f;
+    if (d.bias)
+        for (int64_t co = 0; co < d.cout; ++co) (*db)[co] = 0.0f;
+}
+
+// The direct path: worker w takes a contiguous range of images.
+void direct_backward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
+    const int64_t in_size = d.cin * d.hin * d.win, out_size = d.cout * d.hout * d.wout;
+    float *dw, *db;
+    worker_gradients(j, worker, &dw, &db);
+    int64_t i0, i1;
+    split_range(j.n, workers, worker, &i0, &i1);
+    for (int64_t i = i0; i < i1; ++i)
+        conv_direct_backward_image(d, j.x + i * in_size, j.w, j.y + i * out_size,
+                                   j.pre ? j.pre + i * out_size : nullptr, j.dy + i * out_size, dw, db,
+                                   j.dx ? j.dx + i * in_size : nullptr, j.workspace + size_t(worker) * j.plan->slot);
+}
+
+void padded_backward_worker(void *ctx, int32_t worker, int32_t workers) {
+    const ConvJob &j = *static_cast<const ConvJob *>(ctx);
+    const ConvDims &d = *j.d;
+    const int64_t P = d.hout * d.wout, in_size = d.cin * d.hin * d.win, chunk = j.chunk;
+    float *dw, *db;
+    worker_gradients(j, worker, &dw, &db);
+    for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
+        const int64_t nb = std::min(chunk, j.n - i0), at = i0 * d.cout * P;
+        conv512_backward_images(d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at, dw,
+                                db, j.dx ? j.dx + i0 * in_size : nullptr,
+                                j.workspace + size_t(worker) * j.plan->slot);
+    }
+}
+
 // Per chunk: Z = dy * act'(y) gathered to [cout][nb*P]; db += row sums of Z;
 // dW += Z col^T; dcol = W^T Z (written over col); dx = col2im(dcol).
-// Worker 0 accumulates into dw/db, the others into their own slots.
 void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const ConvJob &j = *static_cast<const ConvJob *>(ctx);
     const ConvDims &d = *j.d;
@@ -298,33 +352,9 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     const int64_t chunk = j.chunk;
     float *col = j.workspace + size_t(worker) * j.plan->slot;
     float *z = col + K * j.plan->chunk * P;
-    float *pack = j.plan->avx512 ? z + d.cout * j.plan->chunk * P : nullptr;
-    float *dw = j.dw, *db = j.db;
-    if (worker > 0) {
-        dw = j.workspace + size_t(j.plan->workers) * j.plan->slot + size_t(worker - 1) * j.plan->params;
-        db = dw + d.cout * K;
-    }
-    for (int64_t i = 0; i < d.cout * K; ++i) dw[i] = 0.0f;
-    if (d.bias)
-        for (int64_t co = 0; co < d.cout; ++co) db[co] = 0.0f;
-    if (j.plan->direct) {
-        const int64_t out_size = d.cout * P;
-        int64_t i0, i1;
-        split_range(j.n, workers, worker, &i0, &i1);
-        for (int64_t i = i0; i < i1; ++i)
-            conv_direct_backward_image(d, j.x + i * in_size, j.w, j.y + i * out_size,
-                                       j.pre ? j.pre + i * out_size : nullptr, j.dy + i * out_size, dw, db,
-                                       j.dx ? j.dx + i * in_size : nullptr, col);
-        return;
-    }
-    if (j.plan->padded) {
-        for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
-            const int64_t nb = std::min(chunk, j.n - i0), at = i0 * d.cout * P;
-            conv512_backward_images(d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at,
-                                    dw, db, j.dx ? j.dx + i0 * in_size : nullptr, col);
-        }
-        return;
-    }
+    float *pack = pack_of(*j.plan, d, z);
+    float *dw, *db;
+    worker_gradients(j, worker, &dw, &db);
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), ld = nb * P;
         for (int64_t img = 0; img < nb; ++img)
@@ -337,74 +367,92 @@ void conv_backward_worker(void *ctx, int32_t worker, int32_t workers) {
             }
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(z + co * ld, ld);
-        im2col(d, j.plan->shifted, nb, j.x + i0 * in_size, col);
-        conv_gemm(pack, false, true, d.cout, K, ld, z, ld, col, ld, dw, K, true);
+        im2col(d, shifted(*j.plan), nb, j.x + i0 * in_size, col);
+        conv_gemm(pack, /*ta=*/false, /*tb=*/true, d.cout, K, ld, z, ld, col, ld, dw, K, /*accumulate=*/true);
         if (j.dx) {
-            conv_gemm(pack, true, false, K, ld, d.cout, j.w, K, z, ld, col, ld, false);
+            conv_gemm(pack, /*ta=*/true, /*tb=*/false, K, ld, d.cout, j.w, K, z, ld, col, ld, /*accumulate=*/false);
             float *dxc = j.dx + i0 * in_size;
             for (int64_t i = 0; i < nb * in_size; ++i) dxc[i] = 0.0f;
-            col2im(d, j.plan->shifted, nb, col, dxc);
+            col2im(d, shifted(*j.plan), nb, col, dxc);
         }
     }
 }
 
-void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
-           size_t *workspace_bytes) {
-    if (precision == Precision::bf16) {
-        void *bf16 = conv_bf16_plan(l, max_batch, backward, workspace_bytes);
-        ConvPlan *plan = new (std::nothrow) ConvPlan{};
-        if (!plan) {
-            conv_bf16_release(bf16);
-            fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-        }
-        plan->bf16 = bf16;
-        return plan;
-    }
-    const ConvDims d = conv_dims(l);
-    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
-    const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
-    const bool reference = cpu_reference_kernels();
-    ConvPlan *plan = nullptr;
-    if (!reference && conv512_eligible(d)) {
-        // Forward: every thread, to split the channels of a small batch.
-        const int64_t chunk =
-            std::min(conv512_backward_chunk(d, kPaddedBudget), (max_batch + workers - 1) / workers);
-        const size_t slot = backward ? conv512_backward_floats(d, chunk) : conv512_forward_floats(d);
-        plan = new (std::nothrow) ConvPlan{false, true, false, false, backward ? chunk : 1,
-                                           backward ? workers : std::max<int32_t>(1, cpu_threads()), slot,
-                                           size_t(d.cout * K + d.cout)};
-    } else if (conv_direct_eligible(d) && !reference) {
-        const size_t slot = backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d);
-        plan = new (std::nothrow) ConvPlan{true, false, false, false, 1, workers, slot, size_t(d.cout * K + d.cout)};
-    } else {
-        // Enough chunks for every worker, each within the lowering budget.
-        int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
-        chunk = std::min(chunk, (max_batch + workers - 1) / workers);
-        const bool avx512 = !reference && gemm512_preferred();
-        plan = new (std::nothrow) ConvPlan{false, false, same_width(d) && !reference, avx512, chunk, workers,
-                                           size_t((K + d.cout) * chunk * P) + (avx512 ? gemm512_pack_floats() : 0),
-                                           size_t(d.cout * K + d.cout)};
-    }
+// ---- the float32 plans ----
+
+// A new plan for path with the fields every float32 path sets; the workspace
+// it needs: the workers' slots and, for backward, the extra workers'
+// gradients.
+ConvPlanned *new_plan(ConvPath path, const ConvDims &d, int64_t chunk, int32_t workers, size_t slot, bool backward,
+                      size_t *workspace_bytes) {
+    ConvPlan *plan = new (std::nothrow) ConvPlan{};
     if (!plan) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (plan->padded) {  // a backward plan runs the forward pass too
-        try {
-            plan->lanes.resize(conv512_forward_lanes_floats(d));
-        } catch (const std::bad_alloc &) {
-            delete plan;
-            fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
-        }
-        conv512_forward_lanes(d, plan->lanes.data());
-    }
+    plan->path = path;
+    plan->products = nullptr;
+    plan->chunk = chunk;
+    plan->workers = workers;
+    plan->slot = slot;
+    plan->params = size_t(d.cout * d.cin * d.kh * d.kw + d.cout);
+    plan->pack_floats = 0;
     size_t floats = size_t(plan->workers) * plan->slot;
     if (backward) floats += size_t(plan->workers - 1) * plan->params;
     *workspace_bytes = floats * sizeof(float);
     return plan;
 }
 
-void release(Backend &, void *plan) {
-    conv_bf16_release(static_cast<ConvPlan *>(plan)->bf16);
-    delete static_cast<ConvPlan *>(plan);
+// Workers for a batch of max_batch: the threads, at most one per image.
+int32_t batch_workers(int64_t max_batch) { return std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch)); }
+
+ConvPlanned *plan_avx512_direct(const Layer &l, const ConvProcessor &, ConvPath path, int64_t max_batch,
+                                bool backward, size_t *workspace_bytes) {
+    const ConvDims d = conv_dims(l);
+    const int32_t workers = batch_workers(max_batch);
+    const int64_t chunk = std::min(conv512_backward_chunk(d, kPaddedBudget), (max_batch + workers - 1) / workers);
+    // Forward: every thread, to split the channels of a small batch.
+    ConvPlanned *planned =
+        new_plan(path, d, /*chunk=*/backward ? chunk : 1,
+                 /*workers=*/backward ? workers : std::max<int32_t>(1, cpu_threads()),
+                 /*slot=*/backward ? conv512_backward_floats(d, chunk) : conv512_forward_floats(d), backward,
+                 workspace_bytes);
+    ConvPlan *plan = static_cast<ConvPlan *>(planned);
+    try {  // a backward plan runs the forward pass too
+        plan->lanes.resize(conv512_forward_lanes_floats(d));
+    } catch (const std::bad_alloc &) {
+        delete plan;
+        fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    conv512_forward_lanes(d, plan->lanes.data());
+    return plan;
 }
+
+ConvPlanned *plan_direct(const Layer &l, const ConvProcessor &, ConvPath path, int64_t max_batch, bool backward,
+                         size_t *workspace_bytes) {
+    const ConvDims d = conv_dims(l);
+    return new_plan(path, d, /*chunk=*/1, batch_workers(max_batch),
+                    /*slot=*/backward ? conv_direct_backward_floats(d) : conv_direct_forward_floats(d), backward,
+                    workspace_bytes);
+}
+
+// Enough chunks for every worker, each within the lowering budget.
+ConvPlanned *plan_im2col(const Layer &l, const ConvProcessor &cpu, ConvPath path, int64_t max_batch, bool backward,
+                         size_t *workspace_bytes) {
+    const ConvDims d = conv_dims(l);
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout;
+    const int32_t workers = batch_workers(max_batch);
+    int64_t chunk = std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, K * P));
+    chunk = std::min(chunk, (max_batch + workers - 1) / workers);
+    const size_t pack = cpu.gemm512_products ? gemm512_pack_floats() : 0;
+    ConvPlanned *planned = new_plan(path, d, chunk, workers, /*slot=*/size_t((K + d.cout) * chunk * P) + pack,
+                                    backward, workspace_bytes);
+    ConvPlan *plan = static_cast<ConvPlan *>(planned);
+    plan->pack_floats = pack;
+    plan->products = pack ? product_path_name(ProductPath::gemm512_packed) : "by size";
+    return plan;
+}
+
+void release_f32(ConvPlanned *plan) noexcept { delete static_cast<ConvPlan *>(plan); }
+
+// ---- the float32 passes ----
 
 int32_t conv_workers(const ConvPlan &plan, int64_t n) {
     const int64_t chunks = (n + plan.chunk - 1) / plan.chunk;
@@ -416,35 +464,68 @@ int32_t conv_workers(const ConvPlan &plan, int64_t n) {
 // them (64 images, 2 workers, chunks of at most 18: 4 chunks of 16, not
 // 18, 18, 18 and 10, which would leave one worker 36 images and the other 28).
 int64_t balanced_chunk(const ConvPlan &plan, int64_t n, int32_t workers) {
-    if (plan.direct) return 1;
+    if (plan.path == ConvPath::direct) return 1;
     const int64_t per_round = int64_t(workers) * plan.chunk;
     const int64_t rounds = (n + per_round - 1) / per_round;
     const int64_t slots = int64_t(workers) * rounds;
     return std::max<int64_t>(1, (n + slots - 1) / slots);
 }
 
-void forward(const OpArgs &a) {
-    const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
-    if (a.precision == Precision::bf16) return conv_bf16_forward(a, p.bf16);
+void run_forward(const OpArgs &a, const ConvPlan &p, int32_t workers, WorkerFn worker) {
     const ConvDims d = conv_dims(*a.l);
-    const int32_t workers = p.padded ? std::min(cpu_threads(), p.workers) : conv_workers(p, a.n);
-    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset,
-                a.params + a.l->bias_offset, nullptr, a.y, nullptr, nullptr, nullptr, nullptr,
-                static_cast<float *>(a.workspace), act_uses_input(d.act) ? a.aux : nullptr};
-    parallel_run(workers, p.padded ? padded_forward_worker : p.direct ? direct_forward_worker : conv_forward_worker,
-                 &job);
+    ConvJob job{&p,
+                balanced_chunk(p, a.n, workers),
+                &d,
+                a.n,
+                a.x[0],
+                a.params + a.l->weight_offset,
+                a.params + a.l->bias_offset,
+                /*y=*/nullptr,
+                /*out=*/a.y,
+                /*dy=*/nullptr,
+                /*dw=*/nullptr,
+                /*db=*/nullptr,
+                /*dx=*/nullptr,
+                static_cast<float *>(a.workspace),
+                act_uses_input(d.act) ? a.aux : nullptr};
+    parallel_run(workers, worker, &job);
 }
 
-void backward(const OpArgs &a) {
-    const ConvPlan &p = *static_cast<ConvPlan *>(a.plan);
-    if (a.precision == Precision::bf16) return conv_bf16_backward(a, p.bf16);
+void forward_avx512_direct(const OpArgs &a, const ConvPlanned &plan) {
+    const ConvPlan &p = static_cast<const ConvPlan &>(plan);
+    run_forward(a, p, std::min(cpu_threads(), p.workers), padded_forward_worker);
+}
+
+void forward_direct(const OpArgs &a, const ConvPlanned &plan) {
+    const ConvPlan &p = static_cast<const ConvPlan &>(plan);
+    run_forward(a, p, conv_workers(p, a.n), direct_forward_worker);
+}
+
+void forward_im2col(const OpArgs &a, const ConvPlanned &plan) {
+    const ConvPlan &p = static_cast<const ConvPlan &>(plan);
+    run_forward(a, p, conv_workers(p, a.n), conv_forward_worker);
+}
+
+void run_backward(const OpArgs &a, const ConvPlan &p, WorkerFn worker) {
     const ConvDims d = conv_dims(*a.l);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = conv_workers(p, a.n);
-    ConvJob job{&p, balanced_chunk(p, a.n, workers), &d, a.n, a.x[0], a.params + a.l->weight_offset, nullptr, a.y,
-                nullptr, a.dy, dw, db, a.dx[0], static_cast<float *>(a.workspace),
+    ConvJob job{&p,
+                balanced_chunk(p, a.n, workers),
+                &d,
+                a.n,
+                a.x[0],
+                a.params + a.l->weight_offset,
+                /*b=*/nullptr,
+                a.y,
+                /*out=*/nullptr,
+                a.dy,
+                dw,
+                db,
+                a.dx[0],
+                static_cast<float *>(a.workspace),
                 act_uses_input(d.act) ? a.aux : nullptr};
-    parallel_run(workers, conv_backward_worker, &job);
+    parallel_run(workers, worker, &job);
     // Sum the other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * d.cin * d.kh * d.kw);
     for (int32_t k = 1; k < workers; ++k) {
@@ -453,6 +534,134 @@ void backward(const OpArgs &a) {
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += part[params + size_t(co)];
     }
+}
+
+void backward_avx512_direct(const OpArgs &a, const ConvPlanned &plan) {
+    run_backward(a, static_cast<const ConvPlan &>(plan), padded_backward_worker);
+}
+
+void backward_direct(const OpArgs &a, const ConvPlanned &plan) {
+    run_backward(a, static_cast<const ConvPlan &>(plan), direct_backward_worker);
+}
+
+void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
+    run_backward(a, static_cast<const ConvPlan &>(plan), conv_backward_worker);
+}
+
+// ---- the table ----
+
+bool native_bf16(const ConvProcessor &cpu, Precision precision) {
+    return precision == Precision::bf16 && cpu.bf16_native;
+}
+
+// The direct kernels' derivative keeps dZ = dy act'(y) rounded only for
+// these activations.
+bool bf16_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return native_bf16(cpu, precision) && conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
+}
+
+bool bf16_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return native_bf16(cpu, precision) && conv_bf16_shifted_eligible(d);
+}
+
+bool bf16_im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
+    return precision == Precision::bf16;
+}
+
+bool fast_f32(const ConvProcessor &cpu, Precision precision) { return precision == Precision::f32 && !cpu.reference; }
+
+bool avx512_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return fast_f32(cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
+}
+
+bool direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return fast_f32(cpu, precision) && conv_direct_eligible(d);
+}
+
+bool im2col_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return fast_f32(cpu, precision) && same_width(d);
+}
+
+bool im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
+    return precision == Precision::f32;
+}
+
+// Scanned in order when a plan is made; the first eligible row plans and
+// runs the layer.
+constexpr ConvPathRow kConvPaths[] = {
+    {ConvPath::bf16_direct, "bf16 direct (few taps)", bf16_direct_eligible, conv_bf16_plan, conv_bf16_release,
+     conv_bf16_forward, conv_bf16_backward},
+    {ConvPath::bf16_shifted, "bf16 shifted lowering", bf16_shifted_eligible, conv_bf16_plan, conv_bf16_release,
+     conv_bf16_forward, conv_bf16_backward},
+    {ConvPath::bf16_im2col, "bf16 im2col", bf16_im2col_eligible, conv_bf16_plan, conv_bf16_release,
+     conv_bf16_forward, conv_bf16_backward},
+    {ConvPath::avx512_direct, "AVX-512 direct", avx512_direct_eligible, plan_avx512_direct, release_f32,
+     forward_avx512_direct, backward_avx512_direct},
+    {ConvPath::direct, "direct (few taps)", direct_eligible, plan_direct, release_f32, forward_direct,
+     backward_direct},
+    {ConvPath::im2col_shifted, "im2col (shifted copies)", im2col_shifted_eligible, plan_im2col, release_f32,
+     forward_im2col, backward_im2col},
+    {ConvPath::im2col, "im2col", im2col_eligible, plan_im2col, release_f32, forward_im2col, backward_im2col},
+};
+
+constexpr bool rows_in_enum_order() {
+    for (size_t i = 0; i < sizeof(kConvPaths) / sizeof(kConvPaths[0]); ++i)
+        if (size_t(kConvPaths[i].path) != i) return false;
+    return true;
+}
+static_assert(rows_in_enum_order(), "kConvPaths lists ConvPath in its order");
+
+const ConvPathRow &row_of(const ConvPlanned &plan) { return kConvPaths[size_t(plan.path)]; }
+
+ConvProcessor conv_processor() {
+    ConvProcessor cpu;
+    cpu.reference = cpu_reference_kernels();
+    cpu.avx512 = gemm512_available();
+    cpu.conv512 = !cpu_conv512_ruled_out();
+    cpu.bf16_native = cpu_has_bf16();
+    cpu.gemm512_products = gemm512_preferred();
+    return cpu;
+}
+
+// "conv 3x3 stride 1x1 pad 1x1, 16x28x28 to 32x28x28, float32, backward:
+// im2col (shifted copies), products gemm512 packed"
+void log_choice(const ConvDims &d, Precision precision, bool backward, const ConvPlanned &plan) {
+    char message[256];
+    std::snprintf(message, sizeof message,
+                  "conv %lldx%lld stride %lldx%lld pad %lldx%lld, %lldx%lldx%lld to %lldx%lldx%lld, %s%s: %s%s%s",
+                  (long long)d.kh, (long long)d.kw, (long long)d.sh, (long long)d.sw, (long long)d.ph,
+                  (long long)d.pw, (long long)d.cin, (long long)d.hin, (long long)d.win, (long long)d.cout,
+                  (long long)d.hout, (long long)d.wout, precision_name(precision), backward ? ", backward" : "",
+                  row_of(plan).name, plan.products ? ", products " : "", plan.products ? plan.products : "");
+    log_message(SNN_LOG_INFO, message);
+}
+
+void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
+           size_t *workspace_bytes) {
+    const ConvDims d = conv_dims(l);
+    const ConvProcessor cpu = conv_processor();
+    for (const ConvPathRow &row : kConvPaths)
+        if (row.eligible(d, cpu, precision)) {
+            ConvPlanned *planned = row.plan(l, cpu, row.path, max_batch, backward, workspace_bytes);
+            log_choice(d, precision, backward, *planned);
+            return planned;
+        }
+    fail(SNN_ERR_INTERNAL, "no convolution path at %s", precision_name(precision));
+}
+
+void release(Backend &, void *plan) {
+    ConvPlanned *planned = static_cast<ConvPlanned *>(plan);
+    row_of(*planned).release(planned);
+}
+
+void forward(const OpArgs &a) {
+    const ConvPlanned &planned = *static_cast<const ConvPlanned *>(a.plan);
+    row_of(planned).forward(a, planned);
+}
+
+void backward(const OpArgs &a) {
+    const ConvPlanned &planned = *static_cast<const ConvPlanned *>(a.plan);
+    row_of(planned).backward(a, planned);
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 #include <algorithm>
 
 #include "cpu/activation.h"
-#include "cpu/gemm512.h"
-#include "cpu/kernel_choice.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -14,6 +12,10 @@
 #endif
 
 namespace snn {
+
+bool conv512_eligible(const ConvDims &d) {
+    return d.sh == 1 && d.sw == 1 && d.ph < d.kh && d.pw < d.kw && d.hout > 0 && d.wout > 0;
+}
 
 #if defined(SNN_CONV512)
 
@@ -327,11 +329,6 @@ void weight_gradient(const ConvDims &d, const BackwardLayout &L, int64_t nb, con
 
 }  // namespace
 
-bool conv512_eligible(const ConvDims &d) {
-    return d.sh == 1 && d.sw == 1 && d.ph < d.kh && d.pw < d.kw && d.hout > 0 && d.wout > 0 && gemm512_available() &&
-           !cpu_conv512_ruled_out();
-}
-
 size_t conv512_forward_floats(const ConvDims &d) { return size_t(forward_padded(d).floats() + slack_floats(d)); }
 
 size_t conv512_forward_lanes_floats(const ConvDims &d) {
@@ -407,9 +404,8 @@ void conv512_backward_images(const ConvDims &d, int64_t nb, const float *x, cons
 
 #else
 
-// Without x86-64 there is no AVX-512: no convolution is eligible, and the
-// kernels below are never called.
-bool conv512_eligible(const ConvDims &) { return false; }
+// Without x86-64 there is no AVX-512 (the convolution's table never takes
+// these kernels), and the kernels below are never called.
 size_t conv512_forward_floats(const ConvDims &) { return 0; }
 int64_t conv512_backward_chunk(const ConvDims &, int64_t) { return 1; }
 size_t conv512_backward_floats(const ConvDims &, int64_t) { return 0; }

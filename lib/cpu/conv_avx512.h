@@ -26,9 +26,9 @@ namespace snn {
 // each image's channels over them in ranges of this many.
 constexpr int64_t kConv512Rows = 8;
 
-// Stride 1, padding smaller than the kernel on both axes, an AVX-512
-// processor, and neither the reference kernels nor a choice that rules these
-// out (cpu_conv512_ruled_out, cpu/kernel_choice.h).
+// Stride 1 and padding smaller than the kernel on both axes: the shapes
+// these kernels take (the processor and the kernel choice are the rest of
+// their row in the convolution's table, cpu/conv_paths.h).
 bool conv512_eligible(const ConvDims &d);
 
 // Workspace floats one worker needs to run the forward pass over its images.

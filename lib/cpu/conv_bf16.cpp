@@ -1,6 +1,8 @@
 // Convolution at bf16 on the CPU: the products of autocast's convolution
 // (operands rounded to bf16, float32 sums) by gemm_bf16, over a chunk of
-// images lowered at once, with one of two lowerings:
+// images lowered at once, with one of two lowerings, or by the direct
+// kernels: three rows of the convolution's table (cpu/conv_paths.h), which
+// decides which one a layer takes.
 //
 // Shifted (stride 1, odd kernel, "same" padding (k-1)/2, native bf16): per
 // channel, the chunk's images are stacked into one zero-padded map of rows
@@ -57,10 +59,10 @@ constexpr int64_t kColBudget = int64_t(1) << 18;
 // kernels on 28x28, 14x14 and 7x7 maps: 1.11, 1.22 and 1.47).
 constexpr double kShiftedWaste = 1.5;
 
-struct Plan {
-    bool direct;      // the direct kernels, one image at a time
-    bool shifted;     // the shifted lowering (else im2col)
-    int64_t chunk;    // images lowered per product
+// path: ConvPath::bf16_direct (the direct kernels, one image at a time),
+// bf16_shifted (the shifted lowering) or bf16_im2col.
+struct Plan : ConvPlanned {
+    int64_t chunk;    // images lowered per product (1 for direct)
     int32_t workers;  // workspace slots planned
     size_t slot;      // bytes per worker, for either lowering
     size_t params;    // floats of dW + db summed per extra worker
@@ -71,10 +73,6 @@ int64_t taps(const ConvDims &d) { return d.cin * d.kh * d.kw; }
 // Floats after the slots shared by the workers (W' or W rounded), then the
 // backward's partial gradients.
 size_t shared_floats(const ConvDims &d) { return size_t(d.cout * taps(d)); }
-
-bool direct_eligible(const ConvDims &d) {
-    return conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
-}
 
 // dst = src rounded to bf16 (bf16_round, branch-free so that it vectorises)
 SNN_MULTIVERSION
@@ -99,11 +97,15 @@ Padded padded_of(const ConvDims &d) {
     return {wp, d.ph * wp, (d.hin + d.ph) * wp, (d.kh - 1) * wp + d.kw - 1};
 }
 
-bool shifted_eligible(const ConvDims &d) {
+}  // namespace
+
+bool conv_bf16_shifted_eligible(const ConvDims &d) {
     if (d.sh != 1 || d.sw != 1 || d.kh % 2 == 0 || d.kw % 2 == 0 || 2 * d.ph != d.kh - 1 || 2 * d.pw != d.kw - 1)
         return false;
     return double(padded_of(d).stride) <= kShiftedWaste * double(d.hout * d.wout);
 }
+
+namespace {
 
 // ---- im2col ----
 
@@ -225,11 +227,12 @@ struct Slot {
 // Direct: the rounded image [cin*hin*win], then the direct kernels' space.
 Slot slot_of(const Plan &plan, const ConvDims &d, char *workspace, int32_t worker) {
     float *base = reinterpret_cast<float *>(workspace + size_t(worker) * plan.slot);
-    if (plan.direct) return {base, base + d.cin * d.hin * d.win, nullptr, nullptr};
-    if (!plan.shifted) {
+    if (plan.path == ConvPath::bf16_direct)
+        return {base, base + d.cin * d.hin * d.win, /*rows=*/nullptr, /*pack=*/nullptr};
+    if (plan.path == ConvPath::bf16_im2col) {
         const int64_t ld = plan.chunk * d.hout * d.wout;
         float *z = base + taps(d) * ld;
-        return {base, z, nullptr, z + d.cout * ld};
+        return {base, z, /*rows=*/nullptr, z + d.cout * ld};
     }
     const Padded p = padded_of(d);
     const int64_t block = p.block(plan.chunk);
@@ -269,25 +272,26 @@ void forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const Padded p = padded_of(d);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
         const int64_t nb = std::min(j.chunk, j.n - i0);
-        if (j.plan->direct) {
+        if (j.plan->path == ConvPath::bf16_direct) {
             for (int64_t img = i0; img < i0 + nb; ++img) {
                 round_span(j.x + img * in_size, s.col, in_size);
                 conv_direct_forward_image(d, s.col, j.shared, j.b, j.out + img * d.cout * P,
                                           j.pre ? j.pre + img * d.cout * P : nullptr, s.z);
             }
-        } else if (j.plan->shifted) {
+        } else if (j.plan->path == ConvPath::bf16_shifted) {
             const int64_t ld = nb * p.stride;
             pad_images(d, p, nb, j.x + i0 * in_size, s.col);
             shifted_rows(d, p, d.cin, nb, s.col, s.rows);
             char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, K);
-            gemm_bf16_pack_a(false, d.cout, K, j.w, K, s.pack);
-            gemm_bf16_pack_b_rows(false, K, ld, s.rows, b);
-            gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, false);
+            gemm_bf16_pack_a(/*trans_a=*/false, d.cout, K, j.w, K, s.pack);
+            gemm_bf16_pack_b_rows(/*trans_b=*/false, K, ld, s.rows, b);
+            gemm_bf16_packed(d.cout, ld, K, s.pack, b, s.z, ld, /*accumulate=*/false);
             bias_activate(j, i0, nb, s.z, ld, p.stride, p.wp);
         } else {
             const int64_t ld = nb * P;
             im2col(d, nb, j.x + i0 * in_size, s.col);
-            gemm_bf16(false, false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld, false, s.pack);
+            gemm_bf16(/*trans_a=*/false, /*trans_b=*/false, d.cout, ld, K, j.w, K, s.col, ld, s.z, ld,
+                      /*accumulate=*/false, s.pack);
             bias_activate(j, i0, nb, s.z, ld, P, d.wout);
         }
     }
@@ -324,16 +328,16 @@ void shifted_backward_chunk(const Job &j, const Slot &s, int64_t i0, int64_t nb,
     shifted_rows(d, p, d.cin, nb, s.col, s.rows);
     // dW[co][k] += sum over q of dZ[co][q] xpad-row_k[q]
     char *b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cout, ld);
-    gemm_bf16_pack_a(false, d.cout, ld, dz, block, s.pack);
-    gemm_bf16_pack_b_rows(true, ld, K, s.rows, b);
-    gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, true);
+    gemm_bf16_pack_a(/*trans_a=*/false, d.cout, ld, dz, block, s.pack);
+    gemm_bf16_pack_b_rows(/*trans_b=*/true, ld, K, s.rows, b);
+    gemm_bf16_packed(d.cout, K, ld, s.pack, b, dw, K, /*accumulate=*/true);
     if (!j.dx) return;
     // dX[c][q] = sum over (co, i, j) of W'[c][co][i][j] dZpad[co][q + i*wp + j], over xpad's place
     shifted_rows(d, p, d.cout, nb, s.z, s.rows);
     b = static_cast<char *>(s.pack) + gemm_bf16_a_bytes(d.cin, d.cout * kk);
-    gemm_bf16_pack_a(false, d.cin, d.cout * kk, j.shared, d.cout * kk, s.pack);
-    gemm_bf16_pack_b_rows(false, d.cout * kk, ld, s.rows, b);
-    gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, false);
+    gemm_bf16_pack_a(/*trans_a=*/false, d.cin, d.cout * kk, j.shared, d.cout * kk, s.pack);
+    gemm_bf16_pack_b_rows(/*trans_b=*/false, d.cout * kk, ld, s.rows, b);
+    gemm_bf16_packed(d.cin, ld, d.cout * kk, s.pack, b, s.col, ld, /*accumulate=*/false);
     for (int64_t img = 0; img < nb; ++img)
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t iy = 0; iy < d.hin; ++iy) {
@@ -359,17 +363,17 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
     if (d.bias) std::fill(db, db + d.cout, 0.0f);
     for (int64_t i0 = worker * j.chunk; i0 < j.n; i0 += workers * j.chunk) {
         const int64_t nb = std::min(j.chunk, j.n - i0), ld = nb * P;
-        if (j.plan->direct) {
+        if (j.plan->path == ConvPath::bf16_direct) {
             for (int64_t img = i0; img < i0 + nb; ++img) {
                 float *dy = j.dy + img * d.cout * P;
                 round_span(dy, dy, d.cout * P);
                 round_span(j.x + img * in_size, s.col, in_size);
-                conv_direct_backward_image(d, s.col, j.shared, j.y + img * d.cout * P, nullptr, dy, dw, db,
+                conv_direct_backward_image(d, s.col, j.shared, j.y + img * d.cout * P, /*pre=*/nullptr, dy, dw, db,
                                            j.dx ? j.dx + img * in_size : nullptr, s.z);
             }
             continue;
         }
-        if (j.plan->shifted) {
+        if (j.plan->path == ConvPath::bf16_shifted) {
             shifted_backward_chunk(j, s, i0, nb, dw, db);
             continue;
         }
@@ -377,9 +381,11 @@ void backward_worker(void *ctx, int32_t worker, int32_t workers) {
         if (d.bias)
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(s.z + co * ld, ld);
         im2col(d, nb, j.x + i0 * in_size, s.col);
-        gemm_bf16(false, true, d.cout, K, ld, s.z, ld, s.col, ld, dw, K, true, s.pack);
+        gemm_bf16(/*trans_a=*/false, /*trans_b=*/true, d.cout, K, ld, s.z, ld, s.col, ld, dw, K, /*accumulate=*/true,
+                  s.pack);
         if (!j.dx) continue;
-        gemm_bf16(true, false, K, ld, d.cout, j.w, K, s.z, ld, s.col, ld, false, s.pack);
+        gemm_bf16(/*trans_a=*/true, /*trans_b=*/false, K, ld, d.cout, j.w, K, s.z, ld, s.col, ld,
+                  /*accumulate=*/false, s.pack);
         col2im(d, nb, s.col, j.dx + i0 * in_size);
     }
 }
@@ -426,59 +432,90 @@ float *shared_of(const Plan &p, void *workspace) {
 
 }  // namespace
 
-void *conv_bf16_plan(const Layer &l, int64_t max_batch, bool backward, size_t *workspace_bytes) {
+ConvPlanned *conv_bf16_plan(const Layer &l, const ConvProcessor &, ConvPath path, int64_t max_batch, bool backward,
+                           size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
     const int64_t K = taps(d), P = d.hout * d.wout;
     const int32_t workers = std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch));
-    const bool native = cpu_has_bf16(), direct = native && direct_eligible(d);
-    const bool shifted = !direct && native && shifted_eligible(d);
+    const bool direct = path == ConvPath::bf16_direct, shifted = path == ConvPath::bf16_shifted;
     const int64_t per_image = K * (shifted ? padded_of(d).stride : P);
     int64_t chunk = direct ? 1 : std::max<int64_t>(1, kColBudget / std::max<int64_t>(1, per_image));
     chunk = std::min(chunk, (max_batch + workers - 1) / workers);
     const size_t slot = direct    ? direct_slot(d, backward)
                         : shifted ? shifted_slot(d, chunk, backward)
                                   : im2col_slot(d, chunk, backward);
-    Plan *p = new (std::nothrow)
-        Plan{direct, shifted, chunk, workers, (slot + 63) / 64 * 64, size_t(d.cout * K + d.cout)};
+    Plan *p = new (std::nothrow) Plan{};
     if (!p) fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
+    p->path = path;
+    p->products = nullptr;
+    p->chunk = chunk;
+    p->workers = workers;
+    p->slot = (slot + 63) / 64 * 64;
+    p->params = size_t(d.cout * K + d.cout);
     *workspace_bytes = size_t(workers) * p->slot + shared_floats(d) * sizeof(float);
     if (backward) *workspace_bytes += size_t(workers - 1) * p->params * sizeof(float);
     return p;
 }
 
-void conv_bf16_release(void *plan) noexcept { delete static_cast<Plan *>(plan); }
+void conv_bf16_release(ConvPlanned *plan) noexcept { delete static_cast<Plan *>(plan); }
 
-void conv_bf16_forward(const OpArgs &a, const void *plan) {
+void conv_bf16_forward(const OpArgs &a, const ConvPlanned &plan) {
     const ConvDims d = conv_dims(*a.l);
-    const Plan &p = *static_cast<const Plan *>(plan);
+    const Plan &p = static_cast<const Plan &>(plan);
     const int32_t workers = workers_for(p, a.n);
     const float *w = a.params + a.l->weight_offset;
     float *shared = shared_of(p, a.workspace);
-    if (p.direct) round_span(w, shared, d.cout * taps(d));
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, a.params + a.l->bias_offset, nullptr, a.y,
-            nullptr, nullptr, nullptr, nullptr, static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr, shared};
+    if (p.path == ConvPath::bf16_direct) round_span(w, shared, d.cout * taps(d));
+    Job job{&p,
+            &d,
+            a.n,
+            balanced_chunk(p, a.n, workers),
+            a.x[0],
+            w,
+            a.params + a.l->bias_offset,
+            /*y=*/nullptr,
+            /*out=*/a.y,
+            /*dy=*/nullptr,
+            /*dw=*/nullptr,
+            /*db=*/nullptr,
+            /*dx=*/nullptr,
+            static_cast<char *>(a.workspace),
+            act_uses_input(d.act) ? a.aux : nullptr,
+            shared};
     parallel_run(workers, forward_worker, &job);
 }
 
-void conv_bf16_backward(const OpArgs &a, const void *plan) {
+void conv_bf16_backward(const OpArgs &a, const ConvPlanned &plan) {
     const ConvDims d = conv_dims(*a.l);
-    const Plan &p = *static_cast<const Plan *>(plan);
+    const Plan &p = static_cast<const Plan &>(plan);
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     const int32_t workers = workers_for(p, a.n);
     float *shared = shared_of(p, a.workspace), *partials = shared + shared_floats(d);
     const float *w = a.params + a.l->weight_offset;
-    if (p.direct) round_span(w, shared, d.cout * taps(d));
-    if (p.shifted && a.dx[0]) {
+    if (p.path == ConvPath::bf16_direct) round_span(w, shared, d.cout * taps(d));
+    if (p.path == ConvPath::bf16_shifted && a.dx[0]) {
         // W'[c][(co*kh + i)*kw + j] = W[co][c][kh-1-i][kw-1-j]
         const int64_t kk = d.kh * d.kw;
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t co = 0; co < d.cout; ++co)
                 for (int64_t t = 0; t < kk; ++t) shared[(c * d.cout + co) * kk + t] = w[(co * d.cin + c) * kk + kk - 1 - t];
     }
-    Job job{&p, &d, a.n, balanced_chunk(p, a.n, workers), a.x[0], w, nullptr, a.y,
-            nullptr, a.dy, dw, db, a.dx[0], static_cast<char *>(a.workspace),
-            act_uses_input(d.act) ? a.aux : nullptr, shared};
+    Job job{&p,
+            &d,
+            a.n,
+            balanced_chunk(p, a.n, workers),
+            a.x[0],
+            w,
+            /*b=*/nullptr,
+            a.y,
+            /*out=*/nullptr,
+            a.dy,
+            dw,
+            db,
+            a.dx[0],
+            static_cast<char *>(a.workspace),
+            act_uses_input(d.act) ? a.aux : nullptr,
+            shared};
     parallel_run(workers, backward_worker, &job);
     // The other workers' partial gradients into worker 0's, in order.
     const size_t params = size_t(d.cout * taps(d));

@@ -1,4 +1,4 @@
-// CPU backend: memory, copies, gathers, and the sgemm wrappers.
+// CPU backend: memory, copies, gathers, and the kernel choice.
 #include "cpu/cpu_backend.h"
 
 #include <cblas.h>
@@ -7,12 +7,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <new>
 #include <string>
 
 #include "common/error.h"
-#include "cpu/gemm512.h"
 #include "cpu/kernel_choice.h"
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
@@ -186,99 +184,5 @@ void cpu_set_threads(int32_t n) {
 }
 
 int32_t cpu_threads() { return g_cpu_threads.load(std::memory_order_relaxed); }
-
-// ---- sgemm -----------------------------------------------------------------
-
-// Products below this many multiply-adds cost less in a plain loop than
-// OpenBLAS's call overhead; below kParallelGemm one thread does the work.
-constexpr int64_t kSmallGemm = 48 * 1024;
-constexpr int64_t kParallelGemm = 512 * 1024;
-// Up to this many multiply-adds (100^3), OpenBLAS 0.3.21 takes its
-// small-matrix kernels where it runs its AVX-512 ones (SkylakeX, Cooperlake),
-// and the one for C = A B calls malloc on every call whose row-major N leaves
-// 1 to 8 columns past a multiple of 16 (K >= 32). gemm_nn keeps such
-// products, and such blocks of larger ones split over the threads, on snn's
-// own AVX-512 product on every processor that has it.
-constexpr int64_t kDirectGemm = 1000 * 1000;
-
-namespace {
-
-struct GemmJob {
-    bool direct;  // blocks up to kDirectGemm by gemm512_nn_direct (ta, tb: CblasNoTrans)
-    CBLAS_TRANSPOSE ta, tb;
-    int64_t M, N, K;
-    const float *A, *B;
-    int64_t lda, ldb;
-    float *C;
-    int64_t ldc;
-    float beta;
-};
-
-// The block [M][N] of C from the job's A and B at these offsets.
-void gemm_block(const GemmJob &j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
-    if (j.direct && M * N * j.K <= kDirectGemm)
-        gemm512_nn_direct(M, N, j.K, A, j.lda, B, j.ldb, C, j.ldc, j.beta != 0.0f);
-    else
-        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(M), int(N), int(j.K), 1.0f, A, int(j.lda), B, int(j.ldb), j.beta,
-                    C, int(j.ldc));
-}
-
-// Each worker computes a block of C: rows when M is the larger side, else
-// columns (kept to multiples of 16 floats).
-void gemm_worker(void *ctx, int32_t w, int32_t workers) {
-    const GemmJob &j = *static_cast<const GemmJob *>(ctx);
-    int64_t b, e;
-    if (j.M >= j.N) {
-        split_range(j.M, workers, w, &b, &e);
-        if (b == e) return;
-        gemm_block(j, e - b, j.N, j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b, j.B, j.C + b * j.ldc);
-    } else {
-        int64_t blocks = (j.N + 15) / 16;
-        split_range(blocks, workers, w, &b, &e);
-        b *= 16;
-        e = std::min(e * 16, j.N);
-        if (b >= e) return;
-        gemm_block(j, j.M, e - b, j.A, j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb, j.C + b);
-    }
-}
-
-void split_gemm(bool direct, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const float *A,
-                int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    GemmJob job{direct, ta, tb, M, N, K, A, B, lda, ldb, C, ldc, accumulate ? 1.0f : 0.0f};
-    int32_t workers = M * N * K >= kParallelGemm ? cpu_threads() : 1;
-    parallel_run(workers, gemm_worker, &job);
-}
-
-}  // namespace
-
-void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-             int64_t ldb, float *C, int64_t ldc, bool accumulate, float *scratch) {
-    if (M * N * K > kSmallGemm) {
-        split_gemm(false, CblasNoTrans, CblasTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    } else if (scratch && N * K <= kCpuScratchFloats && (N >= 8 || K < 32)) {
-        // B^T into scratch, then rows of C as sums of scaled rows of B^T
-        // (few outputs over long rows go to dot products instead).
-        small_transpose(N, K, B, ldb, scratch);
-        small_gemm_nn(M, N, K, A, lda, scratch, N, C, ldc, accumulate);
-    } else {
-        small_gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    }
-}
-
-void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-             int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K > kSmallGemm)
-        split_gemm(false, CblasTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else
-        small_gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
-
-void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-             int64_t ldb, float *C, int64_t ldc, bool accumulate) {
-    if (M * N * K > kSmallGemm)
-        split_gemm(gemm512_available(), CblasNoTrans, CblasNoTrans, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else
-        small_gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
 
 }  // namespace snn

@@ -55,8 +55,8 @@ public:
 };
 
 // C = op(A) op(B) (+ C when accumulate), row-major, the three shapes the
-// layers need. Small products run in plain loops on the calling thread;
-// larger ones go to OpenBLAS.
+// layers need, by the products' table (cpu/product_paths.h): small products
+// run in plain loops on the calling thread; larger ones go to OpenBLAS.
 //   gemm_nt: C[M][N] = A[M][K] B[N][K]^T   (scratch: kCpuScratchFloats, or null)
 //   gemm_tn: C[M][N] = A[K][M]^T B[K][N]
 //   gemm_nn: C[M][N] = A[M][K] B[K][N]

@@ -53,6 +53,18 @@ void round_operand(bool trans, int64_t R, int64_t C, Rows X, float *out) {
         for (int64_t c = 0; c < C; ++c) out[r * C + c] = bf16_round(trans ? X(c)[r] : X(r)[c]);
 }
 
+// C (+)= a b for rounded operands a [M][K] and b [K][N]: the float32 product.
+void multiply_rounded(int64_t M, int64_t N, int64_t K, const float *a, const float *b, float *C, int64_t ldc,
+                      bool accumulate) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        if (!accumulate)
+            for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+        return;
+    }
+    gemm_nn(M, N, K, a, K, b, N, C, ldc, accumulate);
+}
+
 }  // namespace
 
 size_t gemm_bf16_a_bytes(int64_t M, int64_t K) {
@@ -342,6 +354,15 @@ void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void
     parallel_run(workers_for(M, N, K), product_worker, &job);
 }
 
+void gemm_bf16_native(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
+    char *a = static_cast<char *>(work), *b = a + gemm_bf16_a_bytes(M, K);
+    PackBothJob job{{trans_a, M, K, Rows{A, lda, nullptr}, reinterpret_cast<uint32_t *>(a)},
+                    {trans_b, K, N, Rows{B, ldb, nullptr}, reinterpret_cast<uint32_t *>(b)}};
+    parallel_run((M + N) * K >= kParallel / 16 ? cpu_threads() : 1, pack_both_worker, &job);
+    gemm_bf16_packed(M, N, K, a, b, C, ldc, accumulate);
+}
+
 #else
 
 // Without x86-64 there is no AVX-512 BF16 and cpu_has_bf16() is false: the
@@ -360,44 +381,24 @@ void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *cons
 
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void *b, float *C, int64_t ldc,
                       bool accumulate) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-        return;
-    }
-    gemm_nn(M, N, K, static_cast<const float *>(a), K, static_cast<const float *>(b), N, C, ldc, accumulate);
+    multiply_rounded(M, N, K, static_cast<const float *>(a), static_cast<const float *>(b), C, ldc, accumulate);
+}
+
+// Never chosen (cpu_has_bf16() is false): the emulated product.
+void gemm_bf16_native(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
+    gemm_bf16_emulated(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work);
 }
 
 #endif
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-               const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
-    char *a = static_cast<char *>(work), *b = a + gemm_bf16_a_bytes(M, K);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (cpu_has_bf16()) {
-        PackBothJob job{{trans_a, M, K, Rows{A, lda, nullptr}, reinterpret_cast<uint32_t *>(a)},
-                        {trans_b, K, N, Rows{B, ldb, nullptr}, reinterpret_cast<uint32_t *>(b)}};
-        parallel_run((M + N) * K >= kParallel / 16 ? cpu_threads() : 1, pack_both_worker, &job);
-        gemm_bf16_packed(M, N, K, a, b, C, ldc, accumulate);
-        return;
-    }
-#endif
-    gemm_bf16_pack_a(trans_a, M, K, A, lda, a);
-    gemm_bf16_pack_b(trans_b, K, N, B, ldb, b);
-    gemm_bf16_packed(M, N, K, a, b, C, ldc, accumulate);
-}
-
-void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-             const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work, float *scratch) {
-    if (p == Precision::bf16)
-        gemm_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work);
-    else if (trans_a)
-        gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else if (trans_b)
-        gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
-    else
-        gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
+    float *a = static_cast<float *>(work);
+    float *b = reinterpret_cast<float *>(static_cast<char *>(work) + gemm_bf16_a_bytes(M, K));
+    round_operand(trans_a, M, K, Rows{A, lda, nullptr}, a);
+    round_operand(trans_b, K, N, Rows{B, ldb, nullptr}, b);
+    multiply_rounded(M, N, K, a, b, C, ldc, accumulate);
 }
 
 }  // namespace snn

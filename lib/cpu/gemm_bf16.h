@@ -50,13 +50,20 @@ void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *cons
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void *b, float *C, int64_t ldc,
                       bool accumulate);
 
-// Packs both operands into work (gemm_bf16_bytes) and multiplies.
+// Packs both operands into work (gemm_bf16_bytes) and multiplies: the bf16
+// rows of the products' table (cpu/product_paths.h) choose between
+// gemm_bf16_native and gemm_bf16_emulated, which do that.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work);
+void gemm_bf16_native(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work);
+void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                        const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work);
 
-// C (+)= op(A) op(B) at precision p: gemm_bf16 when p is bf16 (work:
-// gemm_bf16_bytes), else the float32 products of cpu/cpu_backend.h (gemm_nn,
-// gemm_nt with scratch, gemm_tn; never both transposed).
+// C (+)= op(A) op(B) at precision p, by the products' table
+// (cpu/product_paths.h): gemm_bf16 when p is bf16 (work: gemm_bf16_bytes),
+// else the float32 products of cpu/cpu_backend.h (gemm_nn, gemm_nt with
+// scratch, gemm_tn; never both transposed).
 void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
              const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work,
              float *scratch = nullptr);

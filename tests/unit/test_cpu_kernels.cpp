@@ -238,7 +238,7 @@ TEST(CpuKernels, RandomConvolutionGeometriesMatchTheReference) {
 }
 
 // Dense products between the plain loops and OpenBLAS take snn's own AVX-512
-// product on processors with AVX-512 (cpu_backend.cpp's gemm_nn): the input
+// product on processors with AVX-512 (the row for A B in cpu/product_paths.cpp): the input
 // gradient of `dense 40` here is 16 x 100 x 40 multiply-adds, 100 columns
 // (OpenBLAS's allocating case). The reference kernels keep OpenBLAS.
 TEST(CpuKernels, DenseInputGradientMatchesTheReference) {

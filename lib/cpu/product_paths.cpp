@@ -1,0 +1,198 @@
+// The matrix products' table (see cpu/product_paths.h), the kernels it runs
+// that have no file of their own (OpenBLAS split over the threads), and the
+// entry points that go through it.
+#include "cpu/product_paths.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/gemm512.h"
+#include "cpu/gemm_bf16.h"
+#include "cpu/thread_pool.h"
+
+namespace snn {
+namespace {
+
+// Products below this many multiply-adds cost less in a plain loop than
+// OpenBLAS's call overhead; below kParallelGemm one thread does the work.
+constexpr int64_t kSmallGemm = 48 * 1024;
+constexpr int64_t kParallelGemm = 512 * 1024;
+// Up to this many multiply-adds (100^3), OpenBLAS 0.3.21 takes its
+// small-matrix kernels where it runs its AVX-512 ones (SkylakeX, Cooperlake),
+// and the one for C = A B calls malloc on every call whose row-major N leaves
+// 1 to 8 columns past a multiple of 16 (K >= 32). A B keeps such products,
+// and such blocks of larger ones split over the threads, on snn's own
+// AVX-512 product on every processor that has it.
+constexpr int64_t kDirectGemm = 1000 * 1000;
+
+int64_t multiply_adds(const Product &p) { return p.M * p.N * p.K; }
+
+// ---- OpenBLAS split over the threads ----------------------------------------
+
+struct GemmJob {
+    bool direct;  // blocks up to kDirectGemm by gemm512_nn_direct (ta, tb: CblasNoTrans)
+    CBLAS_TRANSPOSE ta, tb;
+    int64_t M, N, K;
+    const float *A, *B;
+    int64_t lda, ldb;
+    float *C;
+    int64_t ldc;
+    float beta;
+};
+
+// The block [M][N] of C from the job's A and B at these offsets.
+void gemm_block(const GemmJob &j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
+    if (j.direct && M * N * j.K <= kDirectGemm)
+        gemm512_nn_direct(M, N, j.K, A, j.lda, B, j.ldb, C, j.ldc, j.beta != 0.0f);
+    else
+        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(M), int(N), int(j.K), 1.0f, A, int(j.lda), B, int(j.ldb), j.beta,
+                    C, int(j.ldc));
+}
+
+// Each worker computes a block of C: rows when M is the larger side, else
+// columns (kept to multiples of 16 floats).
+void gemm_worker(void *ctx, int32_t w, int32_t workers) {
+    const GemmJob &j = *static_cast<const GemmJob *>(ctx);
+    int64_t b, e;
+    if (j.M >= j.N) {
+        split_range(j.M, workers, w, &b, &e);
+        if (b == e) return;
+        gemm_block(j, e - b, j.N, j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b, j.B, j.C + b * j.ldc);
+    } else {
+        int64_t blocks = (j.N + 15) / 16;
+        split_range(blocks, workers, w, &b, &e);
+        b *= 16;
+        e = std::min(e * 16, j.N);
+        if (b >= e) return;
+        gemm_block(j, j.M, e - b, j.A, j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb, j.C + b);
+    }
+}
+
+void split_gemm(const Product &p, bool direct) {
+    GemmJob job{direct,
+                p.trans_a ? CblasTrans : CblasNoTrans,
+                p.trans_b ? CblasTrans : CblasNoTrans,
+                p.M,
+                p.N,
+                p.K,
+                p.A,
+                p.B,
+                p.lda,
+                p.ldb,
+                p.C,
+                p.ldc,
+                p.accumulate ? 1.0f : 0.0f};
+    int32_t workers = multiply_adds(p) >= kParallelGemm ? cpu_threads() : 1;
+    parallel_run(workers, gemm_worker, &job);
+}
+
+// ---- the rows ---------------------------------------------------------------
+
+bool bf16_native_eligible(const Product &p) { return p.precision == Precision::bf16 && cpu_has_bf16(); }
+void bf16_native_run(const Product &p) {
+    gemm_bf16_native(p.trans_a, p.trans_b, p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate, p.work);
+}
+
+bool bf16_emulated_eligible(const Product &p) { return p.precision == Precision::bf16; }
+void bf16_emulated_run(const Product &p) {
+    gemm_bf16_emulated(p.trans_a, p.trans_b, p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate,
+                       p.work);
+}
+
+bool gemm512_packed_eligible(const Product &p) { return p.precision == Precision::f32 && p.pack != nullptr; }
+void gemm512_packed_run(const Product &p) {
+    gemm512(p.trans_a, p.trans_b, p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate, p.pack);
+}
+
+// Few outputs over long rows (N < 8 with K >= 32) go to dot products instead.
+bool small_transposed_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && p.trans_b && multiply_adds(p) <= kSmallGemm &&
+           p.scratch != nullptr && p.N * p.K <= kCpuScratchFloats && (p.N >= 8 || p.K < 32);
+}
+// B^T into scratch, then rows of C as sums of scaled rows of B^T.
+void small_transposed_run(const Product &p) {
+    small_transpose(p.N, p.K, p.B, p.ldb, p.scratch);
+    small_gemm_nn(p.M, p.N, p.K, p.A, p.lda, p.scratch, p.N, p.C, p.ldc, p.accumulate);
+}
+
+bool small_eligible(const Product &p) { return p.precision == Precision::f32 && multiply_adds(p) <= kSmallGemm; }
+void small_run(const Product &p) {
+    if (p.trans_a)
+        small_gemm_tn(p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate);
+    else if (p.trans_b)
+        small_gemm_nt(p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate);
+    else
+        small_gemm_nn(p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate);
+}
+
+bool openblas_gemm512_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && !p.trans_b && gemm512_available();
+}
+void openblas_gemm512_run(const Product &p) { split_gemm(p, /*direct=*/true); }
+
+bool openblas_eligible(const Product &p) { return p.precision == Precision::f32; }
+void openblas_run(const Product &p) { split_gemm(p, /*direct=*/false); }
+
+// Scanned in order; the first eligible row runs the product.
+constexpr ProductPathRow kProductPaths[] = {
+    {ProductPath::bf16_native, "bf16 native", bf16_native_eligible, bf16_native_run},
+    {ProductPath::bf16_emulated, "bf16 emulated", bf16_emulated_eligible, bf16_emulated_run},
+    {ProductPath::gemm512_packed, "gemm512 packed", gemm512_packed_eligible, gemm512_packed_run},
+    {ProductPath::small_transposed, "small loops, B transposed", small_transposed_eligible, small_transposed_run},
+    {ProductPath::small, "small loops", small_eligible, small_run},
+    {ProductPath::openblas_gemm512, "OpenBLAS split, gemm512 direct blocks", openblas_gemm512_eligible,
+     openblas_gemm512_run},
+    {ProductPath::openblas, "OpenBLAS split", openblas_eligible, openblas_run},
+};
+
+constexpr bool rows_in_enum_order() {
+    for (size_t i = 0; i < sizeof(kProductPaths) / sizeof(kProductPaths[0]); ++i)
+        if (size_t(kProductPaths[i].path) != i) return false;
+    return true;
+}
+static_assert(rows_in_enum_order(), "kProductPaths lists ProductPath in its order");
+
+}  // namespace
+
+void run_product(const Product &p) {
+    for (const ProductPathRow &row : kProductPaths)
+        if (row.eligible(p)) return row.run(p);
+    fail(SNN_ERR_INTERNAL, "no product path for precision %s", precision_name(p.precision));
+}
+
+const char *product_path_name(ProductPath path) { return kProductPaths[size_t(path)].name; }
+
+void gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+             int64_t ldc, bool accumulate, float *scratch) {
+    run_product(Product{Precision::f32, /*trans_a=*/false, /*trans_b=*/true, M, N, K, A, lda, B, ldb, C, ldc,
+                        accumulate, /*work=*/nullptr, scratch, /*pack=*/nullptr});
+}
+
+void gemm_tn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+             int64_t ldc, bool accumulate) {
+    run_product(Product{Precision::f32, /*trans_a=*/true, /*trans_b=*/false, M, N, K, A, lda, B, ldb, C, ldc,
+                        accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
+}
+
+void gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+             int64_t ldc, bool accumulate) {
+    run_product(Product{Precision::f32, /*trans_a=*/false, /*trans_b=*/false, M, N, K, A, lda, B, ldb, C, ldc,
+                        accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr});
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work) {
+    run_product(Product{Precision::bf16, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work,
+                        /*scratch=*/nullptr, /*pack=*/nullptr});
+}
+
+void gemm_at(Precision p, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, void *work, float *scratch) {
+    run_product(Product{p, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, work, scratch,
+                        /*pack=*/nullptr});
+}
+
+}  // namespace snn

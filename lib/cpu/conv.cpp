@@ -11,8 +11,8 @@
 #include <new>
 #include <vector>
 
-#include "api/log.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "cpu/activation.h"
 #include "cpu/conv_avx512.h"
 #include "cpu/conv_bf16.h"

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "engine/backend.h"
+#include "core/backend.h"
 
 namespace snn {
 

@@ -53,15 +53,20 @@ void round_operand(bool trans, int64_t R, int64_t C, Rows X, float *out) {
         for (int64_t c = 0; c < C; ++c) out[r * C + c] = bf16_round(trans ? X(c)[r] : X(r)[c]);
 }
 
+// A product without terms (M, N or K is 0): C is left as it is, or zeroed
+// when K is 0 and the product does not accumulate. True when it was one.
+bool product_is_empty(int64_t M, int64_t N, int64_t K, float *C, int64_t ldc, bool accumulate) {
+    if (M == 0 || N == 0) return true;
+    if (K != 0) return false;
+    if (!accumulate)
+        for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return true;
+}
+
 // C (+)= a b for rounded operands a [M][K] and b [K][N]: the float32 product.
 void multiply_rounded(int64_t M, int64_t N, int64_t K, const float *a, const float *b, float *C, int64_t ldc,
                       bool accumulate) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-        return;
-    }
+    if (product_is_empty(M, N, K, C, ldc, accumulate)) return;
     gemm_nn(M, N, K, a, K, b, N, C, ldc, accumulate);
 }
 
@@ -340,12 +345,7 @@ void gemm_bf16_pack_b_rows(bool trans_b, int64_t K, int64_t N, const float *cons
 
 void gemm_bf16_packed(int64_t M, int64_t N, int64_t K, const void *a, const void *b, float *C, int64_t ldc,
                       bool accumulate) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-        return;
-    }
+    if (product_is_empty(M, N, K, C, ldc, accumulate)) return;
     if (!cpu_has_bf16()) {
         gemm_nn(M, N, K, static_cast<const float *>(a), K, static_cast<const float *>(b), N, C, ldc, accumulate);
         return;

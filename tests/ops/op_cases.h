@@ -338,6 +338,9 @@ struct KernelPathCase {
     const char *lengths = nullptr;  // as OpCase's
     int64_t plan_batch = 0;         // the batch the nodes are planned for, if above batch
     uint64_t pass = 7;              // of dropout's key
+    // Under the emulation's three thread orders, or in order only (a model of
+    // several ops: the single-op paths check its kernels' orders).
+    bool every_order = true;
 };
 
 constexpr const char *kActivationKernels[kMaxKernels] = {"activation_forward_kernel",
@@ -530,43 +533,37 @@ constexpr KernelPathCase kKernelPaths[] = {
     // and softmax of images, the sequence ops, conv1d's lowering in chunks
     // of 13 samples (2^22 floats of 1000 x 320), the recurrent ops; more
     // values per channel, per sample and per softmax than a block's threads.
-    {OpKind::batchnorm, "residual_block",
-     "input 6x6x3; conv 3 4 pad=1 name=a; batchnorm; relu; conv 3 4 pad=1; batchnorm; add a; relu; globalavgpool; "
-     "flatten; dense 3", 5, kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::batchnorm, "vector_eps_momentum", "input 10; dense 8; batchnorm eps=0.001 momentum=0.25; tanh; dense 3", 5,
-     kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::layernorm, "gelu_dropout_silu_concat",
-     "input 10; dense 8 gelu name=h; layernorm; dropout 0.3; dense 8 silu; concat h; dense 3", 5, kProducts,
-     SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::layernorm, "image_after_conv", "input 5x4x3; conv 3 2 pad=1 silu; layernorm eps=0.0001; flatten; dense 2",
-     5, kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::softmax, "after_dense", "input 12; dense 7; softmax", 5, kProducts, SNN_KERNELS(kNone), Values::uniform,
-     Modes::both, nullptr, 8},
-    {OpKind::softmax, "image_after_conv", "input 5x4x3; conv 3 6 pad=1; softmax; flatten; dense 2", 5, kProducts,
-     SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-#define SNN_STANDALONE(act)                                                                                     \
-    {OpKind::activation, "standalone_" #act, "input 11; dense 13; " #act "; dense 3", 5, kProducts,             \
-     SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
+#define SNN_MODEL(op, label, spec, batch, plan_batch)                                                           \
+    {OpKind::op, label, spec, batch, kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr,      \
+     plan_batch, 7, /*every_order=*/false},
+    SNN_MODEL(batchnorm, "residual_block",
+              "input 6x6x3; conv 3 4 pad=1 name=a; batchnorm; relu; conv 3 4 pad=1; batchnorm; add a; relu; "
+              "globalavgpool; flatten; dense 3", 5, 8)
+    SNN_MODEL(batchnorm, "vector_eps_momentum", "input 10; dense 8; batchnorm eps=0.001 momentum=0.25; tanh; dense 3",
+              5, 8)
+    SNN_MODEL(layernorm, "gelu_dropout_silu_concat",
+              "input 10; dense 8 gelu name=h; layernorm; dropout 0.3; dense 8 silu; concat h; dense 3", 5, 8)
+    SNN_MODEL(layernorm, "image_after_conv",
+              "input 5x4x3; conv 3 2 pad=1 silu; layernorm eps=0.0001; flatten; dense 2", 5, 8)
+    SNN_MODEL(softmax, "after_dense", "input 12; dense 7; softmax", 5, 8)
+    SNN_MODEL(softmax, "image_after_conv", "input 5x4x3; conv 3 6 pad=1; softmax; flatten; dense 2", 5, 8)
+#define SNN_STANDALONE(act) SNN_MODEL(activation, "standalone_" #act, "input 11; dense 13; " #act "; dense 3", 5, 8)
     SNN_STANDALONE(relu) SNN_STANDALONE(leaky_relu) SNN_STANDALONE(tanh) SNN_STANDALONE(sigmoid)
     SNN_STANDALONE(gelu) SNN_STANDALONE(silu)
 #undef SNN_STANDALONE
-    {OpKind::activation, "standalone_images",
-     "input 5x5x2; conv 3 3 pad=1; gelu; conv 3 3 pad=1; sigmoid; flatten; dense 2", 5, kProducts,
-     SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::dropout, "image_after_conv", "input 6x6x2; conv 3 2 pad=1; dropout 0.5; flatten; dense 3", 5, kProducts,
-     SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::conv1d, "posembed_conv1d_seqpool",
-     "input seq 9x6; posembed; conv1d 3 8 relu pad=1; conv1d 2 5 gelu stride=2 dilation=2; seqpool max; dense 3", 5,
-     kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::conv1d, "lowered_in_chunks", "input seq 1000x64; conv1d 5 8 pad=2 tanh; seqpool mean; dense 2", 17,
-     kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 40},
-    {OpKind::lstm, "lstm_gru_bidirectional_last", "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3", 5,
-     kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr, 8},
-    {OpKind::batchnorm, "batch257_features300",
-     "input 20; dense 300; batchnorm; layernorm; dropout 0.2; softmax", 257, kProducts, SNN_KERNELS(kNone)},
-    {OpKind::batchnorm, "batch257_images",
-     "input 7x5x3; conv 3 5 pad=1; batchnorm; gelu; softmax; globalavgpool; flatten; dense 4", 257, kProducts,
-     SNN_KERNELS(kNone)},
+    SNN_MODEL(activation, "standalone_images",
+              "input 5x5x2; conv 3 3 pad=1; gelu; conv 3 3 pad=1; sigmoid; flatten; dense 2", 5, 8)
+    SNN_MODEL(dropout, "image_after_conv", "input 6x6x2; conv 3 2 pad=1; dropout 0.5; flatten; dense 3", 5, 8)
+    SNN_MODEL(conv1d, "posembed_conv1d_seqpool",
+              "input seq 9x6; posembed; conv1d 3 8 relu pad=1; conv1d 2 5 gelu stride=2 dilation=2; seqpool max; "
+              "dense 3", 5, 8)
+    SNN_MODEL(conv1d, "lowered_in_chunks", "input seq 1000x64; conv1d 5 8 pad=2 tanh; seqpool mean; dense 2", 17, 40)
+    SNN_MODEL(lstm, "lstm_gru_bidirectional_last", "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3", 5, 8)
+    SNN_MODEL(batchnorm, "batch257_features300", "input 20; dense 300; batchnorm; layernorm; dropout 0.2; softmax",
+              257, 257)
+    SNN_MODEL(batchnorm, "batch257_images",
+              "input 7x5x3; conv 3 5 pad=1; batchnorm; gelu; softmax; globalavgpool; flatten; dense 4", 257, 257)
+#undef SNN_MODEL
 };
 
 #undef SNN_KERNELS

@@ -25,7 +25,7 @@ rm -rf "$out"
 mkdir -p "$out/lib" "$out/bin" "$out/data" "$out/golden"
 
 programs=()
-for p in "$build"/tests/gpu/test_gpu_* "$build"/tests/gpu/test_device_status \
+for p in "$build"/tests/gpu/test_gpu_* "$build"/tests/gpu/test_device_status "$build"/tests/ops/test_ops \
          "$build"/examples/fashion_mnist/fashion_mnist "$build"/examples/sine \
          "$build"/bench/snn_bench "$build"/bench/gpu_bench; do
   [ -f "$p" ] && [ -x "$p" ] && programs+=("$p")
@@ -147,6 +147,9 @@ for t in "$here"/bin/test_gpu_*; do
     *) spawn "$(basename "$t")" "$limit" "$t" ;;
   esac
 done
+# The op harness's GPU mode: every op case and kernel path, node by node.
+ops_gpu=(--gtest_filter='*/Op.Gpu/*:*/KernelPath.Gpu/*')
+spawn test_ops_gpu "$limit" "$here/bin/test_ops" "$here/golden" "${ops_gpu[@]}"
 if [ "${SNN_GPU_MEASURE:-0}" = 1 ]; then  # again with measured cuDNN algorithms
   for t in "$here"/bin/test_gpu_*; do
     case $t in
@@ -172,10 +175,10 @@ if [ "${SNN_GPU_FULL:-0}" = 1 ]; then
     spawn memcheck_training "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_gpu_training"
     spawn memcheck_precision "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_gpu_precision"
     spawn memcheck_golden "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_gpu_golden" "$here/golden"
-    spawn memcheck_ops "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_gpu_ops"
+    spawn memcheck_ops "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_ops" "$here/golden" "${ops_gpu[@]}"
     spawn memcheck_sequences "$slimit" "${cs[@]}" --tool memcheck --leak-check full "$b/test_gpu_sequences"
-    spawn racecheck_ops "$slimit" "${cs[@]}" --tool racecheck "$b/test_gpu_ops"
-    spawn initcheck_ops "$slimit" "${cs[@]}" --tool initcheck "$b/test_gpu_ops"
+    spawn racecheck_ops "$slimit" "${cs[@]}" --tool racecheck "$b/test_ops" "$here/golden" "${ops_gpu[@]}"
+    spawn initcheck_ops "$slimit" "${cs[@]}" --tool initcheck "$b/test_ops" "$here/golden" "${ops_gpu[@]}"
     spawn racecheck_layers "$slimit" "${cs[@]}" --tool racecheck "$b/test_gpu_layers"
     spawn synccheck_training "$slimit" "${cs[@]}" --tool synccheck "$b/test_gpu_training"
     spawn initcheck_follow "$slimit" "${cs[@]}" --tool initcheck "$b/test_gpu_follow"

@@ -1,9 +1,11 @@
 // The CUDA plugin's kernels on the CPU: cuda/*.cu built against the emulated
 // runtime (cuda/emulation/) and run through the backend's own launch code
-// (the op kernel tables cuda_op_*, CudaBackend's losses, optimiser steps,
-// copies and checks, the elementwise launchers of dense and conv, and
-// conv1d's lowering), compared with the CPU backend (or plain loops) at odd
-// sizes.
+// (CudaBackend's losses, optimiser steps, copies and checks, the elementwise
+// launchers of dense and conv, and conv1d's lowering), compared with the CPU
+// backend (or plain loops) at odd sizes. The ops' kernel tables (cuda_op_*)
+// are the op harness's (tests/ops: its kernel paths in test_ops_emulated),
+// but for the recurrent ops and attention (test_recurrent_emulated.cpp,
+// test_attention_emulated.cpp).
 //
 // Every case runs under three schedules of the blocks of each launch and
 // of each block's threads (in order, reversed, shuffled), whose results
@@ -11,7 +13,8 @@
 // equal to the CPU's: exactly where
 // both add in the same order, within a stated tolerance where a reduction's
 // order differs. KernelCoverage.EveryKernelHasACase fails when a __global__
-// kernel of cuda/ (its .cu, .cuh and .h files) has no case in kKernelCases.
+// kernel of cuda/ (its .cu, .cuh and .h files) has no case in kKernelCases
+// and no kernel-path case of the op harness names it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -37,15 +40,15 @@
 #include "cuda_backend.h"
 #include "elementwise.h"
 #include "emulated_sides.h"
-#include "ops/spec.h"
-#include "ops/op.h"
+#include "../ops/op_cases.h"
 
 namespace snn {
 namespace {
 
 using namespace emulated;
 
-// Each kernel of cuda/*.cu and the test that runs it.
+// Each kernel of cuda/*.cu that no kernel-path case of the op harness names
+// (tests/ops/op_cases.h), and the test that runs it.
 const std::map<std::string, std::string> kKernelCases = {
     {"bias_activation_kernel", "Elementwise.BiasActivation"},
     {"to_low_kernel", "LowPrecision.ToLow"},
@@ -61,29 +64,6 @@ const std::map<std::string, std::string> kKernelCases = {
     {"fill_kernel", "Elementwise.Fill"},
     {"gather_kernel", "Elementwise.GatherDevice"},
     {"nonfinite_kernel", "Elementwise.AllFinite"},
-    {"activation_forward_kernel", "Ops.Activation"},
-    {"activation_backward_kernel", "Ops.Activation"},
-    {"batchnorm_forward_kernel", "Ops.Batchnorm"},
-    {"batchnorm_backward_kernel", "Ops.Batchnorm"},
-    {"batchnorm_sum_kernel", "Ops.Batchnorm"},
-    {"batchnorm_squares_kernel", "Ops.Batchnorm"},
-    {"batchnorm_apply_kernel", "Ops.Batchnorm"},
-    {"batchnorm_grad_sums_kernel", "Ops.Batchnorm"},
-    {"batchnorm_grad_apply_kernel", "Ops.Batchnorm"},
-    {"layernorm_forward_kernel", "Ops.Layernorm"},
-    {"layernorm_param_grads_kernel", "Ops.Layernorm"},
-    {"layernorm_input_grad_kernel", "Ops.Layernorm"},
-    {"dropout_forward_kernel", "Ops.Dropout"},
-    {"dropout_backward_kernel", "Ops.Dropout"},
-    {"softmax_rows_forward_kernel", "Ops.Softmax"},
-    {"softmax_rows_backward_kernel", "Ops.Softmax"},
-    {"softmax_pixels_forward_kernel", "Ops.Softmax"},
-    {"softmax_pixels_backward_kernel", "Ops.Softmax"},
-    {"maxpool_forward_kernel", "Ops.Maxpool"},
-    {"maxpool_backward_kernel", "Ops.Maxpool"},
-    {"maxpool_backward_tiled_kernel", "Ops.Maxpool"},
-    {"avgpool_forward_kernel", "Ops.Avgpool"},
-    {"avgpool_backward_kernel", "Ops.Avgpool"},
     {"lstm_forward_kernel", "Recurrent.Lstm"},
     {"lstm_backward_kernel", "Recurrent.Lstm"},
     {"gru_forward_kernel", "Recurrent.Gru"},
@@ -95,14 +75,8 @@ const std::map<std::string, std::string> kKernelCases = {
     {"update_kernel", "Optimisers.Step"},
     {"grad_norm_partial_kernel", "Optimisers.ClipByGradNorm"},
     {"grad_norm_finish_kernel", "Optimisers.ClipByGradNorm"},
-    {"embedding_forward_kernel", "Ops.Embedding"},
-    {"embedding_grad_kernel", "Ops.Embedding"},
-    {"posembed_forward_kernel", "Ops.Posembed"},
-    {"posembed_grad_kernel", "Ops.Posembed"},
-    {"seqpool_forward_kernel", "Ops.Seqpool"},
-    {"seqpool_backward_kernel", "Ops.Seqpool"},
-    {"conv1d_lower_kernel", "Ops.Conv1dLowering"},
-    {"conv1d_lower_adjoint_kernel", "Ops.Conv1dLowering"},
+    {"conv1d_lower_kernel", "Lowering.Conv1d"},
+    {"conv1d_lower_adjoint_kernel", "Lowering.Conv1d"},
     {"attention_softmax_forward_kernel", "AttentionEmulated.MaskedSoftmax"},
     {"attention_softmax_backward_kernel", "AttentionEmulated.MaskedSoftmax"},
 };
@@ -185,259 +159,7 @@ private:
     std::vector<uint64_t> before_;
 };
 
-// ---- ops through their kernel tables -----------------------------------------------
-
-void compare_results(const std::string &what, const OpResult &a, const OpResult &b) {
-    expect_same(what + " y", a.y, b.y);
-    expect_same(what + " aux", a.aux, b.aux);
-    expect_same(what + " state", a.state, b.state);
-    expect_same(what + " dx", a.dx, b.dx);
-    expect_same(what + " grads", a.grads, b.grads);
-}
-
-// Tolerances of one op's outputs against the CPU (0: the same bits).
-struct Tolerance {
-    float y = 0, aux = 0, state = 0, dx = 0, grads = 0;
-};
-
-// Inputs for node 1 of net: x from seed, parameters near 1, running
-// variances positive.
-OpInputs inputs_for(const Network &net, int64_t n, uint64_t seed) {
-    const Layer &l = net.layers[1];
-    OpInputs in;
-    in.x = uniform(static_cast<size_t>(n * l.in.size()), seed);
-    in.params = uniform(net.param_count, seed + 1, 0.5f, 1.5f);
-    in.state = uniform(net.state_count, seed + 2, 0.25f, 2.0f);
-    in.dy = uniform(static_cast<size_t>(n * l.out.size()), seed + 3);
-    return in;
-}
-
-// Runs `spec`'s second node on both sides in one mode and compares;
-// returns the emulated GPU's results.
-OpResult check_op(const std::string &spec, int64_t n, bool training, const Tolerance &tol,
-                  const OpInputs *given = nullptr, uint64_t key = 0) {
-    const Network net = parse_spec(spec);
-    const OpInputs in = given ? *given : inputs_for(net, n, std::hash<std::string>()(spec) + n);
-    const std::string what = "\"" + spec + "\" batch " + std::to_string(n) +
-                             (training ? " training" : " inference");
-    SCOPED_TRACE(what);
-    const OpResult cpu = run_op(cpu_side(), net, n, training, key, in);
-    const OpResult gpu = under_every_schedule<OpResult>(
-        what, [&] { return run_op(gpu_side(), net, n, training, key, in); }, compare_results);
-    expect_close(what + " y", gpu.y, cpu.y, tol.y);
-    expect_close(what + " aux", gpu.aux, cpu.aux, tol.aux);
-    expect_close(what + " state", gpu.state, cpu.state, tol.state);
-    expect_close(what + " dx", gpu.dx, cpu.dx, tol.dx);
-    expect_close(what + " grads", gpu.grads, cpu.grads, tol.grads);
-    return gpu;
-}
-
-void check_op_both_modes(const std::string &spec, int64_t n, const Tolerance &tol) {
-    check_op(spec, n, true, tol);
-    check_op(spec, n, false, tol);
-}
-
-const char *const kActivationWords[] = {"relu", "leaky_relu", "tanh", "sigmoid", "gelu", "silu"};
-
-TEST(Ops, Activation) {
-    Launched launched({"activation_forward_kernel", "activation_backward_kernel"});
-    for (const char *act : kActivationWords) {
-        check_op(std::string("input 33; ") + act, 3, true, {});
-        check_op(std::string("input 7x5x33; ") + act, 1, false, {});
-    }
-    check_op("input 300001; gelu", 1, true, {});
-    check_op("input 300001; tanh", 1, true, {});
-    launched.check();
-}
-
-// Softmax sums e^x in double in another order than the CPU: the float
-// total, and so y and dx, may differ in the last bit (on these inputs they
-// are the same bits).
-TEST(Ops, Softmax) {
-    Launched launched({"softmax_rows_forward_kernel", "softmax_rows_backward_kernel",
-                       "softmax_pixels_forward_kernel", "softmax_pixels_backward_kernel"});
-    const Tolerance tol{2e-7f, 0, 0, 2e-7f, 0};
-    for (int64_t n : {1, 3, 257}) {
-        check_op("input 1; softmax", n, true, tol);
-        check_op("input 33; softmax", n, true, tol);
-        check_op("input 65; softmax", n, true, tol);
-    }
-    check_op("input 300001; softmax", 1, true, tol);
-    check_op("input 7x5x33; softmax", 3, true, tol);
-    check_op("input 300x301x1; softmax", 1, true, tol);
-    check_op("input 9x7x65; softmax", 1, false, tol);
-    // Large logits (x 40: up to 240 apart), where e^x overflows or every
-    // term underflows unless each group's own maximum is subtracted first:
-    // rows within a block and longer, pixels (more than the emulated grid's
-    // threads in the last).
-    const struct {
-        const char *spec;
-        int64_t n;
-    } large[] = {{"input 65; softmax", 3}, {"input 1000; softmax", 2}, {"input 7x5x33; softmax", 3},
-                 {"input 30x31x3; softmax", 1}};
-    for (const auto &c : large) {
-        OpInputs in = inputs_for(parse_spec(c.spec), c.n, 40);
-        for (float &v : in.x) v *= 40.0f;
-        const OpResult gpu = check_op(c.spec, c.n, true, tol, &in);
-        expect_finite(std::string(c.spec) + " x 40 y", gpu.y);
-        expect_finite(std::string(c.spec) + " x 40 dx", gpu.dx);
-    }
-    launched.check();
-}
-
-// Batch statistics are sums in double in another order than the CPU's; the
-// statistics, and through them y, dx and the parameter gradients, may differ
-// in the last bits (on these inputs they are the same bits). Channels of
-// 8192 values or more are split over several blocks (the 300x301 image, and
-// a vector at batch 20000).
-TEST(Ops, Batchnorm) {
-    Launched launched({"batchnorm_forward_kernel", "batchnorm_backward_kernel", "batchnorm_sum_kernel",
-                       "batchnorm_squares_kernel", "batchnorm_apply_kernel", "batchnorm_grad_sums_kernel",
-                       "batchnorm_grad_apply_kernel"});
-    const Tolerance tol{1e-6f, 1e-6f, 1e-6f, 1e-6f, 1e-6f};
-    for (int64_t n : {3, 257}) {
-        check_op_both_modes("input 1; batchnorm", n, tol);
-        check_op_both_modes("input 33; batchnorm", n, tol);
-        check_op_both_modes("input 65; batchnorm", n, tol);
-    }
-    check_op_both_modes("input 7x5x33; batchnorm momentum=0.3", 3, tol);
-    check_op_both_modes("input 3x3x65; batchnorm eps=0.01", 1, tol);
-    check_op_both_modes("input 300x301x1; batchnorm", 1, tol);
-    check_op_both_modes("input 40x50x3; batchnorm", 5, tol);
-    check_op_both_modes("input 3; batchnorm", 20000, tol);
-    launched.check();
-}
-
-// As batchnorm: per-sample statistics in double, in another order (the
-// same bits on these inputs). Over 2 features dx is the small difference of
-// two nearly equal terms: both sides take it in core/math.h's
-// layernorm_dx form.
-TEST(Ops, Layernorm) {
-    Launched launched({"layernorm_forward_kernel", "layernorm_param_grads_kernel",
-                       "layernorm_input_grad_kernel"});
-    const Tolerance tol{1e-6f, 1e-6f, 0, 1e-6f, 1e-6f};
-    for (int64_t n : {1, 3, 257}) {
-        check_op("input 33; layernorm", n, true, tol);
-        check_op("input 65; layernorm eps=0.001", n, false, tol);
-        check_op("input 2; layernorm", n, true, tol);
-    }
-    check_op("input 7x5x33; layernorm", 3, true, tol);
-    check_op("input 300001; layernorm", 1, true, tol);
-    launched.check();
-}
-
-// The mask comes from the same counter-based numbers: equal bit for bit.
-TEST(Ops, Dropout) {
-    Launched launched({"dropout_forward_kernel", "dropout_backward_kernel"});
-    const uint64_t key = dropout_key(42, 7, 1);
-    for (int64_t n : {1, 3, 257}) {
-        const Network net = parse_spec("input 65; dropout 0.3");
-        const OpInputs in = inputs_for(net, n, 11 + n);
-        check_op("input 65; dropout 0.3", n, true, {}, &in, key);
-        check_op("input 65; dropout 0.3", n, false, {}, &in, key);
-        check_op("input 65; dropout 0.3", n, true, {}, &in, key + 1);
-    }
-    check_op("input 7x5x33; dropout 0.5", 3, true, {}, nullptr, key);
-    check_op("input 300001; dropout 0.1", 1, true, {}, nullptr, key);
-    launched.check();
-}
-
-// x with ties (values on a grid of 0.5) and a NaN, so the first maximum and
-// the NaN rule are checked too.
-OpInputs pool_inputs(const std::string &spec, int64_t n, bool with_nan) {
-    const Network net = parse_spec(spec);
-    OpInputs in = inputs_for(net, n, std::hash<std::string>()(spec));
-    for (float &v : in.x) v = std::round(v * 2.0f) / 2.0f;
-    if (with_nan) in.x[in.x.size() / 3] = std::nanf("");
-    return in;
-}
-
-TEST(Ops, Maxpool) {
-    // Windows that tile the map (with uncovered rows and columns), and
-    // overlapping or spaced windows.
-    Launched launched({"maxpool_forward_kernel", "maxpool_backward_kernel", "maxpool_backward_tiled_kernel"});
-    for (const char *spec : {"input 7x9x33; maxpool 2", "input 9x7x1; maxpool 3 stride=2",
-                             "input 5x6x65; maxpool 2x3 stride=1x2", "input 10x11x3; maxpool 4x3",
-                             "input 8x8x2; maxpool 2", "input 9x9x2; maxpool 2 stride=3"}) {
-        for (int64_t n : {1, 3}) {
-            const OpInputs in = pool_inputs(spec, n, n == 3);
-            check_op(spec, n, true, {}, &in);
-        }
-    }
-    const OpInputs in = pool_inputs("input 300x301x1; maxpool 2", 1, true);
-    check_op("input 300x301x1; maxpool 2", 1, true, {}, &in);
-    launched.check();
-}
-
-TEST(Ops, Avgpool) {
-    Launched launched({"avgpool_forward_kernel", "avgpool_backward_kernel"});
-    for (const char *spec : {"input 7x9x33; avgpool 2", "input 9x7x1; avgpool 3 stride=2",
-                             "input 5x6x65; avgpool 2x3 stride=1x2",
-                             "input 7x5x33; globalavgpool"}) {
-        check_op(spec, 3, true, {});
-        check_op(spec, 1, false, {});
-    }
-    check_op("input 300x301x1; avgpool 3 stride=2", 1, true, {});
-    check_op("input 300x301x1; globalavgpool", 1, true, {});
-    launched.check();
-}
-
-// ---- sequence ops ----------------------------------------------------------------------
-
-// Token ids of `spec`'s input (vocab V) with repeats, the pad id and the
-// last id among them.
-OpInputs token_inputs(const std::string &spec, int64_t n, int64_t vocab) {
-    const Network net = parse_spec(spec);
-    OpInputs in = inputs_for(net, n, std::hash<std::string>()(spec) + n);
-    std::mt19937_64 random(n);
-    for (float &id : in.x) id = float(random() % uint64_t(vocab));
-    in.x[0] = 0.0f;
-    in.x.back() = float(vocab - 1);
-    return in;
-}
-
-// Each dW value summed by one thread in the CPU's order: the same bits.
-TEST(Ops, Embedding) {
-    Launched launched({"embedding_forward_kernel", "embedding_grad_kernel"});
-    for (int64_t n : {1, 3}) {
-        for (const char *spec : {"input tokens 7 vocab=5; embedding 33", "input tokens 7 vocab=5; embedding 3 pad=0",
-                                 "input tokens 1 vocab=300; embedding 257 pad=299"}) {
-            const int64_t vocab = parse_spec(spec).layers[0].units;
-            const OpInputs in = token_inputs(spec, n, vocab);
-            check_op(spec, n, true, {}, &in);
-        }
-    }
-    // More values, and columns x partitions, than the emulated grid's threads
-    // (cu::kGridStrideBlocks blocks): the grid-stride loops go round.
-    const OpInputs in = token_inputs("input tokens 9 vocab=3000; embedding 40 pad=7", 5, 3000);
-    check_op("input tokens 9 vocab=3000; embedding 40 pad=7", 5, false, {}, &in);
-    launched.check();
-}
-
-TEST(Ops, Posembed) {
-    Launched launched({"posembed_forward_kernel", "posembed_grad_kernel"});
-    for (int64_t n : {1, 3, 257}) check_op("input seq 7x33; posembed", n, true, {});
-    check_op("input seq 1x300001; posembed", 1, false, {});
-    launched.check();
-}
-
-// Lengths 1, T and between; values on a grid of 0.5 (ties: the first
-// maximum) and a NaN (kept once found).
-TEST(Ops, Seqpool) {
-    Launched launched({"seqpool_forward_kernel", "seqpool_backward_kernel"});
-    for (const char *mode : {"last", "mean", "max"}) {
-        const std::string spec = std::string("input seq 9x33; seqpool ") + mode;
-        for (int64_t n : {1, 4}) {
-            OpInputs in = pool_inputs(spec, n, n == 4);
-            if (n == 4) in.lengths = {1, 9, 4, 7};
-            check_op(spec, n, true, {}, &in);
-            in.lengths.clear();
-            check_op(spec, n, false, {}, &in);
-        }
-    }
-    check_op("input seq 2x300001; seqpool max", 1, true, {});
-    launched.check();
-}
+// ---- conv1d's lowering ----------------------------------------------------------------
 
 // conv1d's products are cuBLAS calls (conv1d.cu, not emulated); its lowering
 // and adjoint are checked against plain loops written here: the lowered
@@ -465,7 +187,7 @@ void compare_lowered(const std::string &what, const Conv1dLowered &a, const Conv
     expect_same(what + " dx", a.dx, b.dx);
 }
 
-TEST(Ops, Conv1dLowering) {
+TEST(Lowering, Conv1d) {
     Launched launched({"conv1d_lower_kernel", "conv1d_lower_adjoint_kernel"});
     // {T, C, K, stride, pad, dilation}: plain, strided past the kernel,
     // dilated, padding wider than the kernel, one output step, and more
@@ -1230,10 +952,21 @@ TEST(KernelCoverage, ScansHeadersAndSubfolders) {
                                                "in_subfolder_kernel"}));
 }
 
+// The kernels that the op harness's kernel paths name: its emulated build
+// checks that each case launches them.
+std::set<std::string> kernels_of_kernel_paths() {
+    std::set<std::string> names;
+    for (const op_harness::KernelPathCase &c : op_harness::kKernelPaths)
+        for (const char *k : c.kernels)
+            if (k != nullptr) names.insert(k);
+    return names;
+}
+
 TEST(KernelCoverage, EveryKernelHasACase) {
     const char *dir = std::getenv("SNN_CUDA_SOURCE_DIR");
     ASSERT_NE(dir, nullptr) << "SNN_CUDA_SOURCE_DIR names the cuda/ folder";
     const std::set<std::string> kernels = kernels_in(dir);
+    const std::set<std::string> harness = kernels_of_kernel_paths();
     EXPECT_GE(kernels.size(), kKernelCases.size());
     std::set<std::string> tests;
     const ::testing::UnitTest &unit = *::testing::UnitTest::GetInstance();
@@ -1243,16 +976,23 @@ TEST(KernelCoverage, EveryKernelHasACase) {
             tests.insert(std::string(suite.name()) + "." + suite.GetTestInfo(j)->name());
     }
     for (const std::string &k : kernels) {
+        if (harness.count(k)) {
+            EXPECT_FALSE(kKernelCases.count(k)) << k << ": a case here and in the op harness";
+            continue;
+        }
         auto it = kKernelCases.find(k);
         if (it == kKernelCases.end()) {
             ADD_FAILURE() << "kernel " << k << " of " << dir
-                          << " has no emulated case: add one to tests/gpu_emulated";
+                          << " has no emulated case: add one to tests/gpu_emulated, or a kernel path to "
+                             "tests/ops/op_cases.h";
             continue;
         }
         EXPECT_TRUE(tests.count(it->second)) << k << ": no test " << it->second;
     }
     for (const auto &kc : kKernelCases)
         EXPECT_TRUE(kernels.count(kc.first)) << kc.first << " is no longer a kernel of " << dir;
+    for (const std::string &k : harness)
+        EXPECT_TRUE(kernels.count(k)) << k << " (tests/ops/op_cases.h) is no longer a kernel of " << dir;
 }
 
 }  // namespace

@@ -1,8 +1,15 @@
-// The cases of the op harness (test_ops.cpp): for every op of SNN_OP_LIST,
-// small models that exercise it with one option set each, and the PyTorch
-// golden files (tests/golden/data) that cover it. Every case runs in every
-// mode of the harness. An op without a case, or a case without a golden
-// file, does not compile (the static_asserts at the end).
+// The cases of the op harness (test_ops.cpp), on two axes:
+//
+//   kCases: for every op of SNN_OP_LIST, small models that exercise it with
+//     one option set each, and the PyTorch golden files (tests/golden/data)
+//     that cover it. Every case runs in every mode of the harness. An op
+//     without a case, or a case without a golden file, does not compile (the
+//     static_asserts at the end);
+//   kKernelPaths: the shapes that take the GPU kernels' other paths (rows
+//     longer than a block, 300x301 images, channels split over blocks, batch
+//     257, more values than the emulated grid's threads, large logits), run
+//     in the Gpu mode only: on a GPU, and on the emulated one under its three
+//     thread orders, against the CPU within each case's tolerances.
 #pragma once
 
 #include <snn.h>
@@ -284,7 +291,287 @@ constexpr OpCase kCases[] = {
      {"gru_stacked_nobias"}, "1,4"},
 };
 
-constexpr size_t kCaseCount = sizeof(kCases) / sizeof(kCases[0]);
+
+// ---- kernel paths ----------------------------------------------------------------------
+
+// Tolerances of the emulated GPU against the CPU, relative to max(1, |cpu|);
+// 0 asks for the same bits (any NaN equal to any NaN). aux is what a node
+// keeps for its backward pass. A GPU is held to the Gpu mode's float32
+// tolerances instead (its math functions round otherwise).
+struct Tolerance {
+    float y, aux, state, dx, grads;
+};
+
+constexpr Tolerance kExact = {0, 0, 0, 0, 0};
+// Sums in double in another order than the CPU (softmax's total, the norms'
+// statistics): the last bit of a float may differ.
+constexpr Tolerance kSoftmaxSums = {2e-7f, 0, 0, 2e-7f, 0};
+constexpr Tolerance kNormSums = {1e-6f, 1e-6f, 1e-6f, 1e-6f, 1e-6f};
+constexpr Tolerance kLayernormSums = {1e-6f, 1e-6f, 0, 1e-6f, 1e-6f};
+// Models with products (the emulation's cuBLAS adds in another order than
+// OpenBLAS), as the Gpu mode holds a GPU to.
+constexpr Tolerance kProducts = {1e-4f, 1e-4f, 1e-5f, 1e-3f, 1e-3f};
+
+// The inputs of each node: uniform in [-3, 3], 40 times that (softmax's
+// large logits, where e^x overflows or every term underflows unless each
+// group's own maximum is subtracted first; y and dx must be finite), or on a
+// grid of 0.5 (ties: the first maximum), with a NaN a third of the way in.
+// Token ids are always uniform, with the first id 0 and the last vocab - 1.
+enum class Values { uniform, times40, grid, grid_nan };
+
+// The modes a case runs in.
+enum class Modes { both, training, inference };
+
+constexpr size_t kMaxKernels = 5;
+
+struct KernelPathCase {
+    OpKind op;
+    const char *label;  // letters, digits and _
+    const char *spec;   // every node of it is compared
+    int64_t batch;
+    Tolerance tol;
+    // The CUDA kernels the case launches (checked in the emulated build);
+    // unused entries are null.
+    const char *kernels[kMaxKernels];
+    Values values = Values::uniform;
+    Modes modes = Modes::both;
+    const char *lengths = nullptr;  // as OpCase's
+    int64_t plan_batch = 0;         // the batch the nodes are planned for, if above batch
+    uint64_t pass = 7;              // of dropout's key
+    // Under the emulation's three thread orders, or in order only (a model of
+    // several ops: the single-op paths check its kernels' orders).
+    bool every_order = true;
+};
+
+constexpr const char *kActivationKernels[kMaxKernels] = {"activation_forward_kernel",
+                                                         "activation_backward_kernel"};
+constexpr const char *kSoftmaxRows[kMaxKernels] = {"softmax_rows_forward_kernel", "softmax_rows_backward_kernel"};
+constexpr const char *kSoftmaxPixels[kMaxKernels] = {"softmax_pixels_forward_kernel",
+                                                     "softmax_pixels_backward_kernel"};
+constexpr const char *kBatchnormWhole[kMaxKernels] = {"batchnorm_forward_kernel", "batchnorm_backward_kernel"};
+// Channels split over several blocks (cuda/batchnorm.cu's slices).
+constexpr const char *kBatchnormSplit[kMaxKernels] = {"batchnorm_sum_kernel", "batchnorm_squares_kernel",
+                                                      "batchnorm_apply_kernel", "batchnorm_grad_sums_kernel",
+                                                      "batchnorm_grad_apply_kernel"};
+constexpr const char *kLayernormKernels[kMaxKernels] = {"layernorm_forward_kernel", "layernorm_param_grads_kernel",
+                                                        "layernorm_input_grad_kernel"};
+constexpr const char *kDropoutKernels[kMaxKernels] = {"dropout_forward_kernel", "dropout_backward_kernel"};
+// Windows that tile the map take the tiled backward pass.
+constexpr const char *kMaxpoolTiled[kMaxKernels] = {"maxpool_forward_kernel", "maxpool_backward_tiled_kernel"};
+constexpr const char *kMaxpoolOverlapping[kMaxKernels] = {"maxpool_forward_kernel", "maxpool_backward_kernel"};
+constexpr const char *kAvgpoolKernels[kMaxKernels] = {"avgpool_forward_kernel", "avgpool_backward_kernel"};
+constexpr const char *kEmbeddingKernels[kMaxKernels] = {"embedding_forward_kernel", "embedding_grad_kernel"};
+constexpr const char *kPosembedKernels[kMaxKernels] = {"posembed_forward_kernel", "posembed_grad_kernel"};
+constexpr const char *kSeqpoolKernels[kMaxKernels] = {"seqpool_forward_kernel", "seqpool_backward_kernel"};
+constexpr const char *kNone[kMaxKernels] = {};
+
+#define SNN_KERNELS(list) {list[0], list[1], list[2], list[3], list[4]}
+
+constexpr KernelPathCase kKernelPaths[] = {
+    // activation as a layer: each function on rows and on images, and more
+    // values than the emulated grid's threads.
+#define SNN_ACTIVATION_PATHS(act)                                                                                \
+    {OpKind::activation, #act "_rows33", "input 33; " #act, 3, kExact, SNN_KERNELS(kActivationKernels),         \
+     Values::uniform, Modes::training},                                                                          \
+    {OpKind::activation, #act "_image", "input 7x5x33; " #act, 1, kExact, SNN_KERNELS(kActivationKernels),      \
+     Values::uniform, Modes::inference},
+    SNN_ACTIVATION_PATHS(relu) SNN_ACTIVATION_PATHS(leaky_relu) SNN_ACTIVATION_PATHS(tanh)
+    SNN_ACTIVATION_PATHS(sigmoid) SNN_ACTIVATION_PATHS(gelu) SNN_ACTIVATION_PATHS(silu)
+#undef SNN_ACTIVATION_PATHS
+    {OpKind::activation, "gelu_rows300001", "input 300001; gelu", 1, kExact, SNN_KERNELS(kActivationKernels),
+     Values::uniform, Modes::training},
+    {OpKind::activation, "tanh_rows300001", "input 300001; tanh", 1, kExact, SNN_KERNELS(kActivationKernels),
+     Values::uniform, Modes::training},
+
+    // softmax: rows of one value, within a block and longer; pixels of
+    // images (a 300x301 map: more pixels than the emulated grid's threads);
+    // large logits in rows within a block and longer and in pixels.
+#define SNN_SOFTMAX_ROWS(features, n)                                                                           \
+    {OpKind::softmax, "rows" #features "_batch" #n, "input " #features "; softmax", n, kSoftmaxSums,            \
+     SNN_KERNELS(kSoftmaxRows), Values::uniform, Modes::training},
+    SNN_SOFTMAX_ROWS(1, 1) SNN_SOFTMAX_ROWS(1, 3) SNN_SOFTMAX_ROWS(1, 257)
+    SNN_SOFTMAX_ROWS(33, 1) SNN_SOFTMAX_ROWS(33, 3) SNN_SOFTMAX_ROWS(33, 257)
+    SNN_SOFTMAX_ROWS(65, 1) SNN_SOFTMAX_ROWS(65, 3) SNN_SOFTMAX_ROWS(65, 257)
+    SNN_SOFTMAX_ROWS(300001, 1)
+#undef SNN_SOFTMAX_ROWS
+    {OpKind::softmax, "image7x5x33", "input 7x5x33; softmax", 3, kSoftmaxSums, SNN_KERNELS(kSoftmaxPixels),
+     Values::uniform, Modes::training},
+    {OpKind::softmax, "image300x301", "input 300x301x1; softmax", 1, kSoftmaxSums, SNN_KERNELS(kSoftmaxPixels),
+     Values::uniform, Modes::training},
+    {OpKind::softmax, "image9x7x65", "input 9x7x65; softmax", 1, kSoftmaxSums, SNN_KERNELS(kSoftmaxPixels),
+     Values::uniform, Modes::inference},
+    {OpKind::softmax, "large_logits_rows65", "input 65; softmax", 3, kSoftmaxSums, SNN_KERNELS(kSoftmaxRows),
+     Values::times40, Modes::training},
+    {OpKind::softmax, "large_logits_rows1000", "input 1000; softmax", 2, kSoftmaxSums, SNN_KERNELS(kSoftmaxRows),
+     Values::times40, Modes::training},
+    {OpKind::softmax, "large_logits_image7x5x33", "input 7x5x33; softmax", 3, kSoftmaxSums,
+     SNN_KERNELS(kSoftmaxPixels), Values::times40, Modes::training},
+    {OpKind::softmax, "large_logits_image30x31x3", "input 30x31x3; softmax", 1, kSoftmaxSums,
+     SNN_KERNELS(kSoftmaxPixels), Values::times40, Modes::training},
+
+    // batchnorm: one value per channel and more than a block's threads
+    // (batch 257), 10000 values a channel (40x50 at batch 5); channels split
+    // over several blocks (a 300x301 image, a vector at batch 20000).
+#define SNN_BATCHNORM_ROWS(features, n)                                                                         \
+    {OpKind::batchnorm, "rows" #features "_batch" #n, "input " #features "; batchnorm", n, kNormSums,           \
+     SNN_KERNELS(kBatchnormWhole)},
+    SNN_BATCHNORM_ROWS(1, 3) SNN_BATCHNORM_ROWS(1, 257) SNN_BATCHNORM_ROWS(33, 3) SNN_BATCHNORM_ROWS(33, 257)
+    SNN_BATCHNORM_ROWS(65, 3) SNN_BATCHNORM_ROWS(65, 257)
+#undef SNN_BATCHNORM_ROWS
+    {OpKind::batchnorm, "image_momentum", "input 7x5x33; batchnorm momentum=0.3", 3, kNormSums,
+     SNN_KERNELS(kBatchnormWhole)},
+    {OpKind::batchnorm, "image_eps", "input 3x3x65; batchnorm eps=0.01", 1, kNormSums,
+     SNN_KERNELS(kBatchnormWhole)},
+    {OpKind::batchnorm, "image300x301_split", "input 300x301x1; batchnorm", 1, kNormSums,
+     SNN_KERNELS(kBatchnormSplit)},
+    {OpKind::batchnorm, "image40x50", "input 40x50x3; batchnorm", 5, kNormSums, SNN_KERNELS(kBatchnormWhole)},
+    {OpKind::batchnorm, "batch20000_split", "input 3; batchnorm", 20000, kNormSums, SNN_KERNELS(kBatchnormSplit)},
+
+    // layernorm: rows within a block at batches 1, 3 and 257, rows of 2
+    // features (whose dx is the small difference of two nearly equal terms:
+    // both sides take it in core/math_rows.h's layernorm_dx form), an image,
+    // and a row longer than the emulated grid's threads.
+#define SNN_LAYERNORM_ROWS(n)                                                                                   \
+    {OpKind::layernorm, "rows33_batch" #n, "input 33; layernorm", n, kLayernormSums,                            \
+     SNN_KERNELS(kLayernormKernels), Values::uniform, Modes::training},                                         \
+    {OpKind::layernorm, "rows65_eps_batch" #n, "input 65; layernorm eps=0.001", n, kLayernormSums,              \
+     SNN_KERNELS(kLayernormKernels), Values::uniform, Modes::inference},                                        \
+    {OpKind::layernorm, "rows2_batch" #n, "input 2; layernorm", n, kLayernormSums,                              \
+     SNN_KERNELS(kLayernormKernels), Values::uniform, Modes::training},
+    SNN_LAYERNORM_ROWS(1) SNN_LAYERNORM_ROWS(3) SNN_LAYERNORM_ROWS(257)
+#undef SNN_LAYERNORM_ROWS
+    {OpKind::layernorm, "image7x5x33", "input 7x5x33; layernorm", 3, kLayernormSums,
+     SNN_KERNELS(kLayernormKernels), Values::uniform, Modes::training},
+    {OpKind::layernorm, "rows300001", "input 300001; layernorm", 1, kLayernormSums, SNN_KERNELS(kLayernormKernels),
+     Values::uniform, Modes::training},
+
+    // dropout: the mask is the same counter-based numbers on both, bit for
+    // bit, for two passes' keys; more values than the emulated grid's
+    // threads (its grid-stride loop goes round).
+#define SNN_DROPOUT_ROWS(n)                                                                                     \
+    {OpKind::dropout, "rows65_batch" #n, "input 65; dropout 0.3", n, kExact, SNN_KERNELS(kDropoutKernels)},     \
+    {OpKind::dropout, "rows65_next_pass_batch" #n, "input 65; dropout 0.3", n, kExact,                          \
+     SNN_KERNELS(kDropoutKernels), Values::uniform, Modes::training, nullptr, 0, 8},
+    SNN_DROPOUT_ROWS(1) SNN_DROPOUT_ROWS(3) SNN_DROPOUT_ROWS(257)
+#undef SNN_DROPOUT_ROWS
+    {OpKind::dropout, "image7x5x33", "input 7x5x33; dropout 0.5", 3, kExact, SNN_KERNELS(kDropoutKernels),
+     Values::uniform, Modes::training},
+    {OpKind::dropout, "rows300001", "input 300001; dropout 0.1", 1, kExact, SNN_KERNELS(kDropoutKernels),
+     Values::uniform, Modes::training},
+
+    // maxpool: windows that tile the map (with uncovered rows and columns),
+    // overlapping or spaced windows, a 300x301 map; inputs with ties, and a
+    // NaN at batch 3.
+#define SNN_MAXPOOL(label, spec, kernels)                                                                       \
+    {OpKind::maxpool, label "_batch1", spec, 1, kExact, SNN_KERNELS(kernels), Values::grid, Modes::training},   \
+    {OpKind::maxpool, label "_nan_batch3", spec, 3, kExact, SNN_KERNELS(kernels), Values::grid_nan,             \
+     Modes::training},
+    SNN_MAXPOOL("tiled7x9x33", "input 7x9x33; maxpool 2", kMaxpoolTiled)
+    SNN_MAXPOOL("stride2_9x7", "input 9x7x1; maxpool 3 stride=2", kMaxpoolOverlapping)
+    SNN_MAXPOOL("overlapping2x3", "input 5x6x65; maxpool 2x3 stride=1x2", kMaxpoolOverlapping)
+    SNN_MAXPOOL("tiled4x3", "input 10x11x3; maxpool 4x3", kMaxpoolTiled)
+    SNN_MAXPOOL("tiled8x8", "input 8x8x2; maxpool 2", kMaxpoolTiled)
+    SNN_MAXPOOL("spaced", "input 9x9x2; maxpool 2 stride=3", kMaxpoolOverlapping)
+#undef SNN_MAXPOOL
+    {OpKind::maxpool, "image300x301_nan", "input 300x301x1; maxpool 2", 1, kExact, SNN_KERNELS(kMaxpoolTiled),
+     Values::grid_nan, Modes::training},
+
+    // avgpool and globalavgpool: tiling, strided and overlapping windows,
+    // a 300x301 map.
+#define SNN_AVGPOOL(op, label, spec, kernels)                                                                   \
+    {OpKind::op, label "_batch3", spec, 3, kExact, SNN_KERNELS(kernels), Values::uniform, Modes::training},     \
+    {OpKind::op, label "_batch1", spec, 1, kExact, SNN_KERNELS(kernels), Values::uniform, Modes::inference},
+    SNN_AVGPOOL(avgpool, "tiled7x9x33", "input 7x9x33; avgpool 2", kAvgpoolKernels)
+    SNN_AVGPOOL(avgpool, "stride2_9x7", "input 9x7x1; avgpool 3 stride=2", kAvgpoolKernels)
+    SNN_AVGPOOL(avgpool, "overlapping2x3", "input 5x6x65; avgpool 2x3 stride=1x2", kAvgpoolKernels)
+    SNN_AVGPOOL(globalavgpool, "image7x5x33", "input 7x5x33; globalavgpool", kAvgpoolKernels)
+#undef SNN_AVGPOOL
+    {OpKind::avgpool, "image300x301", "input 300x301x1; avgpool 3 stride=2", 1, kExact,
+     SNN_KERNELS(kAvgpoolKernels), Values::uniform, Modes::training},
+    {OpKind::globalavgpool, "image300x301", "input 300x301x1; globalavgpool", 1, kExact,
+     SNN_KERNELS(kAvgpoolKernels), Values::uniform, Modes::training},
+
+    // embedding: repeated ids, the pad id looked up, a row wider than a
+    // block; more values, and columns x partitions, than the emulated grid's
+    // threads (the grid-stride loops go round). Each dW value is summed by
+    // one thread in the CPU's order: the same bits.
+#define SNN_EMBEDDING(label, spec)                                                                              \
+    {OpKind::embedding, label "_batch1", spec, 1, kExact, SNN_KERNELS(kEmbeddingKernels), Values::uniform,      \
+     Modes::training},                                                                                          \
+    {OpKind::embedding, label "_batch3", spec, 3, kExact, SNN_KERNELS(kEmbeddingKernels), Values::uniform,      \
+     Modes::training},
+    SNN_EMBEDDING("width33", "input tokens 7 vocab=5; embedding 33")
+    SNN_EMBEDDING("pad0", "input tokens 7 vocab=5; embedding 3 pad=0")
+    SNN_EMBEDDING("width257_pad_last", "input tokens 1 vocab=300; embedding 257 pad=299")
+#undef SNN_EMBEDDING
+    {OpKind::embedding, "vocab3000", "input tokens 9 vocab=3000; embedding 40 pad=7", 5, kExact,
+     SNN_KERNELS(kEmbeddingKernels), Values::uniform, Modes::inference},
+
+    // posembed at batches 1, 3 and 257, and a step wider than the emulated
+    // grid's threads.
+    {OpKind::posembed, "batch1", "input seq 7x33; posembed", 1, kExact, SNN_KERNELS(kPosembedKernels),
+     Values::uniform, Modes::training},
+    {OpKind::posembed, "batch3", "input seq 7x33; posembed", 3, kExact, SNN_KERNELS(kPosembedKernels),
+     Values::uniform, Modes::training},
+    {OpKind::posembed, "batch257", "input seq 7x33; posembed", 257, kExact, SNN_KERNELS(kPosembedKernels),
+     Values::uniform, Modes::training},
+    {OpKind::posembed, "features300001", "input seq 1x300001; posembed", 1, kExact, SNN_KERNELS(kPosembedKernels),
+     Values::uniform, Modes::inference},
+
+    // seqpool, each mode: full length, lengths 1, T and between; ties (the
+    // first maximum) and a NaN (kept once found).
+#define SNN_SEQPOOL(mode)                                                                                       \
+    {OpKind::seqpool, #mode "_batch1", "input seq 9x33; seqpool " #mode, 1, kExact, SNN_KERNELS(kSeqpoolKernels), \
+     Values::grid},                                                                                             \
+    {OpKind::seqpool, #mode "_lengths_nan", "input seq 9x33; seqpool " #mode, 4, kExact,                        \
+     SNN_KERNELS(kSeqpoolKernels), Values::grid_nan, Modes::training, "1,9,4,7"},                               \
+    {OpKind::seqpool, #mode "_nan", "input seq 9x33; seqpool " #mode, 4, kExact, SNN_KERNELS(kSeqpoolKernels),  \
+     Values::grid_nan, Modes::inference},
+    SNN_SEQPOOL(last) SNN_SEQPOOL(mean) SNN_SEQPOOL(max)
+#undef SNN_SEQPOOL
+    {OpKind::seqpool, "max_features300001", "input seq 2x300001; seqpool max", 1, kExact,
+     SNN_KERNELS(kSeqpoolKernels), Values::uniform, Modes::training},
+
+    // Models of several ops, planned for a larger batch than they run:
+    // norms in a residual block, inline and standalone activations, dropout
+    // and softmax of images, the sequence ops, conv1d's lowering in chunks
+    // of 13 samples (2^22 floats of 1000 x 320), the recurrent ops; more
+    // values per channel, per sample and per softmax than a block's threads.
+#define SNN_MODEL(op, label, spec, batch, plan_batch)                                                           \
+    {OpKind::op, label, spec, batch, kProducts, SNN_KERNELS(kNone), Values::uniform, Modes::both, nullptr,      \
+     plan_batch, 7, /*every_order=*/false},
+    SNN_MODEL(batchnorm, "residual_block",
+              "input 6x6x3; conv 3 4 pad=1 name=a; batchnorm; relu; conv 3 4 pad=1; batchnorm; add a; relu; "
+              "globalavgpool; flatten; dense 3", 5, 8)
+    SNN_MODEL(batchnorm, "vector_eps_momentum", "input 10; dense 8; batchnorm eps=0.001 momentum=0.25; tanh; dense 3",
+              5, 8)
+    SNN_MODEL(layernorm, "gelu_dropout_silu_concat",
+              "input 10; dense 8 gelu name=h; layernorm; dropout 0.3; dense 8 silu; concat h; dense 3", 5, 8)
+    SNN_MODEL(layernorm, "image_after_conv",
+              "input 5x4x3; conv 3 2 pad=1 silu; layernorm eps=0.0001; flatten; dense 2", 5, 8)
+    SNN_MODEL(softmax, "after_dense", "input 12; dense 7; softmax", 5, 8)
+    SNN_MODEL(softmax, "image_after_conv", "input 5x4x3; conv 3 6 pad=1; softmax; flatten; dense 2", 5, 8)
+#define SNN_STANDALONE(act) SNN_MODEL(activation, "standalone_" #act, "input 11; dense 13; " #act "; dense 3", 5, 8)
+    SNN_STANDALONE(relu) SNN_STANDALONE(leaky_relu) SNN_STANDALONE(tanh) SNN_STANDALONE(sigmoid)
+    SNN_STANDALONE(gelu) SNN_STANDALONE(silu)
+#undef SNN_STANDALONE
+    SNN_MODEL(activation, "standalone_images",
+              "input 5x5x2; conv 3 3 pad=1; gelu; conv 3 3 pad=1; sigmoid; flatten; dense 2", 5, 8)
+    SNN_MODEL(dropout, "image_after_conv", "input 6x6x2; conv 3 2 pad=1; dropout 0.5; flatten; dense 3", 5, 8)
+    SNN_MODEL(conv1d, "posembed_conv1d_seqpool",
+              "input seq 9x6; posembed; conv1d 3 8 relu pad=1; conv1d 2 5 gelu stride=2 dilation=2; seqpool max; "
+              "dense 3", 5, 8)
+    SNN_MODEL(conv1d, "lowered_in_chunks", "input seq 1000x64; conv1d 5 8 pad=2 tanh; seqpool mean; dense 2", 17, 40)
+    SNN_MODEL(lstm, "lstm_gru_bidirectional_last", "input seq 6x4; lstm 8 bidirectional; gru 5 last; dense 3", 5, 8)
+    SNN_MODEL(batchnorm, "batch257_features300", "input 20; dense 300; batchnorm; layernorm; dropout 0.2; softmax",
+              257, 257)
+    SNN_MODEL(batchnorm, "batch257_images",
+              "input 7x5x3; conv 3 5 pad=1; batchnorm; gelu; softmax; globalavgpool; flatten; dense 4", 257, 257)
+#undef SNN_MODEL
+};
+
+#undef SNN_KERNELS
+
 
 constexpr bool has_case(OpKind op) {
     for (const OpCase &c : kCases)

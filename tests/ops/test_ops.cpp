@@ -10,15 +10,19 @@
 //       API (tests/golden/golden_check.h), each of whose specs holds the op;
 //   Gpu       every node of the case run through its kernel tables on the CPU
 //       and on the GPU backend from the same inputs, parameters and state,
-//       forward then backward, in both modes; skipped, saying why, without a
-//       GPU. Built with -DSNN_CUDA_EMULATED (suite gpu-emulated), the GPU is
-//       the CUDA plugin's kernels compiled for the host (cuda/emulation);
+//       forward then backward, in both modes; skipped, saying why, without
+//       a GPU. Built with -DSNN_CUDA_EMULATED (suite gpu-emulated), the GPU
+//       is the CUDA plugin's kernels compiled for the host (cuda/emulation);
 //   SpecRoundTrip  the canonical text parses back to itself, with the same
 //       shapes, parameter and state layout, and the spec holds the op;
 //   FileRoundTrip  save and load: bit-identical parameters, state and
 //       outputs in both modes;
 //   Bf16      the training step at bf16 against float32, and the native bf16
 //       kernels against the emulated path (see its section).
+//
+// The kernel-path cases (op_cases.h) run in the Gpu mode alone, as tests
+// named <op>/KernelPath.Gpu/<label>: each node twice on a GPU, under the
+// emulation's three thread orders on the emulated one, bit-identical.
 //
 // `test_ops --time [--repeats=N] [--batch=N]` instead prints, per case, the
 // median microseconds of a forward and a backward pass (no test runs, no
@@ -53,6 +57,8 @@
 #include "op_cases.h"
 #include "ops/op.h"
 #ifdef SNN_CUDA_EMULATED
+#include <cuda_runtime.h>
+
 #include "cuda_backend.h"
 #endif
 
@@ -60,6 +66,9 @@ namespace op_harness {
 
 // How gtest names a case in its messages (found by argument-dependent lookup).
 void PrintTo(const OpCase &c, std::ostream *os) {
+    *os << snn::op_desc(c.op).name << "/" << c.label << ": \"" << c.spec << "\" batch " << c.batch;
+}
+void PrintTo(const KernelPathCase &c, std::ostream *os) {
     *os << snn::op_desc(c.op).name << "/" << c.label << ": \"" << c.spec << "\" batch " << c.batch;
 }
 
@@ -555,13 +564,27 @@ struct NodeInputs {
 };
 
 struct NodeResult {
-    Floats y, state, dx[snn::kMaxOpInputs], grads;
+    Floats y, aux, state, dx[snn::kMaxOpInputs], grads;
+};
+
+// One comparison of the Gpu mode: a spec's nodes at a batch, planned for
+// plan_batch (the engine plans for its caches' largest batch).
+struct GpuRun {
+    const char *spec;
+    int64_t batch, plan_batch;
+    std::vector<int32_t> lengths;
+    Values values;
+    Modes modes;
+    uint64_t pass;
+    const Tolerance *emulated;  // the case's tolerances on the emulated GPU, or null: the float32 ones
+    bool repeated;              // the GPU runs each node as every entry of kGpuRuns, or once
 };
 
 // Forward then backward of node i of net on `be`, every output starting NaN.
-NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Network &net, size_t i, int64_t n,
-                    bool training, const NodeInputs &in, const std::vector<int32_t> &lengths) {
+NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Network &net, size_t i, const GpuRun &run,
+                    bool training, const NodeInputs &in) {
     const snn::Layer &l = net.layers[i];
+    const int64_t n = run.batch;
     snn::Stream *s = be.create_stream(0, false);
     const size_t out = size_t(n * l.out.size());
     const size_t aux = l.aux_fixed + size_t(n) * l.aux_per_sample;
@@ -575,10 +598,13 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
             x.push_back(std::make_unique<Buffer>(be, s, in.x[j]));
             dx.push_back(std::make_unique<Buffer>(be, s, Floats(in.x[j].size(), std::nanf(""))));
         }
+        const std::vector<int32_t> &lengths = run.lengths;
         int32_t *lengths_buf = static_cast<int32_t *>(be.alloc(lengths.size() * sizeof(int32_t)));
         if (!lengths.empty()) be.upload(s, lengths_buf, lengths.data(), lengths.size() * sizeof(int32_t));
         size_t workspace_bytes = 0;
-        void *plan = k.plan ? k.plan(be, s, l, n, true, snn::Precision::f32, &workspace_bytes) : nullptr;
+        void *plan = k.plan ? k.plan(be, s, l, std::max(n, run.plan_batch), true, snn::Precision::f32,
+                                     &workspace_bytes)
+                            : nullptr;
         void *workspace = be.alloc(workspace_bytes);
         snn::OpArgs a;
         a.be = &be;
@@ -588,7 +614,7 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
         a.workspace = workspace;
         a.n = n;
         a.training = training;
-        a.key = snn::dropout_key(42, 1, i);
+        a.key = snn::dropout_key(42, run.pass, i);
         a.lengths = lengths.empty() ? nullptr : lengths_buf;
         for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = x[j]->get();
         a.y = y.get();
@@ -597,6 +623,7 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
         a.aux = aux_buf.get();
         k.forward(a);
         r.y = y.read();
+        r.aux = aux_buf.read();
         r.state = state.read();
         a.dy = dy.get();
         for (size_t j = 0; j < l.inputs.size(); ++j) a.dx[j] = dx[j]->get();
@@ -612,8 +639,8 @@ NodeResult run_node(snn::Backend &be, const snn::OpKernels &k, const snn::Networ
     return r;
 }
 
-// |gpu - cpu| <= atol + rtol |cpu| per element (the tolerances of the GPU
-// suite's comparisons: fp32, sums in other orders); NaN only against NaN.
+// |gpu - cpu| <= atol + rtol |cpu| per element (float32 with sums in other
+// orders); NaN only against NaN.
 void expect_near(const std::string &what, const Floats &gpu, const Floats &cpu, double rtol, double atol) {
     ASSERT_EQ(gpu.size(), cpu.size()) << what;
     size_t bad = 0;
@@ -626,16 +653,119 @@ void expect_near(const std::string &what, const Floats &gpu, const Floats &cpu, 
     if (bad > 5) ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " values differ";
 }
 
-TEST_P(Op, Gpu) {
-    const OpCase &c = GetParam();
+// |gpu - cpu| <= tol max(1, |cpu|) per element, tol 0: the same bits; NaN
+// only against NaN.
+void expect_within_tolerance(const std::string &what, const Floats &gpu, const Floats &cpu, float tol) {
+    ASSERT_EQ(gpu.size(), cpu.size()) << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const float g = gpu[i], c = cpu[i];
+        bool ok;
+        if (std::isnan(g) || std::isnan(c))
+            ok = std::isnan(g) && std::isnan(c);
+        else if (tol == 0.0f)
+            ok = std::memcmp(&g, &c, sizeof g) == 0;
+        else
+            ok = std::fabs(g - c) <= tol * std::fmax(1.0f, std::fabs(c));
+        if (ok) continue;
+        if (bad++ < 5)
+            ADD_FAILURE() << what << "[" << i << "]: gpu " << g << ", cpu " << c << " (tolerance " << tol << ")";
+    }
+    if (bad > 5) ADD_FAILURE() << what << ": " << bad << " of " << gpu.size() << " values differ";
+}
+
+void expect_same_bits(const std::string &what, const NodeResult &a, const NodeResult &b, size_t inputs) {
+    EXPECT_TRUE(same_bits(a.y, b.y)) << what << ": y";
+    EXPECT_TRUE(same_bits(a.aux, b.aux)) << what << ": aux";
+    EXPECT_TRUE(same_bits(a.state, b.state)) << what << ": state";
+    for (size_t j = 0; j < inputs; ++j) EXPECT_TRUE(same_bits(a.dx[j], b.dx[j])) << what << ": dx" << j;
+    EXPECT_TRUE(same_bits(a.grads, b.grads)) << what << ": parameter gradients";
+}
+
+void expect_finite(const std::string &what, const Floats &v) {
+    for (size_t i = 0; i < v.size(); ++i)
+        if (!std::isfinite(v[i])) {
+            ADD_FAILURE() << what << "[" << i << "] is " << v[i];
+            return;
+        }
+}
+
+// The GPU's runs of one node (a kernel path's; an op case's runs once),
+// which must give the same bits: on the emulated GPU under the three orders
+// of the blocks of each launch and of each block's threads (the kernels
+// reduce in a fixed order); on a GPU twice (no float atomics).
+#ifdef SNN_CUDA_EMULATED
+const struct {
+    snn::emu::Schedule schedule;
+    const char *name;
+} kGpuRuns[] = {{snn::emu::Schedule::in_order, "blocks and threads in order"},
+                {snn::emu::Schedule::reversed, "blocks and threads reversed"},
+                {snn::emu::Schedule::shuffled, "blocks and threads shuffled"}};
+#else
+const struct {
+    const char *name;
+} kGpuRuns[] = {{"first run"}, {"second run"}};
+#endif
+
+NodeResult run_on_gpu(snn::Backend &gpu, const snn::OpKernels &k, const snn::Network &net, size_t i,
+                      const GpuRun &run, bool training, const NodeInputs &in, const std::string &what) {
+    NodeResult first;
+    for (const auto &r : kGpuRuns) {
+#ifdef SNN_CUDA_EMULATED
+        snn::emu::set_schedule(r.schedule, 0x5EED);
+#endif
+        NodeResult b = run_node(gpu, k, net, i, run, training, in);
+        if (&r == &kGpuRuns[0]) {
+            first = std::move(b);
+            if (!run.repeated) break;
+        } else {
+            expect_same_bits(what + ", " + r.name + " against " + kGpuRuns[0].name, b, first,
+                             net.layers[i].inputs.size());
+        }
+    }
+    return first;
+}
+
+// The inputs of node i: x by run.values (token ids in [0, vocab), the first
+// 0 and the last vocab - 1), parameters near 1, running variances positive.
+NodeInputs node_inputs(const snn::Network &net, size_t i, const GpuRun &run) {
+    const snn::Layer &l = net.layers[i];
+    NodeInputs in;
+    Random rng(std::hash<std::string>()(run.spec) + i);
+    for (size_t j = 0; j < l.inputs.size(); ++j) {
+        const snn::Layer &from = net.layers[size_t(l.inputs[j])];
+        Floats &x = in.x[j];
+        x = rng.uniform_vector(size_t(run.batch * from.out.size()), -3.0f, 3.0f);
+        if (from.out.is_tokens) {
+            for (float &v : x) v = std::floor(rng.uniform(0.0f, float(from.units) - 0.01f));
+            x.front() = 0.0f;
+            x.back() = float(from.units - 1);
+            continue;
+        }
+        if (run.values == Values::times40)
+            for (float &v : x) v *= 40.0f;
+        if (run.values == Values::grid || run.values == Values::grid_nan)
+            for (float &v : x) v = std::round(v * 2.0f) / 2.0f;
+        if (run.values == Values::grid_nan) x[x.size() / 3] = std::nanf("");
+    }
+    in.params = rng.uniform_vector(net.param_count, 0.5f, 1.5f);
+    in.state = rng.uniform_vector(net.state_count, 0.25f, 2.0f);
+    in.dy = rng.uniform_vector(size_t(run.batch * l.out.size()), -3.0f, 3.0f);
+    return in;
+}
+
+// Every node of run.spec through its kernel tables on the CPU and on the GPU
+// from the same inputs, parameters and state, forward then backward, in the
+// run's modes; inference leaves the state as it was. Skips without a GPU or
+// without GPU kernels for `op`.
+void compare_nodes(OpKind op, const GpuRun &run) {
     std::string why;
     snn::Backend *gpu = gpu_backend(&why);
     if (gpu == nullptr) GTEST_SKIP() << "no GPU backend: " << why;
     snn::Backend &cpu = snn::cpu_backend();
-    const snn::Network net = snn::parse_spec(c.spec);
+    const snn::Network net = snn::parse_spec(run.spec);
     std::vector<std::string> lacking;
     size_t compared = 0;
-    const std::vector<int32_t> lengths = parse_lengths(c.lengths);
     for (size_t i = 1; i < net.layers.size(); ++i) {
         const snn::Layer &l = net.layers[i];
         const snn::OpKernels *ck = snn::op_kernels(cpu, l.kind), *gk = snn::op_kernels(*gpu, l.kind);
@@ -645,44 +775,92 @@ TEST_P(Op, Gpu) {
             lacking.push_back(op_name(l.kind));
             continue;
         }
-        NodeInputs in;
-        const uint64_t seed = std::hash<std::string>()(c.spec) + i;
-        Random rng(seed);
-        for (size_t j = 0; j < l.inputs.size(); ++j) {
-            const snn::Layer &from = net.layers[size_t(l.inputs[j])];
-            in.x[j] = rng.uniform_vector(size_t(c.batch * from.out.size()), -3.0f, 3.0f);
-            if (from.out.is_tokens)  // ids in [0, vocab)
-                for (float &v : in.x[j]) v = std::floor(rng.uniform(0.0f, float(from.units) - 0.01f));
-        }
-        in.params = rng.uniform_vector(net.param_count, 0.5f, 1.5f);
-        in.state = rng.uniform_vector(net.state_count, 0.25f, 2.0f);
-        in.dy = rng.uniform_vector(size_t(c.batch * l.out.size()), -3.0f, 3.0f);
+        const NodeInputs in = node_inputs(net, i, run);
         for (bool training : {true, false}) {
+            if ((training && run.modes == Modes::inference) || (!training && run.modes == Modes::training)) continue;
             const std::string what = snn::layer_label(net, i) + (training ? " training" : " inference");
             SCOPED_TRACE(what);
-            const NodeResult a = run_node(cpu, *ck, net, i, c.batch, training, in, lengths);
-            const NodeResult b = run_node(*gpu, *gk, net, i, c.batch, training, in, lengths);
-            expect_near(what + ": y", b.y, a.y, 1e-4, 1e-5);
-            expect_near(what + ": state", b.state, a.state, 1e-5, 1e-6);
-            for (size_t j = 0; j < l.inputs.size(); ++j)
-                expect_near(what + ": dx" + std::to_string(j), b.dx[j], a.dx[j], 1e-3, 1e-5);
-            expect_near(what + ": parameter gradients", b.grads, a.grads, 1e-3, 1e-5);
+            const NodeResult a = run_node(cpu, *ck, net, i, run, training, in);
+            const NodeResult b = run_on_gpu(*gpu, *gk, net, i, run, training, in, what);
+            if (run.emulated) {
+                const Tolerance &t = *run.emulated;
+                expect_within_tolerance(what + ": y", b.y, a.y, t.y);
+                expect_within_tolerance(what + ": aux", b.aux, a.aux, t.aux);
+                expect_within_tolerance(what + ": state", b.state, a.state, t.state);
+                for (size_t j = 0; j < l.inputs.size(); ++j)
+                    expect_within_tolerance(what + ": dx" + std::to_string(j), b.dx[j], a.dx[j], t.dx);
+                expect_within_tolerance(what + ": parameter gradients", b.grads, a.grads, t.grads);
+            } else {
+                expect_near(what + ": y", b.y, a.y, 1e-4, 1e-5);
+                expect_near(what + ": state", b.state, a.state, 1e-5, 1e-6);
+                for (size_t j = 0; j < l.inputs.size(); ++j)
+                    expect_near(what + ": dx" + std::to_string(j), b.dx[j], a.dx[j], 1e-3, 1e-5);
+                expect_near(what + ": parameter gradients", b.grads, a.grads, 1e-3, 1e-5);
+            }
+            if (!training) {
+                EXPECT_TRUE(same_bits(a.state, in.state)) << what << ": the CPU changed the state";
+                EXPECT_TRUE(same_bits(b.state, in.state)) << what << ": the GPU changed the state";
+            }
+            if (run.values == Values::times40) {
+                expect_finite(what + ": y", b.y);
+                for (size_t j = 0; j < l.inputs.size(); ++j) expect_finite(what + ": dx", b.dx[j]);
+            }
         }
         ++compared;
     }
     std::printf("  %zu nodes compared on %s\n", compared, gpu->name());
-    if (std::find(lacking.begin(), lacking.end(), op_name(c.op)) != lacking.end())
-        GTEST_SKIP() << "the GPU backend (" << gpu->name() << ") has no " << op_name(c.op) << " kernels"
+    if (std::find(lacking.begin(), lacking.end(), op_name(op)) != lacking.end())
+        GTEST_SKIP() << "the GPU backend (" << gpu->name() << ") has no " << op_name(op) << " kernels"
 #ifdef SNN_CUDA_EMULATED
                      << " in the emulation (cuDNN calls are not emulated)"
 #endif
             ;
 }
 
+TEST_P(Op, Gpu) {
+    const OpCase &c = GetParam();
+    compare_nodes(c.op, {c.spec, c.batch, 0, parse_lengths(c.lengths), Values::uniform, Modes::both, 1, nullptr, false});
+}
+
+// The kernel-path axis: the Gpu mode only, at shapes that take the GPU
+// kernels' other paths; on the emulated GPU within the case's tolerances,
+// and every kernel the case names launched.
+class KernelPath : public ::testing::TestWithParam<KernelPathCase> {};
+
+TEST_P(KernelPath, Gpu) {
+    const KernelPathCase &c = GetParam();
+#ifdef SNN_CUDA_EMULATED
+    const Tolerance *emulated = &c.tol;
+    const bool repeated = c.every_order;
+    std::vector<uint64_t> before;
+    for (const char *k : c.kernels)
+        if (k) before.push_back(snn::emu::launches_of(k));
+#else
+    const Tolerance *emulated = nullptr;
+    const bool repeated = true;
+#endif
+    compare_nodes(c.op, {c.spec, c.batch, c.plan_batch, parse_lengths(c.lengths), c.values, c.modes, c.pass, emulated,
+                      repeated});
+#ifdef SNN_CUDA_EMULATED
+    for (size_t k = 0; k < before.size(); ++k)
+        EXPECT_GT(snn::emu::launches_of(c.kernels[k]), before[k]) << c.kernels[k] << " never ran";
+#endif
+}
+
 std::string case_name(const ::testing::TestParamInfo<OpCase> &info) { return info.param.label; }
 
-#define SNN_OP_INSTANTIATE(name) \
-    INSTANTIATE_TEST_SUITE_P(name, Op, ::testing::ValuesIn(cases_of(OpKind::name)), case_name);
+std::vector<KernelPathCase> kernel_paths_of(OpKind op) {
+    std::vector<KernelPathCase> v;
+    for (const KernelPathCase &c : kKernelPaths)
+        if (c.op == op) v.push_back(c);
+    return v;
+}
+
+std::string kernel_path_name(const ::testing::TestParamInfo<KernelPathCase> &info) { return info.param.label; }
+
+#define SNN_OP_INSTANTIATE(name)                                                                               \
+    INSTANTIATE_TEST_SUITE_P(name, Op, ::testing::ValuesIn(cases_of(OpKind::name)), case_name);               \
+    INSTANTIATE_TEST_SUITE_P(name, KernelPath, ::testing::ValuesIn(kernel_paths_of(OpKind::name)), kernel_path_name);
 SNN_OP_LIST(SNN_OP_INSTANTIATE)
 #undef SNN_OP_INSTANTIATE
 
@@ -713,14 +891,20 @@ TEST(OpRegistry, EveryOpRunsOnTheCpu) {
 }
 
 // Labels name test cases: unique within an op, letters, digits and _.
-TEST(OpRegistry, CaseLabelsAreTestNames) {
-    for (size_t i = 0; i < kCaseCount; ++i) {
-        const std::string label = kCases[i].label;
+template <typename Case, size_t N>
+void expect_labels_are_test_names(const Case (&cases)[N]) {
+    for (size_t i = 0; i < N; ++i) {
+        const std::string label = cases[i].label;
         EXPECT_FALSE(label.empty());
         for (char ch : label) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') << label;
         for (size_t j = 0; j < i; ++j)
-            EXPECT_FALSE(kCases[j].op == kCases[i].op && label == kCases[j].label) << label << " twice";
+            EXPECT_FALSE(cases[j].op == cases[i].op && label == cases[j].label) << label << " twice";
     }
+}
+
+TEST(OpRegistry, CaseLabelsAreTestNames) {
+    expect_labels_are_test_names(kCases);
+    expect_labels_are_test_names(kKernelPaths);
 }
 
 // ---- timing ----------------------------------------------------------------------------

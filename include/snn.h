@@ -1066,6 +1066,75 @@ SNN_API snn_status snn_model_save_to_buffer(const snn_model *model, void *buf, s
  * (NULL with size 0 is an empty buffer: SNN_ERR_FILE_FORMAT). */
 SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn_model **out);
 
+/* ======================================================================== */
+/* ONNX                                                                     */
+/* ======================================================================== */
+/* Export to and import from ONNX files, the format ONNX Runtime, TensorRT
+ * and PyTorch's exporter speak. A build without it (Meson option onnx=false)
+ * answers every call here with SNN_ERR_UNSUPPORTED; snn_has_feature("onnx")
+ * says which. snn reads and writes the protobuf wire format itself: libsnn
+ * links no protobuf library.
+ *
+ * Export writes opset 17 (IR version 8): graph input "input" ([batch, F];
+ * images [batch, C, H, W]; sequences [batch, T, F]; token ids int64
+ * [batch, T]) with a symbolic batch "batch", graph output "output", every
+ * parameter an initializer. Batchnorm is written in inference form, dropout
+ * as Identity, gelu as its Erf form, attention as MatMul/Softmax, LSTM and
+ * GRU as the ONNX ops. A model ONNX cannot express is refused with
+ * SNN_ERR_UNSUPPORTED naming the layer.
+ *
+ * Import maps what torch.onnx.export writes for the models snn holds
+ * (opsets 13 to 21) onto snn's ops; the new model is on the CPU, its spec
+ * as snn_model_describe prints it, ready to run and to train (fine-tuning).
+ * Errors: SNN_ERR_FILE_FORMAT for a broken file, SNN_ERR_UNSUPPORTED for a
+ * valid file snn cannot represent; that message lists every node that
+ * cannot be mapped, one line each: op type, node name, why. Refused: external
+ * data files, subgraphs (If, Loop, Scan), sparse initializers, files above
+ * 2 GiB, more than one input (lengths aside) or output, and a symbolic
+ * sequence length without sequence_length in the options. */
+
+/* Options of export; NULL for the defaults. `size` must be
+ * sizeof(snn_onnx_export_options) of the caller's header (a larger
+ * unknown size is refused with SNN_ERR_INVALID_ARGUMENT, a smaller one
+ * reads only the fields it covers). */
+typedef struct snn_onnx_export_options {
+    size_t size;
+    /* 1: a model with a sequence input gets a second graph input "lengths"
+     * (int32 [batch], valid steps per sample, as snn_set_lengths) feeding
+     * the recurrent layers' sequence_lens and attention's key mask. */
+    int32_t lengths;
+} snn_onnx_export_options;
+
+/* Options of import; NULL for the defaults, `size` as above. */
+typedef struct snn_onnx_import_options {
+    size_t size;
+    /* Steps of a sequence input whose length the file leaves symbolic;
+     * 0: none given (such a file is then refused). */
+    int64_t sequence_length;
+    /* The batch at which shape subgraphs that read the batch are folded;
+     * 0 when the file's batch is symbolic and nothing needs it. */
+    int64_t batch;
+} snn_onnx_import_options;
+
+/* Writes the model as an ONNX file, atomically as snn_model_save. Works for
+ * a model on any device. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT
+ * (options), SNN_ERR_UNSUPPORTED (see above), SNN_ERR_IO. */
+SNN_API snn_status snn_model_export_onnx(const snn_model *model, const snn_onnx_export_options *options,
+                                         const char *path);
+/* The same file in memory. With buf NULL and capacity 0, only *size is
+ * written. Errors as snn_model_export_onnx, SNN_ERR_COUNT when capacity <
+ * size (nothing written). */
+SNN_API snn_status snn_model_export_onnx_to_buffer(const snn_model *model, const snn_onnx_export_options *options,
+                                                   void *buf, size_t capacity, size_t *size);
+/* Reads an ONNX file (a regular file only, as snn_model_load) into a new
+ * CPU model. Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT
+ * (options), SNN_ERR_IO, SNN_ERR_FILE_FORMAT, SNN_ERR_UNSUPPORTED. */
+SNN_API snn_status snn_model_import_onnx(const char *path, const snn_onnx_import_options *options,
+                                         snn_model **out);
+/* The same from `size` bytes of memory; the buffer is not kept. */
+SNN_API snn_status snn_model_import_onnx_from_buffer(const void *data, size_t size,
+                                                     const snn_onnx_import_options *options, snn_model **out);
+
 /* A training checkpoint: the model file plus the optimiser's kind,
  * hyperparameters, step count and moments ("optimiser.m", "optimiser.v"),
  * so training resumed from it continues bit-identically. Saved atomically.

@@ -18,7 +18,7 @@ FLOORS = [
     ["api"],             # the C boundary
     ["engine"],          # orchestration: caches, passes, registries, files
     ["cpu", "device"],   # the CPU backend and the GPU plugin loader
-    ["model"],           # model files, parameter initialisation
+    ["model", "onnx"],   # model files, parameter initialisation; ONNX export and import
     ["ops"],             # op descriptors and the spec parser
     ["core"],            # the shared vocabulary: math, backend seam, lists
     ["common"],          # errors, buffers, the log

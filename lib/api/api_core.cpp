@@ -102,6 +102,9 @@ SNN_API const char *snn_version_string(void) { return SNN_VERSION_STRING; }
 
 SNN_API const char *snn_build_features(void) {
     return "cpu openblas safetensors"
+#ifdef SNN_HAVE_ONNX
+           " onnx"
+#endif
 #ifdef SNN_HAVE_CUDA_PLUGIN
            " cuda-plugin"
 #endif

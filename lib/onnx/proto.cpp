@@ -1,0 +1,2 @@
+// Placeholder until the wire layer lands on this branch.
+#include "onnx/proto.h"

@@ -53,6 +53,12 @@ INT_TYPEDEFS = {
     "snn_precision": "i32",
 }
 HANDLES = {"snn_model", "snn_forward_cache", "snn_backward_cache", "snn_optimiser", "snn_dataset"}
+# Option structs the header passes by pointer (their first field is their
+# size), and the names the C# binding gives their sequential layouts. Rust
+# mirrors them under the header's names.
+STRUCTS = {"snn_onnx_export_options", "snn_onnx_import_options"}
+CS_STRUCTS = {"OnnxExportOptionsNative": "snn_onnx_export_options",
+              "OnnxImportOptionsNative": "snn_onnx_import_options"}
 C_SCALARS = {
     "int32_t": "i32",
     "int64_t": "i64",
@@ -100,6 +106,8 @@ def parse_c_type(text):
         base = "handle:" + name
     elif name == "snn_log_fn":
         base = "fn"
+    elif name in STRUCTS:
+        base = "struct:" + name
     elif name in C_SCALARS:
         base = C_SCALARS[name]
     else:
@@ -221,6 +229,8 @@ def rust_type(text, aliases):
         return CType("fn", depth, const)
     if text in HANDLES:
         return CType("handle:" + text, depth, const)
+    if text in STRUCTS:
+        return CType("struct:" + text, depth, const)
     if text in RUST_SCALARS:
         return CType(RUST_SCALARS[text], depth, const)
     raise ValueError("unknown Rust type %r" % text)
@@ -295,6 +305,8 @@ def cs_type(text, handles, delegates):
         return CType("handle", depth + 1)
     if ty in delegates:
         return CType("fn", depth)
+    if ty in CS_STRUCTS:  # passed as `ref`: a pointer to the struct, which the callee does not change
+        return CType("struct:" + CS_STRUCTS[ty], depth, True)
     if ty in CS_SCALARS:
         return CType(CS_SCALARS[ty], depth, const)
     raise ValueError("unknown C# type %r" % ty)

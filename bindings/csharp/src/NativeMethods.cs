@@ -16,6 +16,23 @@ using System.Runtime.InteropServices;
 
 namespace Snn
 {
+    /// <summary>snn_onnx_export_options, field for field.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct OnnxExportOptionsNative
+    {
+        public UIntPtr Size;
+        public int Lengths;
+    }
+
+    /// <summary>snn_onnx_import_options, field for field.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct OnnxImportOptionsNative
+    {
+        public UIntPtr Size;
+        public long SequenceLength;
+        public long Batch;
+    }
+
     /// <summary>An owned snn handle; ReleaseHandle calls its destroy function.
     /// The handle of a cache or optimiser also holds a reference
     /// (DangerousAddRef) on its model's handle, taken by Own and given back
@@ -270,6 +287,16 @@ namespace Snn
         internal static extern int snn_model_save_to_buffer(ModelHandle model, [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_load_from_buffer([In] byte[] data, UIntPtr size, out ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_export_onnx(ModelHandle model, ref OnnxExportOptionsNative options, [In] byte[] path);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_export_onnx_to_buffer(ModelHandle model, ref OnnxExportOptionsNative options,
+                                                                   [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_import_onnx([In] byte[] path, ref OnnxImportOptionsNative options, out ModelHandle model);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_model_import_onnx_from_buffer([In] byte[] data, UIntPtr size,
+                                                                     ref OnnxImportOptionsNative options, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

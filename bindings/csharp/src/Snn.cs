@@ -114,6 +114,42 @@ namespace Snn
         }
     }
 
+    /// <summary>What an ONNX file may leave open, for Model.ImportOnnx.</summary>
+    public sealed class OnnxImportOptions
+    {
+        /// <summary>Steps of a sequence input whose length the file leaves symbolic;
+        /// 0: none given (such a file is then refused).</summary>
+        public long SequenceLength { get; set; }
+        /// <summary>The batch at which shape subgraphs that read the batch are folded; 0: none.</summary>
+        public long Batch { get; set; }
+
+        internal OnnxImportOptionsNative Native()
+        {
+            return new OnnxImportOptionsNative
+            {
+                Size = new UIntPtr((uint)Marshal.SizeOf(typeof(OnnxImportOptionsNative))),
+                SequenceLength = SequenceLength,
+                Batch = Batch,
+            };
+        }
+    }
+
+    /// <summary>Options of Model.ExportOnnx.</summary>
+    public sealed class OnnxExportOptions
+    {
+        /// <summary>A sequence model gets a second graph input "lengths" (int32 [batch]).</summary>
+        public bool Lengths { get; set; }
+
+        internal OnnxExportOptionsNative Native()
+        {
+            return new OnnxExportOptionsNative
+            {
+                Size = new UIntPtr((uint)Marshal.SizeOf(typeof(OnnxExportOptionsNative))),
+                Lengths = Lengths ? 1 : 0,
+            };
+        }
+    }
+
     /// <summary>A failed snn call: its status and the library's message. When the
     /// log receiver threw on that message, InnerException is what it threw.</summary>
     public class SnnException : Exception
@@ -475,6 +511,56 @@ namespace Snn
             ModelHandle h;
             Library.Check(NativeMethods.snn_model_load_from_buffer(bytes, Library.Size(bytes.Length), out h));
             return new Model(h);
+        }
+
+        /// <summary>Imports an ONNX file (what torch.onnx.export writes for the models
+        /// snn holds, or snn's own export) as a new CPU model, ready to run and to
+        /// train. A file snn cannot represent throws SnnException with
+        /// Status.Unsupported, whose message lists every node that cannot be mapped;
+        /// a broken file Status.FileFormat.</summary>
+        public static Model ImportOnnx(string path, OnnxImportOptions options = null)
+        {
+            var p = Library.Utf8z(path, "path");
+            Library.CheckVersion();
+            var o = (options ?? new OnnxImportOptions()).Native();
+            ModelHandle h;
+            Library.Check(NativeMethods.snn_model_import_onnx(p, ref o, out h));
+            return new Model(h);
+        }
+
+        /// <summary>ImportOnnx from the bytes of an ONNX file.</summary>
+        public static Model ImportOnnx(byte[] bytes, OnnxImportOptions options = null)
+        {
+            if (bytes == null) throw new ArgumentNullException("bytes");
+            Library.CheckVersion();
+            var o = (options ?? new OnnxImportOptions()).Native();
+            ModelHandle h;
+            Library.Check(NativeMethods.snn_model_import_onnx_from_buffer(bytes, Library.Size(bytes.Length), ref o, out h));
+            return new Model(h);
+        }
+
+        /// <summary>Writes the model as an ONNX file (opset 17, symbolic batch), atomically.</summary>
+        public void ExportOnnx(string path, OnnxExportOptions options = null)
+        {
+            var p = Library.Utf8z(path, "path");
+            var m = Live;
+            var o = (options ?? new OnnxExportOptions()).Native();
+            using (Reading()) Library.Check(NativeMethods.snn_model_export_onnx(m, ref o, p));
+        }
+
+        /// <summary>The bytes of the model's ONNX file.</summary>
+        public byte[] ExportOnnx(OnnxExportOptions options = null)
+        {
+            var m = Live;
+            var o = (options ?? new OnnxExportOptions()).Native();
+            using (Reading())
+            {
+                UIntPtr size;
+                Library.Check(NativeMethods.snn_model_export_onnx_to_buffer(m, ref o, null, UIntPtr.Zero, out size));
+                var bytes = new byte[Library.Long(size)];
+                Library.Check(NativeMethods.snn_model_export_onnx_to_buffer(m, ref o, bytes, size, out size));
+                return bytes;
+            }
         }
 
         /// <summary>The former form of Checkpoint.Load: the model is returned and

@@ -251,6 +251,29 @@ snn_checkpoint_save_v2(model, optimiser, cache, path) =
 snn_checkpoint_load_loss_scaling(path, cache) =
     ccall((:snn_checkpoint_load_loss_scaling, libsnn), Cint, (Cstring, Ptr{Cvoid}), path, cache)
 
+# ONNX (snn_onnx_export_options and snn_onnx_import_options, field for field)
+struct SnnOnnxExportOptions
+    size::Csize_t
+    lengths::Int32
+end
+struct SnnOnnxImportOptions
+    size::Csize_t
+    sequence_length::Int64
+    batch::Int64
+end
+snn_model_export_onnx(model, options, path) =
+    ccall((:snn_model_export_onnx, libsnn), Cint, (Ptr{Cvoid}, Ref{SnnOnnxExportOptions}, Cstring),
+          model, options, path)
+snn_model_export_onnx_to_buffer(model, options, buf, capacity, size) =
+    ccall((:snn_model_export_onnx_to_buffer, libsnn), Cint,
+          (Ptr{Cvoid}, Ref{SnnOnnxExportOptions}, Ptr{Cvoid}, Csize_t, Ptr{Csize_t}), model, options, buf, capacity, size)
+snn_model_import_onnx(path, options, out) =
+    ccall((:snn_model_import_onnx, libsnn), Cint, (Cstring, Ref{SnnOnnxImportOptions}, Ptr{Ptr{Cvoid}}),
+          path, options, out)
+snn_model_import_onnx_from_buffer(data, size, options, out) =
+    ccall((:snn_model_import_onnx_from_buffer, libsnn), Cint,
+          (Ptr{Cvoid}, Csize_t, Ref{SnnOnnxImportOptions}, Ptr{Ptr{Cvoid}}), data, size, options, out)
+
 # Devices
 snn_gpu_count() = ccall((:snn_gpu_count, libsnn), Int32, ())
 snn_gpu_status(device) = ccall((:snn_gpu_status, libsnn), Cint, (Int32,), device)

@@ -318,6 +318,47 @@ from_bytes(bytes::Vector{UInt8}) =
     GC.@preserve bytes Model(new_handle(out -> snn_model_load_from_buffer(pointer(bytes), length(bytes), out)))
 
 Base.read(io::IO, ::Type{Model}) = from_bytes(read(io))
+
+# --- ONNX ---------------------------------------------------------------------
+
+export_options(lengths::Bool) = SnnOnnxExportOptions(sizeof(SnnOnnxExportOptions), Int32(lengths))
+import_options(sequence_length::Integer, batch::Integer) =
+    SnnOnnxImportOptions(sizeof(SnnOnnxImportOptions), Int64(sequence_length), Int64(batch))
+
+"""
+    export_onnx(path, model; lengths=false)
+    export_onnx(model; lengths=false) -> Vector{UInt8}
+
+Writes the model as an ONNX file (opset 17, symbolic batch; atomically), or
+returns the file's bytes. `lengths=true` gives a sequence model a second
+input "lengths" (Int32 per sample), as `set_lengths!`.
+"""
+export_onnx(path::AbstractString, m::Model; lengths::Bool=false) =
+    (check(snn_model_export_onnx(m, export_options(lengths), path)); nothing)
+function export_onnx(m::Model; lengths::Bool=false)
+    o = export_options(lengths)
+    n = Ref{Csize_t}(0)
+    check(snn_model_export_onnx_to_buffer(m, o, C_NULL, 0, n))
+    bytes = Vector{UInt8}(undef, n[])
+    GC.@preserve bytes check(snn_model_export_onnx_to_buffer(m, o, pointer(bytes), length(bytes), n))
+    bytes
+end
+
+"""
+    import_onnx(path; sequence_length=0, batch=0) -> Model
+    import_onnx(bytes::Vector{UInt8}; sequence_length=0, batch=0) -> Model
+
+A CPU model from an ONNX file (what `torch.onnx.export` writes for the models
+snn holds, or `export_onnx`), ready to run and to train. `sequence_length`
+gives the steps of a sequence input the file leaves symbolic. A file snn
+cannot represent throws an `SNNError` whose message lists every node that
+cannot be mapped.
+"""
+import_onnx(path::AbstractString; sequence_length::Integer=0, batch::Integer=0) =
+    Model(new_handle(out -> snn_model_import_onnx(path, import_options(sequence_length, batch), out)))
+import_onnx(bytes::Vector{UInt8}; sequence_length::Integer=0, batch::Integer=0) =
+    GC.@preserve bytes Model(new_handle(out -> snn_model_import_onnx_from_buffer(
+        pointer(bytes), length(bytes), import_options(sequence_length, batch), out)))
 Base.write(io::IO, m::Model) = write(io, to_bytes(m))
 
 # --- devices -------------------------------------------------------------------

@@ -638,6 +638,20 @@ end
         @test SNN.get_parameters(read(seekstart(io), Model)) == SNN.get_parameters(model)
         @test_throws SNNError SNN.load(path * ".missing")
         @test_throws SNNError SNN.from_bytes(UInt8[1, 2, 3])
+
+        # ONNX: exported and imported again, the same spec and parameters.
+        onnx_path = path * ".onnx"
+        SNN.export_onnx(onnx_path, model)
+        bytes = SNN.export_onnx(model)
+        @test read(onnx_path) == bytes
+        for again in (SNN.import_onnx(onnx_path), SNN.import_onnx(bytes))
+            @test SNN.describe(again) == SNN.describe(model)
+            @test SNN.get_parameters(again) == SNN.get_parameters(model)
+            close(again)
+        end
+        @test_throws SNNError SNN.import_onnx(bytes[1:end÷2])
+        @test_throws SNNError SNN.import_onnx(onnx_path * ".missing"; sequence_length=4)
+        rm(onnx_path)
         rm(path)
 
         # Training resumed from a checkpoint continues bit-identically.

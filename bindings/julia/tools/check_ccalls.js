@@ -20,6 +20,9 @@ const { juliaParser, parseFile, walk } = require('./julia_parser');
 // --- the header -------------------------------------------------------------
 const INT_TYPEDEFS = { snn_status: 'i32', snn_loss: 'i32', snn_optimiser_kind: 'i32', snn_hyperparameter: 'i32', snn_precision: 'i32' };
 const HANDLES = new Set(['snn_model', 'snn_forward_cache', 'snn_backward_cache', 'snn_optimiser', 'snn_dataset']);
+// Option structs passed by pointer, and the Julia structs that mirror them.
+const STRUCTS = { snn_onnx_export_options: 'SnnOnnxExportOptions', snn_onnx_import_options: 'SnnOnnxImportOptions' };
+const JL_STRUCTS = Object.fromEntries(Object.entries(STRUCTS).map(([c, j]) => [j, c]));
 const C_SCALARS = { int32_t: 'i32', int64_t: 'i64', uint64_t: 'u64', size_t: 'usize', double: 'f64', float: 'f32', void: 'void', char: 'char' };
 
 function cType(text) {
@@ -32,6 +35,7 @@ function cType(text) {
   if (name in INT_TYPEDEFS) base = INT_TYPEDEFS[name];
   else if (HANDLES.has(name)) base = 'handle';
   else if (name === 'snn_log_fn') base = 'fn';
+  else if (name in STRUCTS) base = 'struct:' + name;
   else if (name in C_SCALARS) base = C_SCALARS[name];
   else throw new Error(`unknown C type '${name}'`);
   return { base, depth };
@@ -83,6 +87,7 @@ function jlType(text) {
   }
   if (text === 'Cstring') return { base: 'char', depth: 1 };
   if (text in JL_SCALARS) return { base: JL_SCALARS[text], depth: 0 };
+  if (text in JL_STRUCTS) return { base: 'struct:' + JL_STRUCTS[text], depth: 0 };
   throw new Error(`unknown Julia type '${text}'`);
 }
 

@@ -604,6 +604,42 @@ fn take<T>(status: sys::snn_status, out: *mut T) -> Result<NonNull<T>, Error> {
     NonNull::new(out).ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned a NULL handle".to_owned()))
 }
 
+/// What an ONNX file may leave open, for [`Model::import_onnx`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OnnxImportOptions {
+    /// Steps of a sequence input whose length the file leaves symbolic;
+    /// 0: none given (such a file is then refused).
+    pub sequence_length: i64,
+    /// The batch at which shape subgraphs that read the batch are folded; 0: none.
+    pub batch: i64,
+}
+
+impl OnnxImportOptions {
+    fn raw(&self) -> sys::snn_onnx_import_options {
+        sys::snn_onnx_import_options {
+            size: std::mem::size_of::<sys::snn_onnx_import_options>(),
+            sequence_length: self.sequence_length,
+            batch: self.batch,
+        }
+    }
+}
+
+/// Options of [`Model::export_onnx`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OnnxExportOptions {
+    /// A sequence model gets a second graph input "lengths" (int32 [batch]).
+    pub lengths: bool,
+}
+
+impl OnnxExportOptions {
+    fn raw(&self) -> sys::snn_onnx_export_options {
+        sys::snn_onnx_export_options {
+            size: std::mem::size_of::<sys::snn_onnx_export_options>(),
+            lengths: i32::from(self.lengths),
+        }
+    }
+}
+
 impl Model {
     fn from_raw(raw: NonNull<sys::snn_model>) -> Result<Model, Error> {
         let mut model = Model { raw, has_state: false, state_lock: RwLock::new(()) };
@@ -637,6 +673,31 @@ impl Model {
         let mut out = ptr::null_mut();
         // SAFETY: the slice is valid for its length; it is not kept.
         let status = unsafe { sys::snn_model_load_from_buffer(bytes.as_ptr().cast(), bytes.len(), &mut out) };
+        Model::from_raw(take(status, out)?)
+    }
+
+    /// Imports an ONNX file (what `torch.onnx.export` writes for the models
+    /// snn holds, or snn's own export) as a new CPU model, ready to run and
+    /// to train. A file snn cannot represent gives [`ErrorKind::Unsupported`]
+    /// whose message lists every node that cannot be mapped.
+    pub fn import_onnx(path: impl AsRef<Path>, options: &OnnxImportOptions) -> Result<Model, Error> {
+        check_version()?;
+        let path = path_string("Model::import_onnx", path.as_ref())?;
+        let raw = options.raw();
+        let mut out = ptr::null_mut();
+        // SAFETY: valid string, options struct and out pointer.
+        let status = unsafe { sys::snn_model_import_onnx(path.as_ptr(), &raw, &mut out) };
+        Model::from_raw(take(status, out)?)
+    }
+
+    /// [`Model::import_onnx`] from the bytes of an ONNX file.
+    pub fn import_onnx_bytes(bytes: &[u8], options: &OnnxImportOptions) -> Result<Model, Error> {
+        check_version()?;
+        let raw = options.raw();
+        let mut out = ptr::null_mut();
+        // SAFETY: the slice is valid for its length and not kept; valid options and out pointer.
+        let status =
+            unsafe { sys::snn_model_import_onnx_from_buffer(bytes.as_ptr().cast(), bytes.len(), &raw, &mut out) };
         Model::from_raw(take(status, out)?)
     }
 
@@ -685,6 +746,31 @@ impl Model {
         let mut bytes = vec![0u8; size];
         // SAFETY: the buffer holds `size` bytes.
         check(unsafe { sys::snn_model_save_to_buffer(self.ptr(), bytes.as_mut_ptr().cast(), size, &mut size) })?;
+        bytes.truncate(size);
+        Ok(bytes)
+    }
+
+    /// Writes the model as an ONNX file (opset 17, symbolic batch), atomically.
+    pub fn export_onnx(&self, path: impl AsRef<Path>, options: &OnnxExportOptions) -> Result<(), Error> {
+        let path = path_string("Model::export_onnx", path.as_ref())?;
+        let raw = options.raw();
+        let _state = self.read_state();
+        // SAFETY: live handle, valid options and string.
+        check(unsafe { sys::snn_model_export_onnx(self.ptr(), &raw, path.as_ptr()) })
+    }
+
+    /// The bytes of the model's ONNX file.
+    pub fn export_onnx_bytes(&self, options: &OnnxExportOptions) -> Result<Vec<u8>, Error> {
+        let raw = options.raw();
+        let _state = self.read_state();
+        let mut size = 0usize;
+        // SAFETY: a size query (NULL buffer, capacity 0).
+        check(unsafe { sys::snn_model_export_onnx_to_buffer(self.ptr(), &raw, ptr::null_mut(), 0, &mut size) })?;
+        let mut bytes = vec![0u8; size];
+        // SAFETY: the buffer holds `size` bytes.
+        check(unsafe {
+            sys::snn_model_export_onnx_to_buffer(self.ptr(), &raw, bytes.as_mut_ptr().cast(), size, &mut size)
+        })?;
         bytes.truncate(size);
         Ok(bytes)
     }

@@ -51,6 +51,25 @@ pub struct snn_dataset {
     _opaque: [u8; 0],
 }
 
+/// Options of ONNX export (`size` first: `size_of::<snn_onnx_export_options>()`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct snn_onnx_export_options {
+    pub size: usize,
+    /// 1: a second graph input "lengths" (int32 [batch]) for sequence models.
+    pub lengths: i32,
+}
+/// Options of ONNX import (`size` first).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct snn_onnx_import_options {
+    pub size: usize,
+    /// Steps of a sequence input whose length the file leaves symbolic; 0: none.
+    pub sequence_length: i64,
+    /// The batch at which shape subgraphs reading the batch are folded; 0: none.
+    pub batch: i64,
+}
+
 /// The major version of the header these declarations mirror.
 pub const SNN_VERSION_MAJOR: i32 = 0;
 /// The minor version of the header these declarations mirror.
@@ -490,6 +509,33 @@ extern "C" {
     pub fn snn_model_load_from_buffer(
         data: *const c_void,
         size: usize,
+        out: *mut *mut snn_model,
+    ) -> snn_status;
+    /// Writes the model as an ONNX file (opset 17).
+    pub fn snn_model_export_onnx(
+        model: *const snn_model,
+        options: *const snn_onnx_export_options,
+        path: *const c_char,
+    ) -> snn_status;
+    /// Writes the ONNX file into `buf`, or with `buf` NULL only its size.
+    pub fn snn_model_export_onnx_to_buffer(
+        model: *const snn_model,
+        options: *const snn_onnx_export_options,
+        buf: *mut c_void,
+        capacity: usize,
+        size: *mut usize,
+    ) -> snn_status;
+    /// Reads an ONNX file into a new CPU model.
+    pub fn snn_model_import_onnx(
+        path: *const c_char,
+        options: *const snn_onnx_import_options,
+        out: *mut *mut snn_model,
+    ) -> snn_status;
+    /// Reads an ONNX model from memory into a new CPU model.
+    pub fn snn_model_import_onnx_from_buffer(
+        data: *const c_void,
+        size: usize,
+        options: *const snn_onnx_import_options,
         out: *mut *mut snn_model,
     ) -> snn_status;
     /// Saves the model and the optimiser's kind, settings, step count and moments.

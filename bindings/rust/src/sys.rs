@@ -55,6 +55,7 @@ pub struct snn_dataset {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct snn_onnx_export_options {
+    /// The size of this struct.
     pub size: usize,
     /// 1: a second graph input "lengths" (int32 [batch]) for sequence models.
     pub lengths: i32,
@@ -63,6 +64,7 @@ pub struct snn_onnx_export_options {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct snn_onnx_import_options {
+    /// The size of this struct.
     pub size: usize,
     /// Steps of a sequence input whose length the file leaves symbolic; 0: none.
     pub sequence_length: i64,

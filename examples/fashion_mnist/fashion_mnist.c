@@ -5,6 +5,9 @@
  *   build/examples/fashion_mnist/fashion_mnist --model simplenns    (SimpleNNs.jl's 1906-parameter net)
  *   build/examples/fashion_mnist/fashion_mnist --spec "input 28x28x1; flatten; dense 128 relu; dense 10"
  *   build/examples/fashion_mnist/fashion_mnist --load fashion_mnist.safetensors   (evaluate only)
+ *   build/examples/fashion_mnist/fashion_mnist --export-onnx cnn.onnx   (train, then write ONNX)
+ *   build/examples/fashion_mnist/fashion_mnist --load model.onnx   (evaluate a PyTorch model)
+ *   build/examples/fashion_mnist/fashion_mnist --start model.onnx  (fine-tune it)
  *   build/examples/fashion_mnist/fashion_mnist --help
  *   mpirun -np 2 build/examples/fashion_mnist/fashion_mnist --distributed
  *       (data-parallel over MPI ranks, when built with libsnn_dist)
@@ -71,6 +74,8 @@ typedef struct {
     const char *out_dir;
     long limit;          /* 0: the whole data set */
     const char *load;    /* evaluate this saved model instead of training */
+    const char *start;   /* train this saved or ONNX model instead of a fresh one */
+    const char *export_onnx; /* write the trained (or loaded) model there as ONNX */
     int quiet;
     int distributed;     /* train data-parallel over the MPI ranks */
     const char *device;  /* "cpu", "gpu" or "auto" */
@@ -113,8 +118,13 @@ static void usage(FILE *to) {
             "  --precision P  float32 (default), bf16 (products in bf16, float32\n"
             "                 accumulation and master parameters, as torch.autocast) or\n"
             "                 fp16 (GPUs, with dynamic loss scaling)\n"
-            "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model\n"
+            "  --load FILE    evaluate a saved fashion_mnist.params or .safetensors model,\n"
+            "                 or an ONNX file (FILE.onnx, e.g. from torch.onnx.export),\n"
             "                 on the test set, without training\n"
+            "  --start FILE   train the model of FILE (as --load reads it) instead of a\n"
+            "                 fresh one: fine-tuning\n"
+            "  --export-onnx PATH  write the trained model (with --load: the loaded one)\n"
+            "                 to PATH as an ONNX file, which ONNX Runtime runs\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
             "  --distributed  data-parallel training over the MPI ranks this program was\n"
             "                 started on (mpirun -np N ...): each rank computes the gradient\n"
@@ -199,6 +209,10 @@ static options parse_options(int argc, char **argv) {
             o.limit = example_parse_long(name, value, 5, 60000);
         } else if (!strcmp(name, "--load")) {
             o.load = value;
+        } else if (!strcmp(name, "--start")) {
+            o.start = value;
+        } else if (!strcmp(name, "--export-onnx")) {
+            o.export_onnx = value;
         } else if (!strcmp(name, "--device")) {
             if (strcmp(value, "cpu") && strcmp(value, "gpu") && strcmp(value, "auto"))
                 example_bad_option("expects cpu, gpu or auto", name, value);
@@ -373,6 +387,16 @@ static void save_params(snn_model *model, const char *path) {
 /* Loads a model saved by this program: a fashion_mnist.params file, or a
  * model file (safetensors) written by snn_model_save. */
 static snn_model *load_model(const char *path) {
+    const size_t length = strlen(path);
+    if (length > 5 && !strcmp(path + length - 5, ".onnx")) {
+        snn_model *model = NULL;
+        CHECK(snn_model_import_onnx(path, NULL, &model));
+        char spec[4096];
+        size_t spec_length = 0;
+        CHECK(snn_model_describe(model, spec, sizeof spec, &spec_length));
+        printf("imported    %s\nnetwork     %s\n", path, spec);
+        return model;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "fashion_mnist: cannot open %s: %s\n", path, strerror(errno));
@@ -593,6 +617,10 @@ static int evaluate_saved(const options *o) {
     if (!o->quiet) example_print_confusion("class", class_names, CLASSES, 12, &confusion[0][0]);
     printf("test accuracy %.2f%% on %zu images (%.1f s, %.0f images/s)\n", 100.0 * accuracy, n,
            seconds, (double)n / seconds);
+    if (o->export_onnx) {
+        CHECK(snn_model_export_onnx(model, NULL, o->export_onnx));
+        printf("wrote %s\n", o->export_onnx);
+    }
     snn_forward_cache_destroy(eval);
     snn_model_destroy(model);
     idx_dataset_free(&test);
@@ -611,12 +639,14 @@ int main(int argc, char **argv) {
                        : !strcmp(o.model, "resnet")    ? resnet_spec
                                                        : default_spec;
     snn_model *model = NULL;
-    if (snn_model_create(spec, &model) != SNN_OK) {
+    if (o.start) {
+        model = load_model(o.start);
+    } else if (snn_model_create(spec, &model) != SNN_OK) {
         fprintf(stderr, "fashion_mnist: bad --spec: %s\n", snn_last_error());
         return 2;
     }
     check_model_shape(model);
-    CHECK(snn_model_init(model, o.seed));
+    if (!o.start) CHECK(snn_model_init(model, o.seed));
     share_parameters(&ranks, model);
     int32_t device = move_to_device(&o, model);
     size_t parameter_count = 0;
@@ -648,7 +678,7 @@ int main(int argc, char **argv) {
 
     printf("network     %s\nparameters  %zu\ndata        %zu training and %zu test images "
            "from %s\ntraining    %ld epoch%s, batch %ld, %s lr %g%s, seed %llu, %d thread%s, %s\n\n",
-           spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
+           o.start ? o.start : spec, parameter_count, n_train, n_test, o.data_dir, o.epochs, o.epochs == 1 ? "" : "s",
            o.batch, o.weight_decay > 0.0 ? "AdamW" : "Adam", o.lr, o.cosine ? " (cosine schedule)" : "", o.seed, (int)snn_get_num_threads(), snn_get_num_threads() == 1 ? "" : "s", o.precision);
     if (ranks.size > 1)
         printf("ranks       %d MPI ranks, %ld images of each batch per rank, %d thread%s each\n\n",
@@ -748,6 +778,7 @@ int main(int argc, char **argv) {
     if (ranks.rank == 0) {
         CHECK(snn_model_save(model, model_path));
         save_params(model, params_path);
+        if (o.export_onnx) CHECK(snn_model_export_onnx(model, NULL, o.export_onnx));
     }
     if (ferror(loss_csv) | fclose(loss_csv) | ferror(epochs_csv) | fclose(epochs_csv)) {
         fprintf(stderr, "fashion_mnist: cannot write %s or %s\n", loss_path, epochs_path);
@@ -758,6 +789,7 @@ int main(int argc, char **argv) {
            100.0 * accuracy, o.epochs, o.epochs == 1 ? "" : "s", total_train_seconds, loss_path,
            epochs_path,
            params_path, model_path);
+    if (o.export_onnx && ranks.rank == 0) printf("  and %s\n", o.export_onnx);
 
     free(order);
     snn_dataset_destroy(gpu_train);

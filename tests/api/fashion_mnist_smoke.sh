@@ -3,7 +3,8 @@
 # data are explained, and one epoch on 2000 images learns well above chance
 # (10%) and saves a model that evaluates to the same accuracy when loaded; the
 # residual network with batchnorm and dropout does too (its running
-# statistics are saved with it, and evaluation runs in inference mode).
+# statistics are saved with it, and evaluation runs in inference mode). Both
+# also go through ONNX (--export-onnx, then --load and --start FILE.onnx).
 # Skipped (status 77) when the Fashion-MNIST data are not installed.
 #
 #   fashion_mnist_smoke.sh path/to/fashion_mnist
@@ -48,7 +49,7 @@ if [ ! -r "$data/train-images-idx3-ubyte.gz" ] && [ ! -r "$data/train-images-idx
     exit 77
 fi
 
-"$exe" --data "$data" --epochs 1 --limit 2000 --quiet --out "$out" > "$out/train.log" ||
+"$exe" --data "$data" --epochs 1 --limit 2000 --quiet --out "$out" --export-onnx "$out/cnn.onnx" > "$out/train.log" ||
     fail "training failed: $(cat "$out/train.log")"
 cat "$out/train.log"
 accuracy=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/train.log")
@@ -60,6 +61,20 @@ awk -v a="$accuracy" 'BEGIN { exit !(a >= 50) }' || fail "accuracy $accuracy% is
 [ "$(sed -n 1p "$out/fashion_mnist_loss.csv")" = "epoch,batch,loss" ] || fail "bad loss CSV header"
 sed -n 2p "$out/fashion_mnist_loss.csv" | grep -q '^1,32,[0-9.]*$' || fail "bad loss CSV row"
 [ "$(wc -l < "$out/fashion_mnist_epochs.csv")" -eq 2 ] || fail "epochs CSV needs 2 lines"
+
+# The ONNX file it wrote imports as the same network: the same accuracy; and
+# training can start from it (fine-tuning).
+[ -s "$out/cnn.onnx" ] || fail "--export-onnx wrote nothing"
+"$exe" --data "$data" --limit 2000 --quiet --load "$out/cnn.onnx" > "$out/onnx.log" ||
+    fail "--load cnn.onnx failed: $(cat "$out/onnx.log")"
+grep -q "^test accuracy $accuracy% on 400 images" "$out/onnx.log" ||
+    fail "cnn.onnx gives $(cat "$out/onnx.log"), expected $accuracy%"
+mkdir "$out/tuned"
+"$exe" --data "$data" --start "$out/cnn.onnx" --epochs 1 --limit 2000 --quiet --out "$out/tuned" > "$out/tuned.log" ||
+    fail "--start cnn.onnx failed: $(cat "$out/tuned.log")"
+grep -q "^network     $out/cnn.onnx" "$out/tuned.log" || fail "--start did not name the ONNX file it trains"
+tuned=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/tuned.log")
+awk -v a="$tuned" 'BEGIN { exit !(a >= 50) }' || fail "fine-tuned accuracy $tuned% is below 50%"
 
 # SimpleNNs.jl's network has 1906 parameters.
 mkdir "$out/simple"
@@ -78,13 +93,14 @@ done
 # The residual network: its files carry the batchnorm running statistics
 # (fashion_mnist.params in format 2), so reloaded models give its accuracy.
 mkdir "$out/resnet"
-"$exe" --data "$data" --model resnet --epochs 1 --limit 1000 --quiet --out "$out/resnet" > "$out/resnet.log" ||
+"$exe" --data "$data" --model resnet --epochs 1 --limit 1000 --quiet --out "$out/resnet" \
+    --export-onnx "$out/resnet/resnet.onnx" > "$out/resnet.log" ||
     fail "resnet failed: $(cat "$out/resnet.log")"
 grep -q "(cosine schedule)" "$out/resnet.log" || fail "resnet does not use its cosine schedule"
 resnet_accuracy=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/resnet.log")
 awk -v a="$resnet_accuracy" 'BEGIN { exit !(a >= 30) }' || fail "resnet accuracy $resnet_accuracy% is below 30%"
 head -c 12 "$out/resnet/fashion_mnist.params" | grep -q "^snn-params 2" || fail "resnet params file is not format 2"
-for saved in fashion_mnist.params fashion_mnist.safetensors; do
+for saved in fashion_mnist.params fashion_mnist.safetensors resnet.onnx; do
     "$exe" --data "$data" --limit 1000 --quiet --load "$out/resnet/$saved" > "$out/load.log" ||
         fail "--load resnet $saved failed: $(cat "$out/load.log")"
     grep -q "^test accuracy $resnet_accuracy% on 200 images" "$out/load.log" ||

@@ -6,6 +6,7 @@
  *   build/examples/words/words --task lang --model transformer
  *   build/examples/words/words --task lm --model lstm           (a language model)
  *   build/examples/words/words --export DIR                     (the data, for PyTorch)
+ *   build/examples/words/words --start lang_lstm.onnx           (a PyTorch model: fine-tune it)
  *   build/examples/words/words --help
  *
  * --task lang: language identification. The network reads a word as a
@@ -64,6 +65,8 @@ typedef struct {
     long threads; /* 0: the library's default */
     const char *device;
     const char *export_dir;
+    const char *start;       /* train (or with --epochs 0 only test) this model file or ONNX file */
+    const char *export_onnx; /* write the trained model there as ONNX */
     long samples;       /* generated words per language (lm) */
     double temperature; /* of the sampling */
     int quiet;
@@ -89,7 +92,7 @@ static void usage(FILE *to) {
             "                 learned positions of 64, two pre-layernorm blocks of 4-head\n"
             "                 attention and a 256-unit gelu layer). Default lstm\n"
             "  --epochs N     passes over the training words (default: lstm 4 for lang,\n"
-            "                 3 for lm; transformer 2)\n"
+            "                 3 for lm; transformer 2; with --start 0: test only)\n"
             "  --batch N      mini-batch size (default 64)\n"
             "  --lr X         Adam's learning rate (default 0.002)\n"
             "  --seed N       seed of the initial parameters, the shuffling and the\n"
@@ -107,6 +110,11 @@ static void usage(FILE *to) {
             "                 parameters of the network (--task, --model, --seed) to\n"
             "                 DIR/TASK_MODEL_seedS.safetensors, and exit: the PyTorch twin\n"
             "                 bench/words_torch.py trains on them\n"
+            "  --start FILE   train the model of FILE instead of a fresh one: an snn model\n"
+            "                 file, or an ONNX file (FILE.onnx; bench/words_torch.py --onnx\n"
+            "                 writes one from PyTorch) whose input is the task's token ids\n"
+            "                 and output its logits; with --epochs 0, only test it\n"
+            "  --export-onnx PATH  write the trained model to PATH as an ONNX file\n"
             "  --quiet        no progress, no tables: one line per epoch\n"
             "  --help         this text\n"
             "\n"
@@ -115,7 +123,7 @@ static void usage(FILE *to) {
 
 static options parse_options(int argc, char **argv) {
     options o = {WORDS_TASK_LANG, "lstm", 0, 64, 2e-3, 1, DEFAULT_DICT_DIR,
-                 WORDS_TRAIN_PER_LANGUAGE, WORDS_TEST_PER_LANGUAGE, 0, "cpu", NULL, 8, 0.8, 0};
+                 WORDS_TRAIN_PER_LANGUAGE, WORDS_TEST_PER_LANGUAGE, 0, "cpu", NULL, NULL, NULL, 8, 0.8, 0};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -150,7 +158,7 @@ static options parse_options(int argc, char **argv) {
                 example_bad_option("expects lstm or transformer", name, value);
             o.model = value;
         } else if (!strcmp(name, "--epochs")) {
-            o.epochs = example_parse_long(name, value, 1, 1000);
+            o.epochs = example_parse_long(name, value, 0, 1000);
         } else if (!strcmp(name, "--batch")) {
             o.batch = example_parse_long(name, value, 1, 100000);
         } else if (!strcmp(name, "--lr")) {
@@ -174,11 +182,15 @@ static options parse_options(int argc, char **argv) {
             o.temperature = example_parse_double(name, value, 0.0, 100.0);
         } else if (!strcmp(name, "--export")) {
             o.export_dir = value;
+        } else if (!strcmp(name, "--start")) {
+            o.start = value;
+        } else if (!strcmp(name, "--export-onnx")) {
+            o.export_onnx = value;
         } else {
             example_bad_option("is not an option", name, NULL);
         }
     }
-    if (o.epochs == 0) o.epochs = default_epochs(o.task, o.model);
+    if (o.epochs == 0 && !o.start) o.epochs = default_epochs(o.task, o.model);
     return o;
 }
 
@@ -414,6 +426,35 @@ static int export_words(const options *o, const word_data *d, snn_model *model) 
     return 0;
 }
 
+/* The model of --start: an snn model file, or an ONNX file whose sequence
+ * length is the data's; its spec (in spec) must take the task's token ids
+ * and give its outputs. */
+static snn_model *start_model(const options *o, const word_data *d, char *spec, size_t size) {
+    snn_model *model = NULL;
+    const size_t length = strlen(o->start);
+    if (length > 5 && !strcmp(o->start + length - 5, ".onnx")) {
+        snn_onnx_import_options io = {sizeof io, d->steps, 0};
+        CHECK(snn_model_import_onnx(o->start, &io, &model));
+    } else {
+        CHECK(snn_model_load(o->start, &model));
+    }
+    size_t spec_length = 0;
+    CHECK(snn_model_describe(model, spec, size, &spec_length));
+    size_t inputs = 0, outputs = 0;
+    CHECK(snn_model_input_size(model, &inputs));
+    CHECK(snn_model_output_size(model, &outputs));
+    const size_t want = o->task == WORDS_TASK_LANG ? WORDS_LANGUAGES : (size_t)d->steps * (size_t)d->vocab;
+    char expected[64];
+    snprintf(expected, sizeof expected, "input tokens %d vocab=%d;", (int)d->steps, (int)d->vocab);
+    if (strncmp(spec, expected, strlen(expected)) != 0 || inputs != (size_t)d->steps || outputs != want) {
+        fprintf(stderr,
+                "words: --start %s: the network is \"%s\"; the task needs \"%s ...\" with %zu outputs\n",
+                o->start, spec, expected, want);
+        exit(2);
+    }
+    return model;
+}
+
 /* Moves the model where --device says; returns the device it is on. */
 static int32_t move_to_device(const options *o, snn_model *model) {
     if (strcmp(o->device, "gpu")) return SNN_DEVICE_CPU;
@@ -435,8 +476,12 @@ int main(int argc, char **argv) {
     char spec[2048];
     words_spec(spec, sizeof spec, o.task, o.model, data.steps, data.vocab);
     snn_model *model = NULL;
-    CHECK(snn_model_create(spec, &model));
-    CHECK(snn_model_init(model, o.seed));
+    if (o.start) {
+        model = start_model(&o, &data, spec, sizeof spec);
+    } else {
+        CHECK(snn_model_create(spec, &model));
+        CHECK(snn_model_init(model, o.seed));
+    }
     if (o.export_dir) {
         int status = export_words(&o, &data, model);
         snn_model_destroy(model);
@@ -491,6 +536,7 @@ int main(int argc, char **argv) {
     example_progress progress = example_progress_start(o.quiet, LOG_EVERY, "steps/s");
     results r;
     double total_seconds = 0.0;
+    if (o.epochs == 0) r = evaluate(model, eval, &test, &data.test, o.task, data.vocab, logits);
     for (long epoch = 1; epoch <= o.epochs; ++epoch) {
         example_shuffle(order, n_train, &rng);
         double epoch_loss = 0.0;
@@ -534,13 +580,18 @@ int main(int argc, char **argv) {
     if (!o.quiet && o.task == WORDS_TASK_LM) print_bits_report(&r);
     if (o.task == WORDS_TASK_LM && o.samples > 0)
         generate(model, &data, o.samples, o.temperature, o.seed);
-    const double steps_per_second = (double)(batches * (size_t)o.epochs) / total_seconds;
+    const double steps_per_second = o.epochs ? (double)(batches * (size_t)o.epochs) / total_seconds : 0.0;
     if (o.task == WORDS_TASK_LANG)
         printf("\nfinal test accuracy %.2f%%", 100.0 * r.accuracy);
     else
         printf("\nfinal test bits per character %.4f", r.bits_per_char);
     printf(" after %ld epoch%s (%zu steps), %.1f s of training, %.1f steps/s\n", o.epochs,
            o.epochs == 1 ? "" : "s", batches * (size_t)o.epochs, total_seconds, steps_per_second);
+
+    if (o.export_onnx) {
+        CHECK(snn_model_export_onnx(model, NULL, o.export_onnx));
+        printf("wrote %s\n", o.export_onnx);
+    }
 
     free(order);
     free(logits);

@@ -3,7 +3,9 @@
 # lists are explained, and short runs of each task on a small subset train,
 # print their tables (per-language accuracy and confusion matrix; bits per
 # character per language and sampled words) and learn above chance; the
-# export writes the data file bench/words_torch.py reads.
+# export writes the data file bench/words_torch.py reads; a trained model
+# written as ONNX (--export-onnx) starts another run (--start FILE.onnx) with
+# the same test accuracy, and one for another task is refused.
 # Skipped (status 77) when the word lists are not installed.
 #
 #   words_smoke.sh path/to/words
@@ -19,7 +21,7 @@ fail() {
 }
 
 # Bad option values give a message and status 2.
-for bad in "--task translate" "--model gpt" "--epochs 0" "--batch 0" "--lr -1" "--threads" \
+for bad in "--task translate" "--model gpt" "--epochs -1" "--batch 0" "--lr -1" "--threads" \
            "--temperature 0" "--device tpu" "--frobnicate 1"; do
     # shellcheck disable=SC2086
     "$exe" $bad > "$out/stdout" 2> "$out/stderr"
@@ -54,7 +56,8 @@ fi
 
 # Language identification: 9 x 400 words, 3 epochs of 57 steps.
 # shellcheck disable=SC2086
-"$exe" $small --epochs 3 > "$out/lang.log" 2>&1 || fail "lang lstm failed: $(cat "$out/lang.log")"
+"$exe" $small --epochs 3 --export-onnx "$out/lang.onnx" > "$out/lang.log" 2>&1 ||
+    fail "lang lstm failed: $(cat "$out/lang.log")"
 cat "$out/lang.log"
 grep -q "^training and 40 test words per language" "$out/lang.log" || fail "no data summary"
 grep -q "^8 polish " "$out/lang.log" || fail "no per-language table"
@@ -62,6 +65,23 @@ grep -q "^confusion matrix" "$out/lang.log" || fail "no confusion matrix"
 accuracy=$(sed -n 's/^final test accuracy \([0-9.]*\)%.*/\1/p' "$out/lang.log")
 [ -n "$accuracy" ] || fail "no final accuracy printed"
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 25) }' || fail "accuracy $accuracy% is not above chance (11%)"
+
+# The ONNX file: the same network and accuracy when started from with no
+# training, and it fine-tunes; the lm task refuses it (other outputs).
+# shellcheck disable=SC2086
+"$exe" $small --start "$out/lang.onnx" --epochs 0 --quiet > "$out/start.log" 2>&1 ||
+    fail "--start lang.onnx failed: $(cat "$out/start.log")"
+grep -q "^final test accuracy $accuracy% " "$out/start.log" ||
+    fail "--start lang.onnx gives $(grep final "$out/start.log"), expected $accuracy%"
+grep -q "^network     input tokens [0-9]* vocab=[0-9]*; embedding 32 pad=0; lstm 128 last; dense 9$" "$out/start.log" ||
+    fail "--start lang.onnx does not name the imported network: $(grep network "$out/start.log")"
+# shellcheck disable=SC2086
+"$exe" $small --start "$out/lang.onnx" --epochs 1 --quiet > "$out/start.log" 2>&1 ||
+    fail "--start lang.onnx --epochs 1 failed: $(cat "$out/start.log")"
+# shellcheck disable=SC2086
+"$exe" $small --task lm --start "$out/lang.onnx" --epochs 1 --quiet > /dev/null 2> "$out/stderr"
+[ $? -eq 2 ] || fail "--task lm --start lang.onnx was not refused with status 2"
+grep -q "the task needs" "$out/stderr" || fail "--task lm --start lang.onnx printed no reason"
 
 # The language model: bits per character below the uniform 6.2 bits, and
 # eight sampled words per language.

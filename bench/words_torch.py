@@ -7,6 +7,7 @@ and optimiser, for comparing accuracy and speed with snn.
     python3 bench/words_torch.py --data DATA --task lang --model lstm
     python3 bench/words_torch.py --data DATA --init DATA/lang_lstm_seed1.safetensors
     python3 bench/words_torch.py --data DATA --task lm --model transformer --time-steps 200
+    python3 bench/words_torch.py --data DATA --onnx lang_lstm.onnx   (then: words --start lang_lstm.onnx)
 
 It reads the encoded split that the example exports (see
 examples/words/wordlists.h), builds the inputs and labels of the task as the
@@ -21,6 +22,13 @@ an snn model file instead (the example's --export writes its initial ones),
 so that both train the same network from the same point. Lengths: packed
 sequences for the LSTM, key_padding_mask for the attention, a mean over the
 valid steps for the pooling, and ignore_index=-1 in the loss.
+
+With --onnx PATH, the trained LSTM network is written as an ONNX file
+(torch.onnx.export, opset 17) that the example fine-tunes or tests with
+`words --start PATH` (--epochs 0: test only). The file's graph runs the LSTM
+over all T steps of the batch; snn's import reads it as `lstm 128 last`,
+which takes the last valid step of each word from the lengths, as the packed
+sequences do here.
 
 Prints the test accuracy (lang: per language, confusion matrix) or the bits
 per character of the test words (lm: the mean cross-entropy of every
@@ -191,6 +199,31 @@ class TransformerNet(nn.Module):
         return self.dense(x)
 
 
+class LSTMExport(nn.Module):
+    """LSTMNet over whole sequences (no packing), for torch.onnx.export: the
+    same parameters; h_n of the last step for lang."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, tokens):
+        out, (h, _) = self.net.lstm(self.net.embedding(tokens))
+        return self.net.dense(h[-1] if self.net.task == "lang" else out)
+
+
+def export_onnx(net, args, steps, path):
+    if args.model != "lstm":
+        raise SystemExit("--onnx: only the lstm networks are written (the transformer's "
+                         "key padding mask depends on the lengths, which its graph would take as a second input)")
+    net.eval()
+    tokens = torch.zeros(2, steps, dtype=torch.int64)
+    torch.onnx.export(LSTMExport(net), (tokens,), path, input_names=["tokens"], output_names=["logits"],
+                      dynamic_axes={"tokens": {0: "batch"}, "logits": {0: "batch"}}, opset_version=17,
+                      dynamo=False)
+    print(f"wrote {path}")
+
+
 def make_net(model, task, steps, vocab):
     return (LSTMNet if model == "lstm" else TransformerNet)(task, steps, vocab)
 
@@ -331,6 +364,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--time-steps", type=int, default=0)
+    p.add_argument("--onnx", help="write the trained lstm network to this ONNX file")
     p.add_argument("--init", help="start from the parameters of this snn model file "
                    "(words --export writes DATA/TASK_MODEL_seedS.safetensors)")
     args = p.parse_args()
@@ -394,6 +428,8 @@ def main():
         print(f"\nfinal test bits per character {bpc:.4f}", end="")
     print(f" after {args.epochs} epochs ({batches * args.epochs} steps), {total:.1f} s of "
           f"training, {batches * args.epochs / total:.1f} steps/s")
+    if args.onnx:
+        export_onnx(net, args, words["steps"], args.onnx)
 
 
 # The example's default epochs (examples/words/words.c, default_epochs).

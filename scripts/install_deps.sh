@@ -12,7 +12,14 @@ packages=(
   mono-mcs nunit-console libnunit-cil-dev
   libopenmpi-dev openmpi-bin
   nodejs
+  python3-onnx
 )
+# npm installs onnxruntime-node for the onnx suite (tests/onnx/ort). Some
+# nodejs packages (NodeSource's) bring npm with them and conflict with
+# Debian's npm package: ask for it only when no npm is there.
+if ! command -v npm >/dev/null; then
+  packages+=(npm)
+fi
 if [ "${1:-}" = "--minimal" ]; then
   packages=(build-essential pkg-config meson ninja-build python3 libopenblas-dev zlib1g-dev
             nlohmann-json3-dev libgtest-dev dataset-fashion-mnist)

@@ -1077,11 +1077,25 @@ SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn
  *
  * Export writes opset 17 (IR version 8): graph input "input" ([batch, F];
  * images [batch, C, H, W]; sequences [batch, T, F]; token ids int64
- * [batch, T]) with a symbolic batch "batch", graph output "output", every
- * parameter an initializer. Batchnorm is written in inference form, dropout
- * as Identity, gelu as its Erf form, attention as MatMul/Softmax, LSTM and
- * GRU as the ONNX ops. A model ONNX cannot express is refused with
- * SNN_ERR_UNSUPPORTED naming the layer.
+ * [batch, T]) with a symbolic batch "batch", graph output "output" in snn's
+ * output layout ([batch, outputs], [batch, C, H, W] or [batch, T, F]). These
+ * are snn's own layouts, which are PyTorch's: an image goes in as NCHW, as
+ * a PyTorch user feeds it, with no Transpose. Every parameter is a float32
+ * initializer holding its exact values, named as in snn's model files
+ * ("layers.<i>.<suffix>", PyTorch's shapes), but lstm and gru, whose
+ * weights are ONNX's W, R and B ("layers.<i>.W", ".R", ".B": PyTorch's
+ * values with the gates in ONNX's order, the biases as [b_ih; b_hh]);
+ * batchnorm's num_batches_tracked is not written. The graph computes what
+ * snn does in inference mode: batchnorm as BatchNormalization with the
+ * running statistics, dropout as Identity, gelu in its Erf form
+ * x/2 (1 + erf(x / sqrt 2)), silu as x Sigmoid(x), attention as
+ * MatMul/Softmax (causal: a constant -inf mask), LSTM and GRU as the ONNX
+ * ops (layout 0, GRU with linear_before_reset = 1). With lengths, the
+ * second input also masks seqpool and attention's keys, zeroes conv1d's
+ * input past each length and gives the recurrent layers sequence_lens. A
+ * model ONNX cannot express is refused with SNN_ERR_UNSUPPORTED naming the
+ * layer; today that is only lengths asked of a model that takes none (its
+ * input is not a sequence, or a layer changes the number of steps).
  *
  * Import maps what torch.onnx.export writes for the models snn holds
  * (opsets 13 to 21) onto snn's ops; the new model is on the CPU, its spec
@@ -1101,7 +1115,8 @@ typedef struct snn_onnx_export_options {
     size_t size;
     /* 1: a model with a sequence input gets a second graph input "lengths"
      * (int32 [batch], valid steps per sample, as snn_set_lengths) feeding
-     * the recurrent layers' sequence_lens and attention's key mask. */
+     * the recurrent layers' sequence_lens, attention's key mask, seqpool
+     * and conv1d. */
     int32_t lengths;
 } snn_onnx_export_options;
 

@@ -73,7 +73,9 @@ struct Tensor {
     // or a negative dimension.
     int64_t element_count() const;
     // The values as float / int64, converted from whichever field holds
-    // them (FLOAT, DOUBLE, INT32/INT64/INT8/UINT8/BOOL, FLOAT16). Throws
+    // them (FLOAT, DOUBLE, INT32/INT64/INT8/UINT8/BOOL, FLOAT16, BFLOAT16;
+    // raw_data when it is not empty; a DOUBLE beyond float's range gives an
+    // infinity, and to_int64s refuses a value that is not an integer). Throws
     // SNN_ERR_FILE_FORMAT when the count differs from element_count() or
     // the type is not one of these, SNN_ERR_UNSUPPORTED for external data.
     std::vector<float> to_floats() const;
@@ -84,11 +86,13 @@ struct Graph;
 
 struct Attribute {
     std::string name;
-    int32_t type = kAttrUndefined;  // set by the writer from what is filled when 0
+    // Set by the writer from what is filled when 0 (t: TENSOR for one
+    // tensor, TENSORS for more; floats, ints, strings, s, f; else INT).
+    int32_t type = kAttrUndefined;
     float f = 0.0f;
     int64_t i = 0;
     std::string s;
-    std::vector<Tensor> t;          // 0 or 1 (TENSOR)
+    std::vector<Tensor> t;          // 1 (TENSOR, field t) or any (TENSORS, field tensors)
     std::vector<float> floats;
     std::vector<int64_t> ints;
     std::vector<std::string> strings;
@@ -146,7 +150,10 @@ struct Model {
     int64_t opset() const;
 };
 
-// Serialises a model (field order as onnx.proto3; repeated numbers packed).
+// Serialises a model: fields in number order, as protobuf writes them;
+// repeated numbers packed; a FLOAT tensor's float_data as raw_data; every
+// attribute's type set. Throws SNN_ERR_UNSUPPORTED for a graph attribute
+// (not kept) or a result above 2 GiB.
 std::string write_model(const Model &m);
 // Parses bytes; throws SNN_ERR_FILE_FORMAT on malformed input. Sizes above
 // 2 GiB are refused (SNN_ERR_UNSUPPORTED), as protobuf itself does.

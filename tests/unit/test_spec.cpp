@@ -1,6 +1,7 @@
 // The textual model spec: canonical round trip, precise errors, layer shapes
 // and the layout of the flat parameter vector.
 #include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,79 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
         EXPECT_EQ(describe(b.get()), described) << spec;
         EXPECT_EQ(param_count(b.get()), param_count(a.get())) << spec;
     }
+}
+
+// Random graphs of vectors: each layer reads a random earlier layer (from=
+// where it is not the previous one, sometimes written out though it is), is
+// dense, an activation, add (of an earlier layer of the same width) or
+// concat; the layers nobody read are joined by concats at the end. The
+// canonical text parses back to itself (so to the same inputs of every
+// layer) with the same shapes and parameter layout.
+TEST(Spec, RandomGraphsWithFromRoundTrip) {
+    std::mt19937 rng(3);
+    size_t total_branches = 0;
+    for (int round = 0; round < 200; ++round) {
+        size_t branches = 0;
+        std::vector<int64_t> width{int64_t(1 + rng() % 5)};
+        std::vector<char> read{0};
+        std::string spec = "input " + std::to_string(width[0]) + " name=n0";
+        const int layers = 1 + int(rng() % 8);
+        for (int i = 1; i <= layers; ++i) {
+            const size_t from = rng() % 2 ? size_t(i - 1) : rng() % size_t(i);
+            read[from] = 1;
+            int64_t w = width[from];
+            std::string t;
+            const unsigned op = rng() % 4;
+            std::vector<size_t> same;
+            for (size_t k = 0; k < width.size(); ++k)
+                if (width[k] == w) same.push_back(k);
+            if (op == 0) {
+                w = 1 + rng() % 6;
+                t = "dense " + std::to_string(w);
+            } else if (op == 1) {
+                t = "tanh";
+            } else {
+                const size_t other = op == 2 ? same[rng() % same.size()] : rng() % width.size();
+                read[other] = 1;
+                t = (op == 2 ? "add n" : "concat n") + std::to_string(other);
+                if (op == 3) w += width[other];
+            }
+            if (from + 1 != size_t(i)) ++branches;
+            if (from + 1 != size_t(i) || rng() % 4 == 0) t += " from=n" + std::to_string(from);
+            spec += "; " + t + " name=n" + std::to_string(i);
+            width.push_back(w);
+            read.push_back(0);
+        }
+        for (size_t k = 0; k + 1 < read.size(); ++k)
+            if (!read[k]) spec += "; concat n" + std::to_string(k);
+        Model a = make_model(spec);
+        ASSERT_TRUE(a) << spec;
+        const std::string text = describe(a.get());
+        Model b = make_model(text);
+        ASSERT_TRUE(b) << text;
+        EXPECT_EQ(describe(b.get()), text) << spec;
+        int64_t count = 0, count_b = 0;
+        ASSERT_EQ(snn_model_layer_count(a.get(), &count), SNN_OK);
+        ASSERT_EQ(snn_model_layer_count(b.get(), &count_b), SNN_OK);
+        ASSERT_EQ(count, count_b) << spec;
+        for (int64_t l = 0; l < count; ++l) {
+            int64_t sa[3], sb[3];
+            size_t pa[4], pb[4];
+            ASSERT_EQ(snn_model_layer_shape(a.get(), l, &sa[0], &sa[1], &sa[2]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_shape(b.get(), l, &sb[0], &sb[1], &sb[2]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_params(a.get(), l, &pa[0], &pa[1], &pa[2], &pa[3]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_params(b.get(), l, &pb[0], &pb[1], &pb[2], &pb[3]), SNN_OK);
+            for (int k = 0; k < 3; ++k) EXPECT_EQ(sa[k], sb[k]) << spec << " layer " << l;
+            for (int k = 0; k < 4; ++k) EXPECT_EQ(pa[k], pb[k]) << spec << " layer " << l;
+        }
+        // from= is printed for exactly the layers that read an earlier layer
+        // than the previous one.
+        size_t printed = 0;
+        for (size_t at = text.find(" from="); at != std::string::npos; at = text.find(" from=", at + 1)) ++printed;
+        EXPECT_EQ(printed, branches) << spec << " -> " << text;
+        total_branches += branches;
+    }
+    EXPECT_GT(total_branches, 200u);
 }
 
 TEST(Spec, CanonicalFormDropsDefaultsAndNormalisesSpacing) {

@@ -69,8 +69,9 @@
  *
  * Model spec.  A model is described by a short text, layers separated by ';'
  *   (or newlines), options separated by spaces. Each layer reads the output
- *   of the layer before it; add and concat also read an earlier layer by
- *   name, so a model is a graph (residual and branching networks):
+ *   of the layer before it, or with from=ID that of an earlier layer named
+ *   ID; add and concat also read an earlier layer by name, so a model is a
+ *   graph (residual and branching networks):
  *     input N                  a vector of N features
  *     input HxWxC              an image of C channels, H rows, W columns
  *     input seq TxF            a sequence of T steps of F features
@@ -106,11 +107,11 @@
  *                              24-bit numbers) and scales the rest by
  *                              1/(1-P) in training mode; passes through in
  *                              inference
- *     add ID                   previous output + output of layer ID (same
- *                              shapes: a residual connection)
- *     concat ID                previous output joined with layer ID's:
- *                              channels for images of equal HxW, features
- *                              for vectors
+ *     add ID                   previous output (or from='s) + output of
+ *                              layer ID (same shapes: a residual connection)
+ *     concat ID                previous output (or from='s) joined with
+ *                              layer ID's, in that order: channels for
+ *                              images of equal HxW, features for vectors
  *     embedding D [pad=P]      token ids -> a sequence [T][D], row id of a
  *                              weight [V][D] (nn.Embedding; starts N(0, 1);
  *                              with pad=P the row P starts at zero and gets
@@ -147,7 +148,11 @@
  *                              sequence (its padded steps output 0);
  *                              parameters start uniform in +-1/sqrt(H)
  *   Any layer takes name=ID (a letter or '_', then letters, digits or '_')
- *   for add and concat to refer to; names are unique. A layer takes each
+ *   for add, concat and from= to refer to; names are unique. Any layer after
+ *   the input takes from=ID: it reads the output of the earlier layer named
+ *   ID instead of the previous one (a branch). Every layer but the last, the
+ *   model's output, must be read by a later layer (SNN_ERR_SPEC names the
+ *   one that is not): a branch ends in an add or concat. A layer takes each
  *   option once (one activation, one stride=, one name=, ...): one given
  *   twice is an error, not a replacement.
  *   act is one of identity (default), relu, leaky_relu (slope 0.01), tanh,
@@ -169,6 +174,11 @@
  *             conv 3 16 pad=1 nobias; batchnorm; relu; conv 3 16 pad=1
  *             nobias; batchnorm; add a; relu; globalavgpool; flatten;
  *             dropout 0.2; dense 10"
+ *   A downsampling block, whose shortcut is a 1x1 convolution of stride 2
+ *   from a: "input 8x8x3; conv 3 8 relu pad=1 name=a; conv 3 16 relu
+ *             stride=2 pad=1; conv 3 16 pad=1 name=main; conv 1 16
+ *             stride=2 from=a; add main; relu; globalavgpool; flatten;
+ *             dense 10"
  *
  * Devices.  A model lives on one device: the CPU (SNN_DEVICE_CPU) or a GPU
  *   (index 0, 1, ...). Caches and optimisers are made on the model's device.

@@ -587,14 +587,24 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.input_grad = DeviceBuffer(be, batch_floats(max_batch, size_t(net.input().size())) * sizeof(float));
     b.arena_plan = plan_backward(net, max_batch);
     b.arena = DeviceBuffer(be, b.arena_plan.floats * sizeof(float));
-    // Scratch for a second gradient of one value: as large as any node with
-    // two inputs reads.
-    size_t scratch = 0;
-    for (const Layer &l : net.layers)
-        if (l.inputs.size() > 1) scratch = std::max(scratch, round_up(batch_floats(max_batch, size_t(l.out.size()))));
-    b.scratch = DeviceBuffer(be, 2 * scratch * sizeof(float));
     b.owner = owners(net);
     const std::vector<size_t> &owner = b.owner;
+    // Scratch for a second gradient of one value (backward_layers), one half
+    // per input of a node: as large as any value whose memory more than one
+    // gradient reaches (the output's, and each reader's but an alias's,
+    // which shares its input's memory and writes no gradient), whoever reads
+    // it (a second input of add or concat, or any layer through from=).
+    std::vector<size_t> writers(net.layers.size(), 0);
+    ++writers[owner.back()];
+    for (const Layer &l : net.layers)
+        if (!l.alias)
+            for (int32_t k : l.inputs) ++writers[owner[size_t(k)]];
+    size_t scratch = 0;
+    for (const Layer &l : net.layers)
+        for (int32_t k : l.inputs)
+            if (writers[owner[size_t(k)]] > 1)
+                scratch = std::max(scratch, round_up(batch_floats(max_batch, size_t(net.layers[size_t(k)].out.size()))));
+    b.scratch = DeviceBuffer(be, 2 * scratch * sizeof(float));
     b.deltas.assign(net.layers.size(), nullptr);
     for (size_t i = 0; i < net.layers.size(); ++i)
         b.deltas[i] = owner[i] == 0 ? b.input_grad.f() : b.arena.f() + b.arena_plan.offset[owner[i]];

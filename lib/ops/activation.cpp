@@ -10,7 +10,7 @@ namespace {
 void parse(const Statement &st, Layer &l, const NameIndex &) {
     parse_act(st[0].text, &l.act);
     l.bias = false;
-    if (st.size() > 1) unknown_option(st[1], st[0].text.c_str(), "no options but name=...");
+    if (st.size() > 1) unknown_option(st[1], st[0].text.c_str(), "no options but name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

@@ -1,5 +1,5 @@
 // add ID: y = x + (output of the layer named ID), element-wise (a residual
-// connection). The gradient reaches both unchanged. Keeps nothing; its
+// connection); x is the previous output, or with from= the named one. The gradient reaches both unchanged. Keeps nothing; its
 // kernels are Backend primitives, so every backend runs it.
 #include "common/error.h"
 #include "ops/op.h"
@@ -17,9 +17,9 @@ void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {
     const Layer &other = layers[size_t(l.inputs[1])];
     if (!(other.out == l.in))
         shape_error(layers, i,
-                    format("the shapes differ: %s (layer %d, the previous one) and %s (layer %d, '%s')",
-                           shape_text(l.in).c_str(), l.inputs[0], shape_text(other.out).c_str(), l.inputs[1],
-                           other.name.c_str()));
+                    format("the shapes differ: %s (%s) and %s (%s)", shape_text(l.in).c_str(),
+                           input_text(layers, i, 0).c_str(), shape_text(other.out).c_str(),
+                           input_text(layers, i, 1).c_str()));
     l.out = l.in;
 }
 

@@ -36,7 +36,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
             if (l.causal) spec_error(st[i], "causal is given twice in one layer", "");
             l.causal = true;
         } else {
-            unknown_option(st[i], "attention", "heads=H, causal or name=...");
+            unknown_option(st[i], "attention", "heads=H, causal, name=... or from=...");
         }
     }
     if (l.heads == 0) spec_error(st[0], "attention needs heads=H (the number of heads)", "");

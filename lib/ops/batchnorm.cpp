@@ -22,7 +22,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
             if (!parse_real(t.text.substr(9), &l.momentum) || !(l.momentum >= 0.0 && l.momentum <= 1.0))
                 spec_error(t, "momentum must be a number with 0 <= momentum <= 1", "");
         } else {
-            unknown_option(t, "batchnorm", "eps=E, momentum=M or name=...");
+            unknown_option(t, "batchnorm", "eps=E, momentum=M, name=... or from=...");
         }
     }
 }

@@ -1,7 +1,8 @@
-// concat ID: joins the previous output and the output of the layer named ID,
-// the previous one first: along channels for images of the same height and
-// width (torch.cat(dim=1) on NCHW), along features for vectors. Keeps
-// nothing; its kernels are Backend primitives, so every backend runs it.
+// concat ID: joins the previous output (or with from= the named one) and the
+// output of the layer named ID, the first input first: along channels for
+// images of the same height and width (torch.cat(dim=1) on NCHW), along
+// features for vectors. Keeps nothing; its kernels are Backend primitives,
+// so every backend runs it.
 #include "common/error.h"
 #include "ops/op.h"
 
@@ -18,10 +19,10 @@ void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {
     const Shape &a = l.in, &b = layers[size_t(l.inputs[1])].out;
     if (a.is_image != b.is_image || (a.is_image && (a.h != b.h || a.w != b.w)))
         shape_error(layers, i,
-                    format("cannot join %s (layer %d, the previous one) and %s (layer %d, '%s'): images need the "
-                           "same height and width, vectors join vectors",
-                           shape_text(a).c_str(), l.inputs[0], shape_text(b).c_str(), l.inputs[1],
-                           layers[size_t(l.inputs[1])].name.c_str()));
+                    format("cannot join %s (%s) and %s (%s): images need the same height and width, vectors "
+                           "join vectors",
+                           shape_text(a).c_str(), input_text(layers, i, 0).c_str(), shape_text(b).c_str(),
+                           input_text(layers, i, 1).c_str()));
     l.out = a;
     l.out.c = a.c + b.c;  // both below 2^31 elements per sample: no overflow
 }

@@ -14,7 +14,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
         spec_error(st.size() < 3 ? st[1] : st[2], "conv needs a positive number of output channels", "");
     for (size_t i = 3; i < st.size(); ++i)
         if (!parse_common_option(st[i], l) && !parse_stride_pad(st[i], l, true))
-            unknown_option(st[i], "conv", "an activation, stride=S, pad=P, nobias, init=... or name=...");
+            unknown_option(st[i], "conv", "an activation, stride=S, pad=P, nobias, init=..., name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {

@@ -30,7 +30,8 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
         if (!parse_common_option(st[i], l) && !parse_size_option(st[i], "stride=", false, &l.sh) &&
             !parse_size_option(st[i], "pad=", true, &l.ph) &&
             !parse_size_option(st[i], "dilation=", false, &l.dilation))
-            unknown_option(st[i], "conv1d", "an activation, stride=S, pad=P, dilation=D, nobias, init=... or name=...");
+            unknown_option(st[i], "conv1d",
+                           "an activation, stride=S, pad=P, dilation=D, nobias, init=..., name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {

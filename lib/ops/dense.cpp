@@ -14,8 +14,8 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
     for (size_t i = 2; i < st.size(); ++i)
         if (!parse_common_option(st[i], l))
             unknown_option(st[i], "dense",
-                           "an activation (identity, relu, leaky_relu, tanh, sigmoid, gelu, silu), nobias, init=... "
-                           "or name=...");
+                           "an activation (identity, relu, leaky_relu, tanh, sigmoid, gelu, silu), nobias, init=..., "
+                           "name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {

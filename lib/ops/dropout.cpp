@@ -19,7 +19,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
                    "dropout needs a probability P = 0 or in [5.96046448e-08, 0.99999994]",
                    " (the mask draws 24-bit uniform numbers, which cannot give a probability in (0, 2^-24) or "
                    "(1 - 2^-24, 1))");
-    if (st.size() > 2) unknown_option(st[2], "dropout", "no options but name=...");
+    if (st.size() > 2) unknown_option(st[2], "dropout", "no options but name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

@@ -16,7 +16,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
     if (st.size() < 2 || !parse_int(st[1].text, 0, st[1].text.size(), false, &l.units))
         spec_error(st.size() < 2 ? st[0] : st[1], "embedding needs a positive number of features D", "");
     for (size_t i = 2; i < st.size(); ++i) {
-        if (!starts_with(st[i].text, "pad=")) unknown_option(st[i], "embedding", "pad=P or name=...");
+        if (!starts_with(st[i].text, "pad=")) unknown_option(st[i], "embedding", "pad=P, name=... or from=...");
         if (!parse_int(st[i].text, 4, st[i].text.size(), true, &l.pad_index))
             spec_error(st[i], "pad must be a token id, an integer >= 0", "");
     }

@@ -9,7 +9,7 @@ namespace {
 
 void parse(const Statement &st, Layer &l, const NameIndex &) {
     l.bias = false;
-    if (st.size() > 1) unknown_option(st[1], "globalavgpool", "no options but name=...");
+    if (st.size() > 1) unknown_option(st[1], "globalavgpool", "no options but name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &layers, size_t i) {

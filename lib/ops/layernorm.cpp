@@ -12,7 +12,7 @@ namespace {
 
 void parse(const Statement &st, Layer &l, const NameIndex &) {
     for (size_t i = 1; i < st.size(); ++i)
-        if (!parse_eps(st[i], l)) unknown_option(st[i], "layernorm", "eps=E or name=...");
+        if (!parse_eps(st[i], l)) unknown_option(st[i], "layernorm", "eps=E, name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

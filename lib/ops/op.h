@@ -78,7 +78,7 @@ struct OpDesc {
     const char *name;                 // for messages and docs
     std::vector<const char *> words;  // spec keywords that start it
     // Fills the node's attributes from its statement (st[0] is the keyword;
-    // name=ID is already removed). `names` are the named nodes before it.
+    // name=ID and from=ID are already removed). `names` are the named nodes before it.
     // An option given twice is refused after it (check_repeated_options).
     void (*parse)(const Statement &st, Layer &l, const NameIndex &names);
     // Sets l.out, the counts of parameters and state, l.tensors (offsets

@@ -14,7 +14,8 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
     l.sh = l.kh;
     l.sw = l.kw;
     for (size_t i = 2; i < st.size(); ++i)
-        if (!parse_stride_pad(st[i], l, false)) unknown_option(st[i], st[0].text.c_str(), "stride=S or name=...");
+        if (!parse_stride_pad(st[i], l, false))
+            unknown_option(st[i], st[0].text.c_str(), "stride=S, name=... or from=...");
     l.bias = false;
 }
 

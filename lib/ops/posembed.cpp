@@ -11,7 +11,7 @@ namespace snn {
 namespace {
 
 void parse(const Statement &st, Layer &, const NameIndex &) {
-    if (st.size() > 1) unknown_option(st[1], "posembed", "name=... (posembed takes no options)");
+    if (st.size() > 1) unknown_option(st[1], "posembed", "name=... or from=... (posembed takes no options)");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

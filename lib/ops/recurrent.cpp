@@ -24,7 +24,7 @@ void recurrent_parse(const Statement &st, Layer &l, const char *op) {
         } else if (t.text == "nobias") {
             l.bias = false;
         } else {
-            unknown_option(t, op, "bidirectional, last, nobias or name=...");
+            unknown_option(t, op, "bidirectional, last, nobias, name=... or from=...");
         }
     }
     l.bidirectional = seen_bidirectional != nullptr;

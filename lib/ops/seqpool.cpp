@@ -15,7 +15,7 @@ void parse(const Statement &st, Layer &l, const NameIndex &) {
     else if (st[1].text == "mean") l.pool = SeqPool::mean;
     else if (st[1].text == "max") l.pool = SeqPool::max;
     else spec_error(st[1], "seqpool needs last, mean or max", "");
-    if (st.size() > 2) unknown_option(st[2], "seqpool", "name=...");
+    if (st.size() > 2) unknown_option(st[2], "seqpool", "name=... or from=...");
 }
 
 void infer(Layer &l, const std::vector<Layer> &, size_t) {

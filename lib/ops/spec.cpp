@@ -57,9 +57,16 @@ std::string expected_layers() {
 // Layer `index` from its statement; `names` are the layers named before it.
 Layer parse_layer(const Statement &st, size_t index, const NameIndex &names) {
     Layer l;
-    // name=ID may appear anywhere among the options; the op reads the others.
+    // name=ID and from=ID may appear anywhere among the options; the op
+    // reads the others. inputs[0] is the layer before, or the one from= names.
+    int32_t from = int32_t(index) - 1;
     Statement options(1, st[0]);
     for (size_t i = 1; i < st.size(); ++i) {
+        if (starts_with(st[i].text, "from=")) {
+            if (index == 0) spec_error(st[i], "the input reads no layer: from=ID is for the layers after it", "");
+            from = resolve_name(names, Token{st[i].text.substr(5), st[i].pos + 5});
+            continue;
+        }
         if (!starts_with(st[i].text, "name=")) {
             options.push_back(st[i]);
             continue;
@@ -74,10 +81,25 @@ Layer parse_layer(const Statement &st, size_t index, const NameIndex &names) {
     const OpDesc *d = op_by_word(st[0].text, &kind);
     if (!d) spec_error(st[0], "unknown layer", " (expected " + expected_layers() + ")");
     l.kind = kind;
-    if (index > 0) l.inputs.push_back(int32_t(index - 1));
+    if (index > 0) l.inputs.push_back(from);
     d->parse(options, l, names);
     check_repeated_options(st);
     return l;
+}
+
+// A layer whose output no later layer reads (a branch left open by from=)
+// would be computed for nothing and get no gradient: every layer but the
+// last, the output, must be read. pos[i] is where layer i's statement starts.
+void check_every_layer_read(const Network &net, const std::vector<size_t> &pos) {
+    std::vector<char> read(net.layers.size(), 0);
+    for (const Layer &l : net.layers)
+        for (int32_t k : l.inputs) read[size_t(k)] = 1;
+    for (size_t i = 0; i + 1 < net.layers.size(); ++i)
+        if (!read[i])
+            fail(SNN_ERR_SPEC,
+                 "spec position %zu: %s is read by no later layer (only the last layer, the output, may be left "
+                 "unread: join the branch with add or concat, or remove it)",
+                 pos[i], layer_label(net, i).c_str());
 }
 
 // Shapes, parameter and state counts and offsets of every node. Every size
@@ -144,6 +166,7 @@ Network parse_spec(const std::string &spec) {
                                                    std::count(spec.begin(), spec.end(), '\n'))));
     NameIndex names;
     Statement st;
+    std::vector<size_t> pos;
     for (size_t at = 0, i = 0; next_statement(spec, &at, &st); ++i) {
         if (i == kMaxLayers)
             spec_error(st[0], "",
@@ -154,10 +177,12 @@ Network parse_spec(const std::string &spec) {
                        "");
         if (i > 0 && is_input) spec_error(st[0], "'input' may appear only as the first layer", "");
         net.layers.push_back(parse_layer(st, i, names));
+        pos.push_back(st[0].pos);
         if (!net.layers.back().name.empty()) names.emplace(net.layers.back().name, int32_t(i));
     }
     if (net.layers.empty()) fail(SNN_ERR_SPEC, "spec is empty (expected e.g. \"input 100; dense 10\")");
     if (net.layers.size() < 2) fail(SNN_ERR_SPEC, "spec has an input but no layers after it");
+    check_every_layer_read(net, pos);
     infer_shapes(net);
     return net;
 }
@@ -168,6 +193,7 @@ std::string describe(const Network &net) {
         const Layer &l = net.layers[i];
         if (i) s += "; ";
         s += op_desc(l.kind).describe(l, net.layers);
+        if (reads_earlier(l, i)) s += " from=" + net.layers[size_t(l.inputs[0])].name;
         if (!l.name.empty()) s += " name=" + l.name;
     }
     return s;

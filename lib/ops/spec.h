@@ -57,7 +57,8 @@ struct TensorSlot {
 struct Layer {
     OpKind kind = OpKind::input;
     std::string name;             // name=ID, or empty
-    std::vector<int32_t> inputs;  // indices of the nodes read, in order; inputs[0] the previous one
+    std::vector<int32_t> inputs;  // indices of the nodes read, in order; inputs[0] the previous
+                                  // one, or the earlier one from=ID names
 
     // Attributes (each op uses its own; the rest keep their defaults).
     int64_t units = 0;            // dense: outputs; conv: output channels
@@ -105,7 +106,12 @@ struct Network {
 Network parse_spec(const std::string &spec);
 // The canonical spec, which parse_spec turns back into the same network.
 std::string describe(const Network &net);
-// "layer 3 (conv 5x5 16)", for messages.
+// Whether layer `index` reads an earlier layer than the one before it
+// (from=ID) as its first input.
+inline bool reads_earlier(const Layer &l, size_t index) {
+    return index > 0 && !l.inputs.empty() && size_t(l.inputs[0]) + 1 != index;
+}
+// "layer 3 (conv 5x5 16)", or "layer 5 (conv 1x1 16 from=a)", for messages.
 std::string layer_label(const Network &net, size_t index);
 
 // Deterministic initialisation of every parameter and every state value

@@ -200,8 +200,15 @@ std::string layer_label(const Network &net, size_t index) {
         case OpKind::input: head = "input"; break;
         default: head = op_desc(l.kind).describe(l, net.layers); break;
     }
+    if (reads_earlier(l, index)) head += " from=" + net.layers[size_t(l.inputs[0])].name;
     if (!l.name.empty()) head += " name=" + l.name;
     return format("layer %zu (%s)", index, head.c_str());
+}
+
+std::string input_text(const std::vector<Layer> &layers, size_t index, size_t j) {
+    const int32_t k = layers[index].inputs[j];
+    if (j == 0 && size_t(k) + 1 == index) return format("layer %d, the previous one", k);
+    return format("layer %d, '%s'", k, layers[size_t(k)].name.c_str());
 }
 
 [[noreturn]] void shape_error(const std::vector<Layer> &layers, size_t index, const std::string &why) {

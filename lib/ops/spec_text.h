@@ -70,7 +70,12 @@ int64_t checked_mul(int64_t a, int64_t b, int64_t limit, const std::vector<Layer
 inline int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad) {
     return (in + 2 * pad - k) / stride + 1;
 }
-// The node named by an add/concat argument (an earlier name=ID), or a spec error.
+// Input j of layer `index` for a shape message: "layer 4, the previous one"
+// (inputs[0] without from=) or "layer 2, 'a'" (a layer read by name: add's
+// and concat's ID, from=).
+std::string input_text(const std::vector<Layer> &layers, size_t index, size_t j);
+// The node named by an add/concat argument or from=ID (an earlier
+// name=ID), or a spec error.
 int32_t resolve_name(const NameIndex &names, const Token &t);
 
 }  // namespace snn

@@ -1,7 +1,8 @@
 // Fuzz target: builds a model spec from the bytes (every op and option of the
-// grammar, over odd geometries: 1-row and 1-column images, padding wider than
-// the image, kernels as large as the padded image, strides longer than the
-// kernel, odd channel counts, batches 1 to 4) and runs it: snn_preallocate,
+// grammar, branches read with from= and joined by add or concat, over odd
+// geometries: 1-row and 1-column images, padding wider than the image,
+// kernels as large as the padded image, strides longer than the kernel, odd
+// channel counts, batches 1 to 4) and runs it: snn_preallocate,
 // forward in training and inference mode, backward with an input gradient,
 // on the reference kernels, the fast ones and, on a processor with AVX-512,
 // the fast ones with the convolutions' products on gemm512 (chosen through
@@ -89,6 +90,19 @@ void product(Node &n, int64_t taps) {
         n.exact = n.bound * ldexp(1.0, n.grain) < 16777216.0;
     }
     if (!n.exact) n.differs = true;
+}
+
+// n joined with o by add (same shapes) or concat (images of the same height
+// and width, or vectors): false when they do not fit.
+bool join(Node &n, const Node &o, bool add) {
+    if (o.image != n.image || (o.image && (o.h != n.h || o.w != n.w))) return false;
+    if (add ? o.c != n.c : (n.c + o.c) * n.h * n.w > kMaxElements) return false;
+    n.bound = add ? n.bound + o.bound : std::max(n.bound, o.bound);
+    n.grain = std::max(n.grain, o.grain);
+    n.exact = n.exact && o.exact && n.bound * ldexp(1.0, n.grain) < 16777216.0;
+    n.differs = n.differs || o.differs;
+    if (!add) n.c += o.c;
+    return true;
 }
 
 // The op whose words and options the next bytes choose, kept to sizes that
@@ -180,21 +194,43 @@ bool choose_op(Bytes &b, Spec &s, Node &n, std::string &t) {
             default: {  // add or concat with an earlier named layer of a fitting shape
                 const bool add = b.pick(2);
                 const Node &o = s.nodes[b.pick(unsigned(s.nodes.size()))];
-                if (o.name.empty() || o.image != n.image || (o.image && (o.h != n.h || o.w != n.w))) return false;
-                if (add ? o.c != n.c : (n.c + o.c) * n.h * n.w > kMaxElements) return false;
+                if (o.name.empty() || !join(n, o, add)) return false;
                 t = (add ? "add " : "concat ") + o.name;
-                n.bound = add ? n.bound + o.bound : std::max(n.bound, o.bound);
-                n.grain = std::max(n.grain, o.grain);
-                n.exact = n.exact && o.exact && n.bound * ldexp(1.0, n.grain) < 16777216.0;
-                n.differs = n.differs || o.differs;
-                if (!add) n.c += o.c;
             }
         }
     }
     return true;
 }
 
+// A branch: the next op reads an earlier named layer (from=ID) instead of
+// the last one, and an add or concat then joins the branch with the last
+// layer (named here if it has no name), so that every layer is read.
+// Nothing changes when the choices do not fit.
+void add_branch(Bytes &b, Spec &s) {
+    const size_t k = b.pick(unsigned(s.nodes.size()));
+    if (k + 1 >= s.nodes.size() || s.nodes[k].name.empty()) return;
+    Spec t = s;
+    Node &last = t.nodes.back();
+    if (last.name.empty()) {
+        last.name = "n" + std::to_string(t.nodes.size() - 1);
+        t.text += " name=" + last.name;
+    }
+    Node n = t.nodes[k];
+    std::string op;
+    if (!choose_op(b, t, n, op)) return;
+    n.name.clear();
+    t.text += "; " + op + " from=" + t.nodes[k].name;
+    const Node other = t.nodes.back();
+    t.nodes.push_back(n);
+    const bool add = b.pick(2);
+    if (!join(n, other, add)) return;
+    t.text += (add ? "; add " : "; concat ") + other.name;
+    t.nodes.push_back(n);
+    s = t;
+}
+
 void add_layer(Bytes &b, Spec &s) {
+    if (s.nodes.size() > 1 && b.pick(5) == 0) return add_branch(b, s);
     Node n = s.nodes.back();
     std::string t;
     if (!choose_op(b, s, n, t)) return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora (standard library only):
 corpus/spec/ holds model specs, corpus/model/ small valid model files and
-checkpoints in the safetensors layout that snn writes. Crafted inputs that
+checkpoints in the safetensors layout that snn writes, corpus/run/ and
+corpus/sequence/ bytes the targets build models from. Crafted inputs that
 snn must refuse (sizes that overflow, bad header lengths, a save cut short,
 checkpoint settings out of range, keys twice, optimiser state in a model
 file) go, named bad-*, to both corpus/ and regressions/, whose replay in the
@@ -43,6 +44,14 @@ SPECS = [
     "input seq 6x3; lstm 4; lstm 2 last",
     "input seq 5x2; gru 3 bidirectional last nobias; dense 2",
     "input seq 4x3; lstm 5 bidirectional nobias name=r; gru 2 bidirectional",
+    # Branches read with from=ID.
+    "input 8x8x3; conv 3x3 8 relu pad=1 name=a; conv 3x3 16 relu stride=2 pad=1; conv 3x3 16 pad=1 name=main; "
+    "conv 1x1 16 stride=2 from=a; add main; relu",
+    "input 6 name=x; dense 5 tanh name=a; dense 4 relu from=x; concat a; dense 3",
+    "input 4x4x2; conv 3 3 pad=1 tanh name=c; flatten name=f; conv 1 2 from=c; flatten; concat f; dense 3",
+    "input tokens 5 vocab=9 name=t; embedding 4 name=e; embedding 4 from=t; add e; seqpool mean",
+    "input 4 name=x; dense 4 name=a from=x; dense 4 from=x name=b; add a from=b name=s; concat x from=a; dense 4; "
+    "add s",
 ]
 
 # (spec, [(tensor name, shape)]) in the order the tensors are stored.
@@ -66,6 +75,18 @@ MODELS = [
     ("input tokens 5 vocab=7; embedding 3 pad=0; posembed; conv1d 3 2 pad=1; seqpool max",
      [("layers.1.weight", [7, 3]), ("layers.2.weight", [5, 3]), ("layers.3.weight", [2, 3, 3]),
       ("layers.3.bias", [2])]),
+]
+
+# Model files of specs with from=ID, written with a random stream of their own
+# (so the files above keep their values).
+FROM_MODELS = [
+    ("input 4 name=x; dense 3 name=a; dense 3 from=x; add a",
+     [("layers.1.weight", [3, 4]), ("layers.1.bias", [3]), ("layers.2.weight", [3, 4]), ("layers.2.bias", [3])]),
+    ("input 4x4x1; conv 3 2 pad=1 name=a; conv 1 2 stride=2 name=m; conv 1 2 stride=2 from=a; add m; flatten; "
+     "dense 2",
+     [("layers.1.weight", [2, 1, 3, 3]), ("layers.1.bias", [2]), ("layers.2.weight", [2, 2, 1, 1]),
+      ("layers.2.bias", [2]), ("layers.3.weight", [2, 2, 1, 1]), ("layers.3.bias", [2]),
+      ("layers.6.weight", [2, 8]), ("layers.6.bias", [2])]),
 ]
 
 
@@ -114,6 +135,12 @@ BAD_SPECS = {
     "bad-gru-hidden-zero.txt": "input seq 4x3; gru 0",
     "bad-lstm-last-twice.txt": "input seq 4x3; lstm 4 last bidirectional last",
     "bad-gru-weights-too-large.txt": "input seq 2x16777216; gru 16777216 bidirectional",
+    "bad-from-unknown-name.txt": "input 4; dense 4; dense 2 from=nowhere",
+    "bad-from-on-the-input.txt": "input 4 from=x",
+    "bad-from-twice.txt": "input 4 name=x; dense 4 from=x from=x",
+    "bad-from-later-name.txt": "input 4; dense 4 from=b name=b",
+    "bad-from-unread-layer.txt": "input 4 name=x; dense 3 tanh; dense 2 from=x",
+    "bad-from-shapes-differ.txt": "input 4x4x2 name=x; conv 3 2 name=a; conv 1 2 from=x name=b; add b from=a",
 }
 
 # An Adam checkpoint of "input 3; dense 2" (8 parameters).
@@ -213,6 +240,9 @@ def bad_models():
     return files
 
 
+RUN_BRANCH_DRAWS = {19, 29, 68, 102, 114, 273, 301, 335, 342, 360, 363, 365, 394}
+
+
 def main():
     rng = random.Random(7)
     # fuzz_sequence builds its model from the bytes: seeds of random bytes.
@@ -221,6 +251,16 @@ def main():
     for i in range(48):
         with open(os.path.join(HERE, "corpus", "sequence", "seed%02d.bin" % i), "wb") as f:
             f.write(bytes(seeds.randrange(256) for _ in range(160)))
+    # fuzz_run: the draws of 200 random bytes (of 400 from seed 5) from which
+    # it builds a model with a branch read with from= and joined by add or
+    # concat.
+    draws = random.Random(5)
+    os.makedirs(os.path.join(HERE, "corpus", "run"), exist_ok=True)
+    for i in range(400):
+        data = bytes(draws.randrange(256) for _ in range(200))
+        if i in RUN_BRANCH_DRAWS:
+            with open(os.path.join(HERE, "corpus", "run", "branch%03d.bin" % i), "wb") as f:
+                f.write(data)
     for i, spec in enumerate(SPECS):
         with open(os.path.join(HERE, "corpus", "spec", "spec%02d.txt" % i), "w") as f:
             f.write(spec)
@@ -238,6 +278,11 @@ def main():
     # The largest step count a checkpoint may hold.
     with open(os.path.join(HERE, "corpus", "model", "checkpoint-steps-2-53.safetensors"), "wb") as f:
         f.write(file_with(with_meta(ADAM_META, "optimiser.steps", "9007199254740992"), SMALL_TENSORS + MOMENTS))
+    from_rng = random.Random(13)
+    for i, (spec, tensors) in enumerate(FROM_MODELS):
+        meta = {"format": "snn", "format_version": "1", "spec": spec}
+        with open(os.path.join(HERE, "corpus", "model", "from%02d.safetensors" % i), "wb") as f:
+            f.write(safetensors(meta, tensors, from_rng))
     for folder in ("corpus", "regressions"):
         for name, spec in BAD_SPECS.items():
             with open(os.path.join(HERE, folder, "spec", name), "w") as f:

@@ -105,23 +105,26 @@ def pair(text):
 
 
 class Graph(nn.Module):
-    """The layers of a spec in order, each reading the previous output; add
-    and concat also read the output of the layer they name. graph[i] is the
-    i-th layer after the input (its dense or conv module before the
-    activation), and parameters() is in spec order, as snn's flat vector."""
+    """The layers of a spec in order, each reading the previous output or,
+    with from=ID, the output of the layer named ID; add and concat also read
+    the output of the layer they name. graph[i] is the i-th layer after the
+    input (its dense or conv module before the activation), and parameters()
+    is in spec order, as snn's flat vector."""
 
-    def __init__(self, layers, acts, joins):
+    def __init__(self, layers, acts, joins, sources):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.acts = nn.ModuleList(acts)
         self.joins = joins  # per layer: None, or ("add" | "concat", index into the outputs)
+        self.sources = sources  # per layer: the index into the outputs it reads first
 
     def __getitem__(self, i):
         return self.layers[i]
 
     def forward(self, x):
         outputs = [x]  # the input, then every layer's output
-        for layer, act, join in zip(self.layers, self.acts, self.joins):
+        for layer, act, join, source in zip(self.layers, self.acts, self.joins, self.sources):
+            x = outputs[source]
             if join is None:
                 x = act(layer(x))
             elif join[0] == "add":
@@ -136,7 +139,7 @@ def build(spec):
     """Parses snn's spec into a Graph of PyTorch modules. Returns the model
     and the per-sample input shape; model.out_shape is the per-sample output
     shape."""
-    layers, acts, joins = [], [], []
+    layers, acts, joins, sources = [], [], [], []
     shapes = []  # per-sample shapes of the input and of every layer's output
     names = {}  # name -> index into shapes (and into Graph.forward's outputs)
     for statement in [s.split() for s in spec.split(";")]:
@@ -145,6 +148,9 @@ def build(spec):
         flags = [a for a in args if "=" not in a]
         act = next((f for f in flags if f in ACTIVATIONS), "identity")
         join = None
+        source = names[options["from"]] if "from" in options else len(shapes) - 1
+        if head != "input":
+            shape = shapes[source]
         if head == "input":
             dims = [int(d) for d in args[0].split("x")]
             shape = (dims[0],) if len(dims) == 1 else (dims[2], dims[0], dims[1])
@@ -196,10 +202,11 @@ def build(spec):
             layers.append(layer)
             acts.append(ACTIVATIONS[act]() if inline else nn.Identity())
             joins.append(join)
+            sources.append(source)
         if "name" in options:
             names[options["name"]] = len(shapes)
         shapes.append(shape)
-    model = Graph(layers, acts, joins)
+    model = Graph(layers, acts, joins, sources)
     model.out_shape = shapes[-1]
     return model, shapes[0]
 
@@ -701,6 +708,18 @@ GRAPH_CASES = [
      *ADAM, 3),
     # Dropout 0 in training mode is the identity.
     ("dropout_0_train", "input 6; dense 8 relu; dropout 0; dense 3", "xent", *ADAM, 4),
+    # Branches read with from=: a ResNet downsampling block whose shortcut is
+    # a 1x1 convolution of stride 2 from the stem; two branches from the
+    # input joined by concat; a value read through flatten's alias and by a
+    # convolution from= it.
+    ("resnet_downsample_projection", "input 6x6x3; conv 3 4 pad=1 relu name=a; "
+     "conv 3 8 stride=2 pad=1 nobias; batchnorm; relu; conv 3 8 pad=1 name=main; "
+     "conv 1 8 stride=2 from=a; add main; relu; globalavgpool; flatten; dense 5", "xent",
+     *SGD_MOMENTUM, 4),
+    ("branches_from_input_concat", "input 6 name=x; dense 5 tanh name=a; dense 4 relu from=x; "
+     "concat a; dense 3", "xent", *ADAM, 4),
+    ("flatten_from_shared", "input 4x4x2; conv 3 3 pad=1 tanh name=c; flatten name=f; "
+     "conv 1 2 sigmoid from=c; flatten; concat f; dense 3", "mse", *ADAM, 3),
 ]
 
 

@@ -141,6 +141,21 @@ constexpr OpCase kCases[] = {
      {"concat_images"}},
     {OpKind::concat, "alias_and_concat", "input 2x2x2; conv 1 2 tanh; flatten name=f; dense 8 tanh; concat f; "
      "dense 3", 2, 1e-2f, kMse, {"concat_vectors"}},
+    // Branches read with from=: a ResNet downsampling block whose shortcut
+    // is a 1x1 convolution of stride 2 from the stem; a branch of the
+    // inputs; two branches of an image joined by concat; a value read both
+    // through flatten's alias and by a convolution from= it.
+    {OpKind::add, "projection_shortcut",
+     "input 6x6x2; conv 3 3 pad=1 tanh name=a; conv 3 4 stride=2 pad=1 nobias; batchnorm; tanh; "
+     "conv 3 4 pad=1 name=main; conv 1 4 stride=2 from=a; add main; tanh; globalavgpool; flatten; dense 3",
+     3, 3e-3f, kXent, {"resnet_downsample_projection"}},
+    {OpKind::input, "branch_from_input", "input 5 name=x; dense 4 tanh name=a; dense 4 sigmoid from=x; add a; "
+     "dense 2", 3, 1e-2f, kMse, {"branches_from_input_concat"}},
+    {OpKind::concat, "two_branches_from",
+     "input 4x4x2 name=x; conv 3 3 pad=1 tanh name=a; conv 1 2 sigmoid from=x; concat a; flatten; dense 3", 2,
+     1e-2f, kMse, {"branches_from_input_concat", "concat_images"}},
+    {OpKind::flatten, "alias_read_from", "input 4x4x2; conv 3 3 pad=1 tanh name=c; flatten name=f; "
+     "conv 1 2 sigmoid from=c; flatten; concat f; dense 3", 2, 1e-2f, kMse, {"flatten_from_shared"}},
 
     // activation as a layer of its own, on vectors and on images.
     {OpKind::activation, "relu", "input 5; dense 6; relu; dense 3", 3, 1e-3f, kMse, {"layer_relu_extremes"}},
@@ -543,6 +558,10 @@ constexpr KernelPathCase kKernelPaths[] = {
     SNN_MODEL(batchnorm, "residual_block",
               "input 6x6x3; conv 3 4 pad=1 name=a; batchnorm; relu; conv 3 4 pad=1; batchnorm; add a; relu; "
               "globalavgpool; flatten; dense 3", 5, 8)
+    SNN_MODEL(add, "projection_shortcut_from",
+              "input 6x6x3; conv 3 4 pad=1 relu name=a; conv 3 8 stride=2 pad=1 nobias; batchnorm; relu; "
+              "conv 3 8 pad=1 name=main; conv 1 8 stride=2 from=a; add main; relu; globalavgpool; flatten; dense 3",
+              5, 8)
     SNN_MODEL(batchnorm, "vector_eps_momentum", "input 10; dense 8; batchnorm eps=0.001 momentum=0.25; tanh; dense 3",
               5, 8)
     SNN_MODEL(layernorm, "gelu_dropout_silu_concat",

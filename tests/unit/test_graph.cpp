@@ -109,4 +109,96 @@ TEST(Arena, ReusedMemoryChangesNoResult) {
     for (size_t i = 0; i < w2; ++i) EXPECT_NEAR(ga[i], gb[i], 1e-6f * (1 + std::fabs(gb[i]))) << i;
 }
 
+// Two branches of one value through from=, joined by add, are one layer of
+// the summed weights: y = (x W1 + b1) + (x W2 + b2) = x (W1 + W2) + (b1 + b2).
+// `branched` holds two dense layers of `units` outputs after `prefix` layers
+// whose parameters come first; `merged` the same model with one. Outputs,
+// the gradients of the prefix, of each branch (both that of the merged
+// layer) and of the inputs (summed over both readers of a value) agree.
+void expect_branches_sum(const char *branched, const char *merged, size_t prefix, size_t in, size_t units,
+                         int64_t batch) {
+    Model a = make_model(branched), b = make_model(merged);
+    std::vector<float> pa = get_params(a.get());
+    const size_t w = in * units, layer = w + units;
+    ASSERT_EQ(pa.size(), prefix + 2 * layer) << branched;
+    for (size_t i = 0; i < pa.size(); ++i) pa[i] = 0.1f * float(int(i * 37 % 23) - 11);
+    ASSERT_EQ(snn_set_parameters(a.get(), pa.data(), pa.size()), SNN_OK);
+    std::vector<float> pb(prefix + layer);
+    for (size_t i = 0; i < prefix; ++i) pb[i] = pa[i];
+    for (size_t i = 0; i < layer; ++i) pb[prefix + i] = pa[prefix + i] + pa[prefix + layer + i];
+    ASSERT_EQ(snn_set_parameters(b.get(), pb.data(), pb.size()), SNN_OK);
+    std::vector<float> x(size_t(batch) * input_size(a.get()));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * float(int(i * 13 % 17) - 8);
+    Forward fa = make_forward(a.get(), batch), fb = make_forward(b.get(), batch);
+    const std::vector<float> ya = run(fa.get(), a.get(), x), yb = run(fb.get(), b.get(), x);
+    ASSERT_EQ(ya.size(), yb.size());
+    for (size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yb[i], 1e-5f * (1 + std::fabs(yb[i]))) << i;
+    Backward ba = make_backward(a.get(), batch), bb = make_backward(b.get(), batch);
+    const std::vector<float> t(ya.size(), 0.5f);
+    for (snn_backward_cache *g : {ba.get(), bb.get()}) {
+        ASSERT_EQ(snn_set_targets(g, t.data(), t.size()), SNN_OK);
+        ASSERT_EQ(snn_set_input_gradient(g, 1), SNN_OK);
+    }
+    ASSERT_EQ(snn_backprop(ba.get(), fa.get(), a.get(), SNN_LOSS_MSE, nullptr), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_backprop(bb.get(), fb.get(), b.get(), SNN_LOSS_MSE, nullptr), SNN_OK) << snn_last_error();
+    const std::vector<float> ga = gradients(ba.get(), a.get()), gb = gradients(bb.get(), b.get());
+    auto near = [](float u, float v) { return std::fabs(u - v) <= 1e-5f * (1 + std::fabs(v)); };
+    for (size_t i = 0; i < prefix; ++i) EXPECT_PRED2(near, ga[i], gb[i]) << "prefix " << i;
+    for (size_t i = 0; i < layer; ++i) {
+        EXPECT_PRED2(near, ga[prefix + i], gb[prefix + i]) << "first branch " << i;
+        EXPECT_PRED2(near, ga[prefix + layer + i], gb[prefix + i]) << "second branch " << i;
+    }
+    std::vector<float> dxa(x.size()), dxb(x.size());
+    ASSERT_EQ(snn_get_input_gradients(ba.get(), dxa.data(), dxa.size()), SNN_OK);
+    ASSERT_EQ(snn_get_input_gradients(bb.get(), dxb.data(), dxb.size()), SNN_OK);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_PRED2(near, dxa[i], dxb[i]) << "input " << i;
+    bool moved = false;
+    for (float g : dxa) moved = moved || g != 0.0f;
+    EXPECT_TRUE(moved);
+}
+
+// The inputs read by two layers (the first directly, the second through
+// from=x): their gradient is the sum of both.
+TEST(Branches, TwoBranchesOfTheInputsAreOneLayerOfSummedWeights) {
+    expect_branches_sum("input 3 name=x; dense 4 name=a; dense 4 from=x; add a", "input 3; dense 4", 0, 3, 4, 5);
+}
+
+// A value of 64 features read by two layers: the second gradient to reach
+// it is made in the backward cache's scratch, which must hold 64 features
+// per sample though no layer with two inputs is that large (add's are 2).
+TEST(Branches, AWideValueReadByTwoLayersSumsItsGradients) {
+    expect_branches_sum("input 3; dense 64 tanh name=h; dense 2 name=p; dense 2 from=h; add p",
+                        "input 3; dense 64 tanh; dense 2", 3 * 64 + 64, 64, 2, 5);
+}
+
+// flatten aliases its input's memory: a flattened value read by a later
+// layer while a convolution from= the unflattened one reads it too gives
+// the gradients of the same model with the convolution before the flatten
+// read twice by name.
+TEST(Branches, FlattenOfAValueAnotherLayerReadsKeepsBothGradients) {
+    Model a = make_model("input 3x3x2; conv 1 2 tanh name=c; flatten name=f; conv 3 2 pad=1 from=c; flatten; add f");
+    Model b = make_model("input 3x3x2; conv 1 2 tanh name=c; conv 3 2 pad=1; flatten name=g; flatten from=c; add g");
+    const std::vector<float> p = get_params(a.get());
+    ASSERT_EQ(snn_set_parameters(b.get(), p.data(), p.size()), SNN_OK);
+    std::vector<float> x(2 * 18);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * float(int(i * 7 % 11) - 5);
+    Forward fa = make_forward(a.get(), 2), fb = make_forward(b.get(), 2);
+    const std::vector<float> ya = run(fa.get(), a.get(), x), yb = run(fb.get(), b.get(), x);
+    ASSERT_EQ(ya, yb);
+    Backward ba = make_backward(a.get(), 2), bb = make_backward(b.get(), 2);
+    const std::vector<float> t(ya.size(), 0.5f);
+    ASSERT_EQ(snn_set_targets(ba.get(), t.data(), t.size()), SNN_OK);
+    ASSERT_EQ(snn_set_targets(bb.get(), t.data(), t.size()), SNN_OK);
+    ASSERT_EQ(snn_backprop(ba.get(), fa.get(), a.get(), SNN_LOSS_MSE, nullptr), SNN_OK);
+    ASSERT_EQ(snn_backprop(bb.get(), fb.get(), b.get(), SNN_LOSS_MSE, nullptr), SNN_OK);
+    const std::vector<float> ga = gradients(ba.get(), a.get()), gb = gradients(bb.get(), b.get());
+    ASSERT_EQ(ga.size(), gb.size());
+    // dL/dc = the flattened gradient + the convolution's input gradient, in
+    // either order: the first layer's gradients agree to rounding.
+    for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], gb[i], 1e-6f * (1 + std::fabs(gb[i]))) << i;
+    double first = 0;
+    for (size_t i = 0; i < 2 * 2 + 2; ++i) first += std::fabs(ga[i]);
+    EXPECT_GT(first, 0.0);
+}
+
 }  // namespace

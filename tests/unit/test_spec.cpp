@@ -1,6 +1,7 @@
 // The textual model spec: canonical round trip, precise errors, layer shapes
 // and the layout of the flat parameter vector.
 #include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,13 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
         "input tokens 7 vocab=11; embedding 6 pad=0; posembed; conv1d 3 5 relu pad=1; seqpool max",
         "input seq 9x4; conv1d 2 3 stride=2 dilation=3 nobias init=he_normal; seqpool mean; dense 2",
         "input seq 5x3; posembed name=p; conv1d 1 3 tanh; add p; seqpool last",
+        "input 8x8x3; conv 3x3 8 relu pad=1 name=a; conv 3x3 16 relu stride=2 pad=1; conv 3x3 16 pad=1 name=main; "
+        "conv 1x1 16 stride=2 from=a; add main; relu",
+        "input 6 name=x; dense 5 tanh name=a; dense 4 relu from=x; concat a; dense 3",
+        "input 4x4x2; conv 3 3 pad=1 tanh name=c; flatten name=f; conv 1 2 from=c; flatten; concat f; dense 3",
+        "input 4 name=x; dense 4 name=a; dense 4 from=x name=b; add a from=b name=s; concat x from=a; dense 4; add s; "
+        "dense 2",
+        "input tokens 5 vocab=9 name=t; embedding 4 name=e; embedding 4 from=t; add e; seqpool mean",
     };
     for (const char *spec : specs) {
         Model a = make_model(spec);
@@ -52,6 +60,79 @@ TEST(Spec, DescribeParsesBackToTheSameDescription) {
         EXPECT_EQ(describe(b.get()), described) << spec;
         EXPECT_EQ(param_count(b.get()), param_count(a.get())) << spec;
     }
+}
+
+// Random graphs of vectors: each layer reads a random earlier layer (from=
+// where it is not the previous one, sometimes written out though it is), is
+// dense, an activation, add (of an earlier layer of the same width) or
+// concat; the layers nobody read are joined by concats at the end. The
+// canonical text parses back to itself (so to the same inputs of every
+// layer) with the same shapes and parameter layout.
+TEST(Spec, RandomGraphsWithFromRoundTrip) {
+    std::mt19937 rng(3);
+    size_t total_branches = 0;
+    for (int round = 0; round < 200; ++round) {
+        size_t branches = 0;
+        std::vector<int64_t> width{int64_t(1 + rng() % 5)};
+        std::vector<char> read{0};
+        std::string spec = "input " + std::to_string(width[0]) + " name=n0";
+        const int layers = 1 + int(rng() % 8);
+        for (int i = 1; i <= layers; ++i) {
+            const size_t from = rng() % 2 ? size_t(i - 1) : rng() % size_t(i);
+            read[from] = 1;
+            int64_t w = width[from];
+            std::string t;
+            const unsigned op = rng() % 4;
+            std::vector<size_t> same;
+            for (size_t k = 0; k < width.size(); ++k)
+                if (width[k] == w) same.push_back(k);
+            if (op == 0) {
+                w = 1 + rng() % 6;
+                t = "dense " + std::to_string(w);
+            } else if (op == 1) {
+                t = "tanh";
+            } else {
+                const size_t other = op == 2 ? same[rng() % same.size()] : rng() % width.size();
+                read[other] = 1;
+                t = (op == 2 ? "add n" : "concat n") + std::to_string(other);
+                if (op == 3) w += width[other];
+            }
+            if (from + 1 != size_t(i)) ++branches;
+            if (from + 1 != size_t(i) || rng() % 4 == 0) t += " from=n" + std::to_string(from);
+            spec += "; " + t + " name=n" + std::to_string(i);
+            width.push_back(w);
+            read.push_back(0);
+        }
+        for (size_t k = 0; k + 1 < read.size(); ++k)
+            if (!read[k]) spec += "; concat n" + std::to_string(k);
+        Model a = make_model(spec);
+        ASSERT_TRUE(a) << spec;
+        const std::string text = describe(a.get());
+        Model b = make_model(text);
+        ASSERT_TRUE(b) << text;
+        EXPECT_EQ(describe(b.get()), text) << spec;
+        int64_t count = 0, count_b = 0;
+        ASSERT_EQ(snn_model_layer_count(a.get(), &count), SNN_OK);
+        ASSERT_EQ(snn_model_layer_count(b.get(), &count_b), SNN_OK);
+        ASSERT_EQ(count, count_b) << spec;
+        for (int64_t l = 0; l < count; ++l) {
+            int64_t sa[3], sb[3];
+            size_t pa[4], pb[4];
+            ASSERT_EQ(snn_model_layer_shape(a.get(), l, &sa[0], &sa[1], &sa[2]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_shape(b.get(), l, &sb[0], &sb[1], &sb[2]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_params(a.get(), l, &pa[0], &pa[1], &pa[2], &pa[3]), SNN_OK);
+            ASSERT_EQ(snn_model_layer_params(b.get(), l, &pb[0], &pb[1], &pb[2], &pb[3]), SNN_OK);
+            for (int k = 0; k < 3; ++k) EXPECT_EQ(sa[k], sb[k]) << spec << " layer " << l;
+            for (int k = 0; k < 4; ++k) EXPECT_EQ(pa[k], pb[k]) << spec << " layer " << l;
+        }
+        // from= is printed for exactly the layers that read an earlier layer
+        // than the previous one.
+        size_t printed = 0;
+        for (size_t at = text.find(" from="); at != std::string::npos; at = text.find(" from=", at + 1)) ++printed;
+        EXPECT_EQ(printed, branches) << spec << " -> " << text;
+        total_branches += branches;
+    }
+    EXPECT_GT(total_branches, 200u);
 }
 
 TEST(Spec, CanonicalFormDropsDefaultsAndNormalisesSpacing) {
@@ -65,6 +146,40 @@ TEST(Spec, GraphLayersHaveTheirCanonicalForm) {
     EXPECT_EQ(describe(m.get()),
               "input 4x4x2 name=in; conv 3 2 pad=1 name=c; batchnorm; add c; concat in; dropout 0.5; globalavgpool; "
               "flatten; layernorm eps=0.01; dense 3 silu");
+}
+
+// from=ID makes inputs[0] the named layer: printed only when it is not the
+// previous one (from= naming the previous layer is the default, dropped),
+// after the op's own text and before name=.
+TEST(Spec, FromIsPrintedOnlyWhenTheLayerReadIsNotThePreviousOne) {
+    Model m = make_model("input 4 name=x; dense 3 name=a from=x; dense 3 from=x; add a name=s; tanh from=a name=t; "
+                         "add t; add s");
+    EXPECT_EQ(describe(m.get()),
+              "input 4 name=x; dense 3 name=a; dense 3 from=x; add a name=s; tanh from=a name=t; add t; add s");
+}
+
+// The downsampling block: the shortcut's 1x1 convolution of stride 2 reads
+// the stem (8x8x8) and gives the main branch's 4x4x16; its weights follow
+// the main branch's in the flat vector, in spec order.
+TEST(Spec, FromBranchShapesAndParameterLayout) {
+    Model m = make_model("input 8x8x3; conv 3x3 8 relu pad=1 name=a; conv 3x3 16 relu stride=2 pad=1; "
+                         "conv 3x3 16 pad=1 name=main; conv 1x1 16 stride=2 from=a; add main; relu");
+    const int64_t expect[][3] = {{3, 8, 8}, {8, 8, 8}, {16, 4, 4}, {16, 4, 4}, {16, 4, 4}, {16, 4, 4}, {16, 4, 4}};
+    for (int64_t l = 0; l < 7; ++l) {
+        int64_t c = 0, h = 0, w = 0;
+        ASSERT_EQ(snn_model_layer_shape(m.get(), l, &c, &h, &w), SNN_OK);
+        EXPECT_EQ(c, expect[l][0]) << "layer " << l;
+        EXPECT_EQ(h, expect[l][1]) << "layer " << l;
+        EXPECT_EQ(w, expect[l][2]) << "layer " << l;
+    }
+    size_t wo = 0, wc = 0, bo = 0, bc = 0;
+    ASSERT_EQ(snn_model_layer_params(m.get(), 4, &wo, &wc, &bo, &bc), SNN_OK);
+    const size_t before = (8 * 3 * 9 + 8) + (16 * 8 * 9 + 16) + (16 * 16 * 9 + 16);
+    EXPECT_EQ(wo, before);
+    EXPECT_EQ(wc, size_t(16 * 8));  // [16][8][1][1]: the stem's 8 channels in
+    EXPECT_EQ(bc, 16u);
+    EXPECT_EQ(param_count(m.get()), before + 16 * 8 + 16);
+    EXPECT_EQ(output_size(m.get()), size_t(16 * 4 * 4));
 }
 
 TEST(Spec, GraphShapesAndParameterLayout) {
@@ -131,11 +246,39 @@ TEST(SpecErrors, GraphMistakesNameTheLayersAndTheReason) {
         {"input seq 4x3; lstm 0", SNN_ERR_SPEC, "spec position 21 ('0'): lstm needs a positive hidden size"},
         {"input seq 4x3; gru", SNN_ERR_SPEC, "spec position 16 ('gru'): gru needs a positive hidden size"},
         {"input seq 4x3; lstm 4 reverse", SNN_ERR_SPEC,
-         "spec position 23: unknown option 'reverse' for lstm (expected bidirectional, last, nobias or name=...)"},
+         "spec position 23: unknown option 'reverse' for lstm (expected bidirectional, last, nobias, name=... or from=...)"},
         {"input seq 4x3; gru 4 relu", SNN_ERR_SPEC, "unknown option 'relu' for gru"},
         {"input 4; lstm 4", SNN_ERR_SHAPE, "layer 1 (lstm 4): input 4 is not a sequence; lstm takes sequences"},
         {"input seq 4x3; lstm 4 last; gru 2", SNN_ERR_SHAPE, "layer 2 (gru 2): input 4 is not a sequence"},
         {"input 1024x1024x1536 name=a; concat a", SNN_ERR_SHAPE, "more than 2^31 elements per sample"},
+        // from=ID: an earlier layer's name, once, not on the input; every
+        // layer but the last read by a later one; shape errors name the
+        // layer from= reads.
+        {"input 4; dense 4; dense 2 from=nowhere", SNN_ERR_SPEC,
+         "spec position 32 ('nowhere'): no earlier layer has this name"},
+        {"input 4; dense 4 from=b name=b", SNN_ERR_SPEC, "('b'): no earlier layer has this name"},
+        {"input 4; dense 4 name=a; dense 4 from=a; dense 2 from=b name=b", SNN_ERR_SPEC,
+         "('b'): no earlier layer has this name"},
+        {"input 4 name=x; dense 4 from=x from=x", SNN_ERR_SPEC,
+         "spec position 32 ('from=x'): from= is given twice in one layer (first at position 25: 'from=x')"},
+        {"input 4 from=x", SNN_ERR_SPEC,
+         "spec position 9 ('from=x'): the input reads no layer: from=ID is for the layers after it"},
+        {"input 4 name=x; dense 4 from=", SNN_ERR_SPEC, "spec position 30 (''): no earlier layer has this name"},
+        {"input 4 name=x; dense 3 tanh; dense 2 from=x", SNN_ERR_SPEC,
+         "spec position 17: layer 1 (dense 3) is read by no later layer (only the last layer, the output, may be "
+         "left unread"},
+        {"input 4 name=x; dense 3 name=a; dense 3 from=x; dense 3 from=a name=b; add b", SNN_ERR_SPEC,
+         "spec position 33: layer 2 (dense 3 from=x) is read by no later layer"},
+        {"input 4x4x2 name=x; conv 3 2 name=a; conv 1 2 from=x; add a", SNN_ERR_SHAPE,
+         "layer 3 (add a): the shapes differ: 4x4x2 (layer 2, the previous one) and 2x2x2 (layer 1, 'a')"},
+        {"input 4x4x2 name=x; conv 3 2 name=a; conv 1 2 from=x name=b; add b from=a", SNN_ERR_SHAPE,
+         "layer 3 (add b from=a): the shapes differ: 2x2x2 (layer 1, 'a') and 4x4x2 (layer 2, 'b')"},
+        {"input 4x4x1 name=x; flatten name=f; relu from=x name=r; concat r from=f", SNN_ERR_SHAPE,
+         "layer 3 (concat r from=f): cannot join 16 (layer 1, 'f') and 4x4x1 (layer 2, 'r')"},
+        {"input 4x4x1 name=x; flatten name=f; conv 1 2 from=x name=c; conv 1 2 from=f; add c", SNN_ERR_SHAPE,
+         "layer 3 (conv 1x1 2 from=f): input is a vector of 16; conv needs an image input"},
+        {"input tokens 4 vocab=5 name=t; embedding 3 name=e; dense 3 from=t; add e", SNN_ERR_SHAPE,
+         "layer 2 (dense 3 from=t): input tokens 4 is token ids"},
     };
     for (const Case &c : cases) {
         std::string msg;
@@ -638,7 +781,7 @@ TEST(SpecErrors, AttentionOptionsAndShapes) {
         {"input seq 5x6; attention heads=4", SNN_ERR_SHAPE,
          "layer 1 (attention heads=4): 6 features do not split into 4 heads"},
         {"input seq 5x6; attention heads=2 mask", SNN_ERR_SPEC,
-         "spec position 34: unknown option 'mask' for attention (expected heads=H, causal or name=...)"},
+         "spec position 34: unknown option 'mask' for attention (expected heads=H, causal, name=... or from=...)"},
         {"input seq 5x6; attention heads=2 heads=3", SNN_ERR_SPEC, "heads= is given twice in one layer"},
         {"input seq 5x6; attention heads=2 causal causal", SNN_ERR_SPEC,
          "spec position 41 ('causal'): causal is given twice in one layer"},

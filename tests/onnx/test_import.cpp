@@ -1,0 +1,483 @@
+// ONNX import through the C API (snn_model_import_onnx):
+//
+//   - Fixtures: models PyTorch exported (tests/onnx/fixtures, written by
+//     make_fixtures.py): the spec import gives, the outputs against
+//     PyTorch's (float64 from the same float32 parameters), and a few SGD
+//     steps against PyTorch's (the loss before each step, the outputs after
+//     them). Each prints its largest differences.
+//   - Refusals: hand-built files (write_model) snn cannot represent, each
+//     refused with SNN_ERR_UNSUPPORTED and a message that names the reason,
+//     every unmappable node of a graph listed at once; and broken graphs
+//     (an undefined name, a cycle) with SNN_ERR_FILE_FORMAT.
+//   - Round trip: every model of the op harness (tests/ops/op_cases.h)
+//     exported (snn_model_export_onnx_to_buffer) and imported again gives the
+//     same spec and bit-identical parameters and state.
+//
+// Run with the fixtures folder as the first argument (meson does).
+#include <gtest/gtest.h>
+#include <snn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../ops/op_cases.h"
+#include "common/error.h"
+#include "onnx/proto.h"
+
+namespace {
+
+std::string g_fixtures = "tests/onnx/fixtures";
+
+std::string read_file(const std::string &path) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+std::string describe(const snn_model *m) {
+    size_t len = 0;
+    snn_model_describe(m, nullptr, 0, &len);
+    std::string s(len + 1, '\0');
+    snn_model_describe(m, &s[0], s.size(), &len);
+    s.resize(len);
+    return s;
+}
+
+// The canonical form of a spec (snn's own describe), or "" with the error.
+std::string canonical(const std::string &spec, std::string *error) {
+    snn_model *m = nullptr;
+    if (snn_model_create(spec.c_str(), &m) != SNN_OK) {
+        *error = snn_last_error();
+        return "";
+    }
+    const std::string s = describe(m);
+    snn_model_destroy(m);
+    return s;
+}
+
+struct Model {
+    snn_model *m = nullptr;
+    ~Model() { snn_model_destroy(m); }
+};
+struct Fwd {
+    snn_forward_cache *c = nullptr;
+    ~Fwd() { snn_forward_cache_destroy(c); }
+};
+struct Bwd {
+    snn_backward_cache *c = nullptr;
+    ~Bwd() { snn_backward_cache_destroy(c); }
+};
+struct Opt {
+    snn_optimiser *o = nullptr;
+    ~Opt() { snn_optimiser_destroy(o); }
+};
+
+// from= (a layer reading an earlier one) comes with the graph spec option;
+// a build whose parser lacks it cannot hold the fixtures that need it.
+bool from_unsupported(const std::string &message) {
+    return message.find("from=") != std::string::npos || message.find("'from") != std::string::npos;
+}
+
+class Fixture : public ::testing::TestWithParam<const char *> {};
+
+void set_inputs(snn_forward_cache *c, const nlohmann::json &j) {
+    if (j["tokens"].get<bool>()) {
+        std::vector<int32_t> t;
+        for (const auto &v : j["input"]) t.push_back(v.get<int32_t>());
+        ASSERT_EQ(snn_set_tokens(c, t.data(), t.size()), SNN_OK) << snn_last_error();
+    } else {
+        std::vector<float> x;
+        for (const auto &v : j["input"]) x.push_back(v.get<float>());
+        ASSERT_EQ(snn_set_inputs(c, x.data(), x.size()), SNN_OK) << snn_last_error();
+    }
+}
+
+double max_diff(const std::vector<float> &a, const nlohmann::json &b, double *scale) {
+    double d = 0, s = 0;
+    EXPECT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+        d = std::max(d, std::fabs(double(a[i]) - b[i].get<double>()));
+        s = std::max(s, std::fabs(b[i].get<double>()));
+    }
+    *scale = s;
+    return d;
+}
+
+TEST_P(Fixture, MatchesPyTorch) {
+    const std::string name = GetParam();
+    const std::string text = read_file(g_fixtures + "/" + name + ".json");
+    ASSERT_FALSE(text.empty()) << "no fixture " << name;
+    const nlohmann::json j = nlohmann::json::parse(text);
+    snn_onnx_import_options o{};
+    o.size = sizeof o;
+    o.sequence_length = j["sequence_length"].get<int64_t>();
+    Model m;
+    const std::string path = g_fixtures + "/" + name + ".onnx";
+    const snn_status st = snn_model_import_onnx(path.c_str(), &o, &m.m);
+    if (st == SNN_ERR_SPEC && from_unsupported(snn_last_error()))
+        GTEST_SKIP() << name << " needs the spec option from= (the graph branch), which this build's parser refuses: "
+                     << snn_last_error();
+    ASSERT_EQ(st, SNN_OK) << snn_last_error();
+
+    // The spec.
+    std::string error;
+    const std::string want = canonical(j["spec"].get<std::string>(), &error);
+    if (want.empty() && from_unsupported(error)) GTEST_SKIP() << "the expected spec needs from=: " << error;
+    ASSERT_FALSE(want.empty()) << error;
+    EXPECT_EQ(describe(m.m), want);
+
+    // The outputs, in inference mode.
+    const int64_t batch = j["batch"].get<int64_t>();
+    Fwd eval;
+    ASSERT_EQ(snn_preallocate(m.m, batch, &eval.c), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_cache_set_training(eval.c, 0), SNN_OK);
+    set_inputs(eval.c, j);
+    ASSERT_EQ(snn_forward(eval.c, m.m), SNN_OK) << snn_last_error();
+    size_t outputs = 0;
+    ASSERT_EQ(snn_model_output_size(m.m, &outputs), SNN_OK);
+    std::vector<float> y(size_t(batch) * outputs);
+    ASSERT_EQ(snn_get_outputs(eval.c, y.data(), y.size()), SNN_OK) << snn_last_error();
+    double scale = 0;
+    const double d64 = max_diff(y, j["output64"], &scale);
+    double s32 = 0;
+    const double d32 = max_diff(y, j["output32"], &s32);
+    EXPECT_LE(d64, 2e-5 * std::max(1.0, scale)) << name << ": outputs against PyTorch (float64)";
+
+    // Training: SGD steps in training mode, as make_fixtures.py ran them.
+    Fwd train;
+    Bwd grads;
+    Opt opt;
+    ASSERT_EQ(snn_preallocate(m.m, batch, &train.c), SNN_OK);
+    ASSERT_EQ(snn_preallocate_grads(m.m, batch, &grads.c), SNN_OK);
+    ASSERT_EQ(snn_optimiser_create(m.m, SNN_OPTIMISER_SGD, &opt.o), SNN_OK);
+    ASSERT_EQ(snn_optimiser_set(opt.o, SNN_HP_LEARNING_RATE, j["lr"].get<double>()), SNN_OK);
+    const bool mse = j["loss"] == "mse";
+    if (mse) {
+        std::vector<float> t;
+        for (const auto &v : j["targets"]) t.push_back(v.get<float>());
+        ASSERT_EQ(snn_set_targets(grads.c, t.data(), t.size()), SNN_OK) << snn_last_error();
+    } else {
+        std::vector<int32_t> l;
+        for (const auto &v : j["labels"]) l.push_back(v.get<int32_t>());
+        ASSERT_EQ(snn_set_labels(grads.c, l.data(), l.size()), SNN_OK) << snn_last_error();
+    }
+    double loss_diff = 0;
+    const int steps = j["steps"].get<int>();
+    for (int s = 0; s < steps; ++s) {
+        set_inputs(train.c, j);
+        ASSERT_EQ(snn_forward(train.c, m.m), SNN_OK) << snn_last_error();
+        float loss = 0;
+        ASSERT_EQ(snn_backprop(grads.c, train.c, m.m, mse ? SNN_LOSS_MSE : SNN_LOSS_LOGIT_CROSSENTROPY, &loss), SNN_OK)
+            << snn_last_error();
+        const double want_loss = j["losses64"][size_t(s)].get<double>();
+        loss_diff = std::max(loss_diff, std::fabs(loss - want_loss));
+        EXPECT_NEAR(loss, want_loss, 2e-5 * std::max(1.0, std::fabs(want_loss))) << name << ": loss of step " << s;
+        ASSERT_EQ(snn_optimiser_step(opt.o, m.m, grads.c), SNN_OK) << snn_last_error();
+    }
+    set_inputs(eval.c, j);
+    ASSERT_EQ(snn_forward(eval.c, m.m), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_get_outputs(eval.c, y.data(), y.size()), SNN_OK);
+    double after_scale = 0;
+    const double d_after = max_diff(y, j["output_after64"], &after_scale);
+    EXPECT_LE(d_after, 5e-5 * std::max(1.0, after_scale)) << name << ": outputs after " << steps << " SGD steps";
+    std::printf("[ fixture  ] %-26s outputs: max |snn - torch64| %.3g (vs torch32 %.3g); losses: %.3g; "
+                "after %d steps: %.3g\n",
+                name.c_str(), d64, d32, loss_diff, steps, d_after);
+}
+
+const char *const kFixtures[] = {"mlp",         "cnn",         "resblock_folded",         "resblock_bn",
+                                 "projection",  "lstm_tokens", "gru_seq",                 "transformer",
+                                 "transformer_gelu_causal",    "gelu_silu_ln_opset17",    "gelu_silu_ln_opset13"};
+INSTANTIATE_TEST_SUITE_P(Onnx, Fixture, ::testing::ValuesIn(kFixtures),
+                         [](const ::testing::TestParamInfo<const char *> &i) { return std::string(i.param); });
+
+TEST(OnnxImport, SymbolicStepsNeedTheSequenceLength) {
+    Model m;
+    const std::string path = g_fixtures + "/gru_seq.onnx";
+    ASSERT_EQ(snn_model_import_onnx(path.c_str(), nullptr, &m.m), SNN_ERR_UNSUPPORTED);
+    const std::string e = snn_last_error();
+    EXPECT_NE(e.find("symbolic"), std::string::npos) << e;
+    EXPECT_NE(e.find("sequence_length"), std::string::npos) << e;
+    EXPECT_EQ(m.m, nullptr);
+}
+
+// ---- hand-built files ------------------------------------------------------
+
+using namespace snn::onnx;
+
+ValueInfo info(const std::string &name, std::vector<int64_t> dims, int32_t type = kFloat) {
+    ValueInfo v;
+    v.name = name;
+    v.elem_type = type;
+    v.has_shape = true;
+    for (int64_t d : dims) {
+        Dim x;
+        if (d < 0) x.param = d == -1 ? "batch" : "steps";
+        else x.value = d;
+        v.shape.push_back(x);
+    }
+    return v;
+}
+
+Tensor tensor(const std::string &name, std::vector<int64_t> dims, std::vector<float> values) {
+    Tensor t;
+    t.name = name;
+    t.data_type = kFloat;
+    t.dims = dims;
+    t.float_data = values;
+    return t;
+}
+
+Node make_node(const std::string &op, const std::string &name, std::vector<std::string> in,
+               std::vector<std::string> out) {
+    Node n;
+    n.op_type = op;
+    n.name = name;
+    n.input = in;
+    n.output = out;
+    return n;
+}
+
+// input [batch, 3] -> Gemm(W [2, 3], b) -> ... -> output
+snn::onnx::Model base_model() {
+    snn::onnx::Model m;
+    m.ir_version = 8;
+    m.opset_import.push_back({"", 17});
+    m.graph.name = "g";
+    m.graph.input.push_back(info("input", {-1, 3}));
+    m.graph.initializer.push_back(tensor("W", {2, 3}, {1, 2, 3, 4, 5, 6}));
+    m.graph.initializer.push_back(tensor("b", {2}, {0.5f, -0.5f}));
+    Node g = make_node("Gemm", "fc", {"input", "W", "b"}, {"h"});
+    Attribute tb;
+    tb.name = "transB";
+    tb.type = kAttrInt;
+    tb.i = 1;
+    g.attribute.push_back(tb);
+    m.graph.node.push_back(g);
+    return m;
+}
+
+// Imports the model; the status, and the message in *error.
+snn_status import(const snn::onnx::Model &m, std::string *error, std::string *spec = nullptr,
+                  int64_t sequence_length = 0) {
+    const std::string bytes = write_model(m);
+    snn_onnx_import_options o{};
+    o.size = sizeof o;
+    o.sequence_length = sequence_length;
+    snn_model *out = nullptr;
+    const snn_status st = snn_model_import_onnx_from_buffer(bytes.data(), bytes.size(), &o, &out);
+    *error = st == SNN_OK ? "" : snn_last_error();
+    if (spec && out) *spec = describe(out);
+    snn_model_destroy(out);
+    return st;
+}
+
+TEST(OnnxImport, TheBaseModelImports) {
+    snn::onnx::Model m = base_model();
+    m.graph.node.push_back(make_node("Relu", "act", {"h"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e, spec;
+    ASSERT_EQ(import(m, &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input 3; dense 2 relu");
+}
+
+TEST(OnnxImport, RefusesAnIfNode) {
+    snn::onnx::Model m = base_model();
+    Node n = make_node("If", "branch", {"h"}, {"output"});
+    Attribute a;
+    a.name = "then_branch";
+    a.type = kAttrGraph;
+    a.has_graph = true;
+    n.attribute.push_back(a);
+    m.graph.node.push_back(n);
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("If 'branch': "), std::string::npos) << e;
+    EXPECT_NE(e.find("subgraph"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, RefusesExternalData) {
+    snn::onnx::Model m = base_model();
+    m.graph.initializer[0].external = true;
+    m.graph.initializer[0].float_data.clear();
+    m.graph.node.push_back(make_node("Relu", "act", {"h"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("external"), std::string::npos) << e;
+    EXPECT_NE(e.find("'W'"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, RefusesTwoOutputsAndTwoInputs) {
+    snn::onnx::Model m = base_model();
+    m.graph.node.push_back(make_node("Relu", "act", {"h"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    m.graph.output.push_back(info("h", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("2 outputs"), std::string::npos) << e;
+
+    snn::onnx::Model two = base_model();
+    two.graph.input.push_back(info("other", {-1, 3}));
+    two.graph.node.push_back(make_node("Relu", "act", {"h"}, {"output"}));
+    two.graph.output.push_back(info("output", {-1, 2}));
+    EXPECT_EQ(import(two, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("2 inputs"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, RefusesSymbolicStepsWithoutTheOption) {
+    snn::onnx::Model m;
+    m.ir_version = 8;
+    m.opset_import.push_back({"", 17});
+    m.graph.input.push_back(info("input", {-1, -2, 3}));
+    m.graph.initializer.push_back(tensor("W", {3, 2}, {1, 2, 3, 4, 5, 6}));
+    m.graph.node.push_back(make_node("MatMul", "proj", {"input", "W"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, -2, 2}));
+    std::string e, spec;
+    EXPECT_EQ(import(m, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("'steps'"), std::string::npos) << e;
+    EXPECT_NE(e.find("sequence_length"), std::string::npos) << e;
+    ASSERT_EQ(import(m, &e, &spec, 5), SNN_OK) << e;
+    EXPECT_EQ(spec, "input seq 5x3; dense 2 nobias");
+}
+
+TEST(OnnxImport, ListsEveryUnmappableNode) {
+    snn::onnx::Model m = base_model();
+    // h -> Elu -> HardSwish -> Mul(h2, h2) -> output: three nodes snn cannot map.
+    m.graph.node.push_back(make_node("Elu", "e1", {"h"}, {"h1"}));
+    m.graph.node.push_back(make_node("HardSwish", "hs", {"h1"}, {"h2"}));
+    m.graph.node.push_back(make_node("Celu", "c", {"h2"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("3 nodes"), std::string::npos) << e;
+    EXPECT_NE(e.find("\nElu 'e1': "), std::string::npos) << e;
+    EXPECT_NE(e.find("\nHardSwish 'hs': "), std::string::npos) << e;
+    EXPECT_NE(e.find("\nCelu 'c': "), std::string::npos) << e;
+}
+
+TEST(OnnxImport, UndefinedNamesAndCyclesAreBrokenFiles) {
+    snn::onnx::Model m = base_model();
+    m.graph.node.push_back(make_node("Add", "sum", {"h", "nowhere"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(e.find("'nowhere'"), std::string::npos) << e;
+
+    snn::onnx::Model c = base_model();
+    c.graph.node.push_back(make_node("Add", "a1", {"h", "y2"}, {"y1"}));
+    c.graph.node.push_back(make_node("Relu", "a2", {"y1"}, {"y2"}));
+    c.graph.node.push_back(make_node("Relu", "a3", {"y2"}, {"output"}));
+    c.graph.output.push_back(info("output", {-1, 2}));
+    EXPECT_EQ(import(c, &e), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(e.find("cycle"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, WeightsThatDoNotFitAreBrokenFiles) {
+    snn::onnx::Model m = base_model();
+    m.graph.initializer[0] = tensor("W", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    m.graph.node.push_back(make_node("Relu", "act", {"h"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e;
+    EXPECT_EQ(import(m, &e), SNN_ERR_FILE_FORMAT);
+    EXPECT_NE(e.find("Gemm 'fc'"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, SharedInitializersMapByPosition) {
+    // Two layers read one initializer (the exporter shares equal ones through
+    // Identity): each gets its own copy.
+    snn::onnx::Model m;
+    m.ir_version = 8;
+    m.opset_import.push_back({"", 17});
+    m.graph.input.push_back(info("input", {-1, 2}));
+    m.graph.initializer.push_back(tensor("onnx::Gemm_7", {2, 2}, {1, 2, 3, 4}));
+    m.graph.node.push_back(make_node("Identity", "id", {"onnx::Gemm_7"}, {"w2"}));
+    m.graph.node.push_back(make_node("MatMul", "m1", {"input", "onnx::Gemm_7"}, {"h"}));
+    m.graph.node.push_back(make_node("Tanh", "t", {"h"}, {"h1"}));
+    m.graph.node.push_back(make_node("MatMul", "m2", {"h1", "w2"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    std::string e, spec;
+    ASSERT_EQ(import(m, &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input 2; dense 2 tanh nobias; dense 2 nobias");
+}
+
+// ---- the round trip ----------------------------------------------------------
+
+class RoundTrip : public ::testing::TestWithParam<op_harness::OpCase> {};
+
+TEST_P(RoundTrip, ExportThenImportGivesTheSameModel) {
+    const op_harness::OpCase &c = GetParam();
+    Model m;
+    ASSERT_EQ(snn_model_create(c.spec, &m.m), SNN_OK) << snn_last_error();
+    ASSERT_EQ(snn_model_init(m.m, 7), SNN_OK);
+    size_t np = 0, ns = 0;
+    snn_parameter_count(m.m, &np);
+    snn_state_count(m.m, &ns);
+    std::vector<float> state(ns);
+    // State away from its defaults (running statistics, a count).
+    // State away from its defaults: running statistics, and each layer's
+    // last value (batchnorm's count) a whole number.
+    for (size_t i = 0; i < ns; ++i) state[i] = 0.25f + 0.125f * float(i % 5);
+    int64_t layers = 0;
+    snn_model_layer_count(m.m, &layers);
+    for (int64_t l = 0; l < layers; ++l) {
+        size_t off = 0, cnt = 0;
+        snn_model_layer_state(m.m, l, &off, &cnt);
+        if (cnt) state[off + cnt - 1] = 3.0f;
+    }
+    if (ns) {
+        ASSERT_EQ(snn_set_state(m.m, state.data(), ns), SNN_OK) << snn_last_error();
+    }
+    size_t size = 0;
+    const snn_status st = snn_model_export_onnx_to_buffer(m.m, nullptr, nullptr, 0, &size);
+    if (st != SNN_OK) GTEST_SKIP() << "export refuses " << c.spec << ": " << snn_last_error();
+    std::string bytes(size, '\0');
+    ASSERT_EQ(snn_model_export_onnx_to_buffer(m.m, nullptr, &bytes[0], size, &size), SNN_OK) << snn_last_error();
+    Model back;
+    ASSERT_EQ(snn_model_import_onnx_from_buffer(bytes.data(), size, nullptr, &back.m), SNN_OK)
+        << c.spec << ": " << snn_last_error();
+    EXPECT_EQ(describe(back.m), describe(m.m));
+    size_t np2 = 0, ns2 = 0;
+    snn_parameter_count(back.m, &np2);
+    snn_state_count(back.m, &ns2);
+    ASSERT_EQ(np2, np);
+    ASSERT_EQ(ns2, ns);
+    std::vector<float> p(np), p2(np), s2(ns), s(ns);
+    snn_get_parameters(m.m, p.data(), np);
+    snn_get_parameters(back.m, p2.data(), np);
+    EXPECT_EQ(std::memcmp(p.data(), p2.data(), np * sizeof(float)), 0) << c.spec << ": parameters differ";
+    snn_get_state(m.m, s.data(), ns);
+    snn_get_state(back.m, s2.data(), ns);
+    // num_batches_tracked is not in ONNX: import starts it at 0.
+    for (size_t i = 0; i < ns; ++i)
+        if (s[i] != s2[i]) {
+            EXPECT_EQ(s2[i], 0.0f) << c.spec << ": state " << i << " differs";
+        }
+}
+
+std::string case_name(const ::testing::TestParamInfo<op_harness::OpCase> &i) {
+    static const char *const names[] = {
+#define SNN_OP_NAME(name) #name,
+        SNN_OP_LIST(SNN_OP_NAME)
+#undef SNN_OP_NAME
+    };
+    return std::string(names[int(i.param.op)]) + "_" + i.param.label;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, RoundTrip, ::testing::ValuesIn(op_harness::kCases), case_name);
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    if (argc > 1) g_fixtures = argv[1];
+    return RUN_ALL_TESTS();
+}

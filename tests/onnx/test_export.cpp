@@ -8,11 +8,13 @@
 //   - the networks ONNX cannot express are refused, naming the layer.
 //
 // With SNN_ONNX_CASES_DIR set, the Cases test also writes, for each case of
-// kCases and each model of kKernelPaths, a folder <op>_<label> with the exported model(s), inputs and snn's
-// outputs at batch 1 and at the case's batch (2 if 1; with and without lengths for
-// sequence models), and an index cases.json, which tests/onnx/ort/run_cases.js
-// runs through ONNX Runtime and check_models.py through onnx's checker
-// (test_export_ort.sh runs the three).
+// kCases and each model of kKernelPaths, a folder <op>_<label> with the
+// exported model(s), the parameters and state, inputs and snn's outputs at
+// batch 1 and at the case's batch (2 if 1; with and without lengths for
+// sequence models), and an index cases.json. tests/onnx/ort/run_cases.js
+// runs them through ONNX Runtime; check_models.py checks each file with
+// onnx's checker and compares its initializers with the parameters and
+// state, bit for bit (test_export_ort.sh runs the three).
 #include <gtest/gtest.h>
 #include <snn.h>
 
@@ -318,14 +320,46 @@ std::string dims_json(int64_t batch, const std::vector<int64_t> &dims) {
     return s + "]";
 }
 
-// One case's folder; returns its runs as JSON objects.
 struct CaseRef {
     const char *spec;
     int64_t batch;
     const char *lengths;  // "3,1,4" for this batch, or null
 };
 
-std::vector<std::string> write_case(const std::string &dir, const CaseRef &c, uint64_t seed) {
+// The model's parameters and state (params.bin, state.bin) and, as JSON,
+// where each layer's lie: [[weight offset, weight and bias count, state
+// offset, state count], ...] (a layer's weights and bias are contiguous),
+// for check_models.py to compare with the initializers bit for bit.
+std::string write_values(const std::string &dir, snn_model *m) {
+    size_t np = 0, ns = 0;
+    EXPECT_EQ(snn_parameter_count(m, &np), SNN_OK);
+    EXPECT_EQ(snn_state_count(m, &ns), SNN_OK);
+    std::vector<float> p(np), st(ns);
+    EXPECT_EQ(snn_get_parameters(m, p.data(), np), SNN_OK);
+    if (ns) {
+        EXPECT_EQ(snn_get_state(m, st.data(), ns), SNN_OK);
+    }
+    write_file(dir + "/params.bin", p.data(), np * 4);
+    write_file(dir + "/state.bin", st.data(), ns * 4);
+    int64_t layers = 0;
+    EXPECT_EQ(snn_model_layer_count(m, &layers), SNN_OK);
+    std::string json = "[";
+    for (int64_t i = 0; i < layers; ++i) {
+        size_t wo = 0, wc = 0, bo = 0, bc = 0, so = 0, sc = 0;
+        EXPECT_EQ(snn_model_layer_params(m, i, &wo, &wc, &bo, &bc), SNN_OK);
+        EXPECT_EQ(snn_model_layer_state(m, i, &so, &sc), SNN_OK);
+        if (bc) {
+            EXPECT_EQ(bo, wo + wc);
+        }
+        json += (i ? ", [" : "[") + std::to_string(wo) + ", " + std::to_string(wc + bc) + ", " + std::to_string(so) +
+                ", " + std::to_string(sc) + "]";
+    }
+    return json + "]";
+}
+
+// One case's folder; returns its runs as JSON objects, and in *values
+// where its layers' values lie (write_values).
+std::vector<std::string> write_case(const std::string &dir, const CaseRef &c, uint64_t seed, std::string *values) {
     std::vector<std::string> runs;
     ModelPtr m;
     make_model(c.spec, seed, m);
@@ -333,6 +367,7 @@ std::vector<std::string> write_case(const std::string &dir, const CaseRef &c, ui
     const InputKind k = input_kind(m.m, c.spec);
     std::mt19937_64 rng(seed * 7919 + 1);
     train_statistics(m.m, k, rng);
+    *values = write_values(dir, m.m);
     const bool lengths_too = takes_lengths(m.m, k);
     for (int with_lengths = 0; with_lengths <= int(lengths_too); ++with_lengths) {
         snn_status st;
@@ -402,10 +437,11 @@ TEST(OnnxExport, Cases) {
         const std::string &name = all[i].first;
         const std::string dir = std::string(root) + "/" + name;
         mkdir(dir.c_str(), 0755);
-        const std::vector<std::string> runs = write_case(dir, all[i].second, seed++);
+        std::string values = "[]";
+        const std::vector<std::string> runs = write_case(dir, all[i].second, seed++, &values);
         if (HasFailure()) return;
         index += std::string(i ? ",\n" : "") + "  {\"name\": \"" + name + "\", \"spec\": \"" +
-                 all[i].second.spec + "\", \"runs\": [\n    ";
+                 all[i].second.spec + "\", \"layers\": " + values + ", \"runs\": [\n    ";
         for (size_t r = 0; r < runs.size(); ++r) index += (r ? ",\n    " : "") + runs[r];
         index += "]}";
     }

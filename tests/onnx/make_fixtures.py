@@ -181,6 +181,13 @@ class ResBlock(nn.Module):
         return self.fc(y)
 
 
+def trainable(m):
+    """fuse_conv_bn_eval gives a convolution without bias a bias that does
+    not require grad; snn trains every parameter."""
+    for p in m.parameters():
+        p.requires_grad_(True)
+
+
 class FoldedResBlock(nn.Module):
     def __init__(self, m):
         super().__init__()
@@ -188,6 +195,7 @@ class FoldedResBlock(nn.Module):
         self.c1 = fuse_conv_bn_eval(m.c1, m.b1)
         self.c2 = fuse_conv_bn_eval(m.c2, m.b2)
         self.fc = copy.deepcopy(m.fc)
+        trainable(self)
 
     def forward(self, x):
         x = torch.relu(self.stem(x))
@@ -225,6 +233,7 @@ class FoldedProjection(nn.Module):
         self.c2 = fuse_conv_bn_eval(m.c2, m.b2)
         self.sc = fuse_conv_bn_eval(m.sc, m.bs)
         self.fc = copy.deepcopy(m.fc)
+        trainable(self)
 
     def forward(self, x):
         y = torch.relu(self.c1(x))

@@ -187,10 +187,9 @@ private:
         const Shape &in = net_.input();
         graph().input.push_back(value_info("input", in.is_tokens ? kInt64 : kFloat, sample_dims(in)));
         if (!options_.lengths) return;
-        layer_ = 0;
         if (!in.is_seq)
-            fail(SNN_ERR_UNSUPPORTED, "lengths: the model's input is %s, not a sequence: it has no lengths",
-                 shape_text(in).c_str());
+            fail(SNN_ERR_UNSUPPORTED, "lengths: %s is not a sequence (its shape is %s): the model has no lengths",
+                 layer_label(net_, 0).c_str(), shape_text(in).c_str());
         for (size_t i = 1; i < net_.layers.size(); ++i) {
             const Shape &out = net_.layers[i].out;
             if (out.is_seq && out.h != in.h)
@@ -330,8 +329,8 @@ private:
     // bool [batch, T, 1]
     std::string valid_steps() { return node("Unsqueeze", {valid(), ints({1}, {2})}); }
 
-    // Rows [from, from + n) of each block of `rows` rows of a matrix of
-    // `cols` columns, for each of `blocks` blocks (the gate reordering).
+    // Appends rows [from, from + n) of a row-major matrix of `cols` columns
+    // (one gate's block, for the gate reordering).
     static void copy_rows(std::vector<float> &dst, const float *src, int64_t from, int64_t n, int64_t cols) {
         dst.insert(dst.end(), src + from * cols, src + (from + n) * cols);
     }

@@ -5,8 +5,10 @@ checkpoints in the safetensors layout that snn writes, corpus/run/ and
 corpus/sequence/ bytes the targets build models from. Crafted inputs that
 snn must refuse (sizes that overflow, bad header lengths, a save cut short,
 checkpoint settings out of range, keys twice, optimiser state in a model
-file) go, named bad-*, to both corpus/ and regressions/, whose replay in the
-normal test suites checks that each is refused.
+file; ONNX bytes the wire layer must refuse) go, named bad-*, to both corpus/
+and regressions/, whose replay in the normal test suites checks that each is
+refused. corpus/onnx/'s valid files come from tests/onnx/make_wire_goldens.py
+(it needs the onnx package).
 Run from anywhere:  python3 tests/fuzz/make_seeds.py
 """
 import json
@@ -240,6 +242,45 @@ def bad_models():
     return files
 
 
+def varint(v):
+    v &= (1 << 64) - 1
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def onnx_field(number, payload):
+    """A length-delimited protobuf field."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def bad_onnx():
+    """Protobuf bytes of ModelProto that read_model must refuse."""
+    graph = lambda payload: onnx_field(7, payload)
+    tensor = lambda payload: graph(onnx_field(5, payload))
+    return {
+        "bad-node-length-past-the-end.onnx": graph(b"\x0a\x7f\x00\x00"),
+        "bad-truncated-varint.onnx": b"\x08\x80",
+        "bad-varint-of-11-bytes.onnx": b"\x08" + b"\x80" * 10 + b"\x00",
+        "bad-group-start.onnx": b"\x08\x08\x3b",
+        "bad-group-end.onnx": graph(b"\x0c"),
+        "bad-wire-type-6.onnx": b"\x0e\x00",
+        "bad-wire-type-7.onnx": b"\xff\x01",
+        "bad-field-number-0.onnx": b"\x00\x00",
+        "bad-truncated-fixed32.onnx": tensor(b"\x25\x00"),
+        "bad-truncated-fixed64.onnx": tensor(b"\x51\x00\x00\x00"),
+        "bad-packed-floats-not-whole.onnx": tensor(b"\x22\x03\x00\x00\x00"),
+        "bad-packed-dims-cut.onnx": tensor(b"\x0a\x01\x80"),
+        "bad-packed-floats-claiming-a-billion.onnx": tensor(b"\x22" + varint(4 * 10 ** 9)),
+        "bad-length-wrapping-2-64.onnx": b"\x3a" + b"\xff" * 9 + b"\x01",
+        "bad-string-as-varint.onnx": b"\x10\x05",
+        "bad-negative-dim-value.onnx": graph(onnx_field(11, onnx_field(2, onnx_field(1, onnx_field(
+            2, onnx_field(1, b"\x08" + varint(-3))))))),
+    }
+
+
 RUN_BRANCH_DRAWS = {19, 29, 68, 102, 114, 273, 301, 335, 342, 360, 363, 365, 394}
 
 
@@ -289,6 +330,10 @@ def main():
                 f.write(spec)
         for name, data in bad_models().items():
             with open(os.path.join(HERE, folder, "model", name), "wb") as f:
+                f.write(data)
+        os.makedirs(os.path.join(HERE, folder, "onnx"), exist_ok=True)
+        for name, data in bad_onnx().items():
+            with open(os.path.join(HERE, folder, "onnx", name), "wb") as f:
                 f.write(data)
 
 

@@ -21,10 +21,11 @@ if [ ! -f "$build/build.ninja" ]; then
     meson setup "$build" "$root" -Dfuzz=true -Db_lundef=false -Dbuildtype=debugoptimized \
       -Dcuda=disabled -Dbenchmarks=false
 fi
-ninja -C "$build" -j2 tests/fuzz/fuzz_spec tests/fuzz/fuzz_model tests/fuzz/fuzz_run tests/fuzz/fuzz_sequence
+ninja -C "$build" -j2 tests/fuzz/fuzz_spec tests/fuzz/fuzz_model tests/fuzz/fuzz_run tests/fuzz/fuzz_sequence \
+  tests/fuzz/fuzz_onnx
 
 status=0
-for target in spec model run sequence; do
+for target in spec model run sequence onnx; do
   corpus="$build/corpus-$target"
   mkdir -p "$corpus"
   echo "== fuzz_$target for $seconds s"

@@ -26,6 +26,7 @@
 // Every node that cannot be mapped is named in one SNN_ERR_UNSUPPORTED
 // message, one line each.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -260,9 +261,20 @@ struct Out {
     std::vector<float> params, state;
     std::vector<std::vector<int>> canon;  // canonical axes (atoms)
     int primary = -1;                  // the ONNX value that is this layer's output as it is
+    int source = -1;                   // snn's layer index in the producing node's name (snn's export), or -1
     bool named = false;
     enum Kind { vector, image, seq, tokens } kind = vector;
 };
+
+// The snn layer a node came from when snn's export wrote the file (its
+// nodes are named "layers.<i>.<op>..."), else -1.
+int snn_layer_of(const std::string &name) {
+    if (name.compare(0, 7, "layers.") != 0) return -1;
+    int64_t v = 0;
+    size_t k = 7;
+    for (; k < name.size() && name[k] >= '0' && name[k] <= '9' && v < (int64_t(1) << 30); ++k) v = v * 10 + (name[k] - '0');
+    return k > 7 && k < name.size() && name[k] == '.' ? int(v) : -1;
+}
 
 const char *const kActOps[][2] = {{"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}};
 
@@ -399,17 +411,30 @@ private:
         if (!v.c) refuse("'" + name + "' is not a constant");
         return v.c->dims;
     }
-    // Only consumer of value `name`, or -1.
+    // A node whose outputs are all folded (Shape of a layer's output, ...):
+    // it reads a value's shape, not its values.
+    bool folded_node(int k) {
+        for (const std::string &o : node(k).output)
+            if (!o.empty() && !val(o).c && !val(o).zeros) return false;
+        return true;
+    }
+    // The only consumer of value `name` that reads its values, or -1.
     int sole_consumer(const std::string &name) {
         const Value &v = val(name);
-        if (v.graph_output || v.consumers.size() != 1) return -1;
-        return v.consumers[0];
+        if (v.graph_output) return -1;
+        int found = -1;
+        for (int c : v.consumers) {
+            if (folded_node(c)) continue;
+            if (found >= 0 && found != c) return -1;
+            found = c;
+        }
+        return found;
     }
     bool consumers_within(const std::string &name, const std::vector<int> &group) {
         const Value &v = val(name);
         if (v.graph_output) return false;
         for (int c : v.consumers)
-            if (std::find(group.begin(), group.end(), c) == group.end()) return false;
+            if (!folded_node(c) && std::find(group.begin(), group.end(), c) == group.end()) return false;
         return true;
     }
     // Scalar value of a constant input, or NaN.
@@ -1284,6 +1309,8 @@ std::vector<std::vector<int>> Importer::canon_for(Out::Kind kind, const Dims &sh
 }
 
 int Importer::emit(Out o) {
+    if (o.primary >= 0 && values_[size_t(o.primary)].producer >= 0)
+        o.source = snn_layer_of(node(values_[size_t(o.primary)].producer).name);
     outs_.push_back(std::move(o));
     return int(outs_.size()) - 1;
 }
@@ -1308,6 +1335,8 @@ int Importer::materialize(const View &v, Out::Kind want, const char *what) {
             for (int a : leaves_of(l.canon[k])) rest.push_back(a);
         if (leaves_of(v.dims[1]) == rest) {
             if (l.kind == Out::vector) return v.layer;
+            for (size_t q = size_t(v.layer) + 1; q < outs_.size(); ++q)
+                if (outs_[q].text == "flatten" && outs_[q].input == v.layer) return int(q);
             Out f;
             f.text = "flatten";
             f.input = v.layer;
@@ -1416,10 +1445,13 @@ bool Importer::fuse_activation(const View &v, Act act, const std::vector<int> &g
     if (!l.fusable || l.act != Act::identity || v.layer != int(outs_.size()) - 1 || l.primary < 0) return false;
     const std::string &prim = values_[size_t(l.primary)].name;
     if (!consumers_within(prim, group)) return false;
+    // A file snn wrote names each node by its layer: an activation layer of
+    // its own stays one.
+    const int here = snn_layer_of(node(group[0]).name);
+    if (l.source >= 0 && here >= 0 && here != l.source) return false;
     l.act = act;
     l.primary = id(out_name);
-    set_view(out_name, canonical_view(v.layer));
-    (void)v;
+    set_view(out_name, v);
     return true;
 }
 
@@ -1429,8 +1461,7 @@ void Importer::activation(const Node &, Act act, const std::vector<int> &group, 
                           const std::string &out_name) {
     const View v = view_of(x);
     const int prim = outs_[size_t(v.layer)].primary;
-    if (is_canonical(v) && prim >= 0 && values_[size_t(prim)].name == x && fuse_activation(v, act, group, out_name))
-        return;
+    if (prim >= 0 && values_[size_t(prim)].name == x && fuse_activation(v, act, group, out_name)) return;
     Out a;
     a.text = act_name(act);
     a.input = v.layer;
@@ -1770,7 +1801,7 @@ void Importer::map_conv(const Node &n) {
     if (dil[0] != 1) c.text += format(" dilation=%lld", (long long)dil[0]);
     c.input = v.layer;
     c.canon = {{0}, atoms_for(os[2].b), atoms_for(os[1].b)};
-    c.primary = -1;  // its output is transposed: no activation fuses through the view
+    c.primary = id(n.output[0]);
     const int l = emit(c);
     set_view(n.output[0], View{l, {{0}, outs_[size_t(l)].canon[2], outs_[size_t(l)].canon[1]}});
 }
@@ -2010,7 +2041,30 @@ void Importer::map_reduce(const Node &n, int k) {
 void Importer::map_add(const Node &n) {
     if (n.input.size() != 2) refuse("an Add without two inputs");
     const Value &a = val(in(n, 0)), &b = val(in(n, 1));
-    if (a.c || b.c) refuse("adds a constant to a layer's output (only a dense or convolution bias is mapped)");
+    if (a.c && b.c) refuse("adds two constants");
+    if (a.c || b.c) {
+        // A constant [T, F] (or [1, T, F]) added to a sequence: a positional embedding.
+        const std::string x = a.c ? in(n, 1) : in(n, 0), w = a.c ? in(n, 0) : in(n, 1);
+        const View v = view_of(x);
+        const Out &l0 = outs_[size_t(v.layer)];
+        std::vector<int64_t> wd = const_dims(w);
+        while (wd.size() > 2 && wd[0] == 1) wd.erase(wd.begin());
+        const Dims &xs = shape(x);
+        if (l0.kind != Out::seq || !is_canonical(v) || wd.size() != 2 || xs.size() != 3 || num(wd[0]) != xs[1] ||
+            num(wd[1]) != xs[2])
+            refuse("adds a constant to a layer's output (only a dense or convolution bias, or a [T, F] positional "
+                   "embedding on a sequence, is mapped)");
+        Out p;
+        p.kind = Out::seq;
+        p.input = v.layer;
+        p.text = "posembed";
+        p.params = floats(w, "the positional embedding");
+        p.canon = l0.canon;
+        p.primary = id(n.output[0]);
+        const int l = emit(p);
+        set_view(n.output[0], canonical_view(l));
+        return;
+    }
     const View va = view_of(in(n, 0)), vb = view_of(in(n, 1));
     const Out::Kind ka = outs_[size_t(va.layer)].kind, kb = outs_[size_t(vb.layer)].kind;
     if (!a.has_shape || !b.has_shape || a.shape != b.shape)
@@ -2042,8 +2096,8 @@ void Importer::map_concat(const Node &n) {
     std::vector<int> canon_atoms;
     for (size_t k = 0; k < n.input.size(); ++k) {
         const View v = view_of(in(n, k));
-        const Out::Kind kind = outs_[size_t(v.layer)].kind == Out::image ? Out::image : Out::vector;
-        if (v.dims.size() != (kind == Out::image ? 4u : 2u)) refuse("joins values that are not images or vectors");
+        if (v.dims.size() != 4 && v.dims.size() != 2) refuse("joins values that are not images or vectors");
+        const Out::Kind kind = v.dims.size() == 4 ? Out::image : Out::vector;
         const int l = materialize(v, kind, "Concat");
         if (cur < 0) {
             cur = l;
@@ -2197,7 +2251,20 @@ void Importer::map_layout(const Node &n) {
             }
         }
         o = reshape_view(v, target);
+        // A flatten of an image or a sequence is a layer where it is written.
+        if (o.dims.size() == 2 && outs_[size_t(v.layer)].kind != Out::vector) {
+            try {
+                const int l = materialize(o, Out::vector, n.op_type.c_str());
+                o = canonical_view(l);
+            } catch (const Refusal &) {
+            }
+        }
     }
+    // The value a fused activation may follow moves through axis moves.
+    Out &src = outs_[size_t(v.layer)];
+    if (o.layer == v.layer && src.primary == id(in(n, 0)) && sole_consumer(in(n, 0)) >= 0 &&
+        &node(sole_consumer(in(n, 0))) == &n)
+        src.primary = id(n.output[0]);
     set_view(n.output[0], o);
 }
 
@@ -2349,10 +2416,13 @@ void Importer::map_recurrent(const Node &n, bool lstm) {
             gates(B.data() + d * 2 * G * H + G * H, 1, &o.params);
         }
     }
-    const bool y_used = val(n.output[0]).graph_output || !val(n.output[0]).consumers.empty();
-    const bool h_used = n.output.size() > 1 && !n.output[1].empty() &&
-                        (val(n.output[1]).graph_output || !val(n.output[1]).consumers.empty());
-    if (lstm && n.output.size() > 2 && !n.output[2].empty() && !val(n.output[2]).consumers.empty())
+    auto used = [&](size_t k) {
+        if (k >= n.output.size() || n.output[k].empty()) return false;
+        const Value &o = val(n.output[k]);
+        return o.graph_output || !o.consumers.empty();
+    };
+    const bool y_used = used(0), h_used = used(1);
+    if (lstm && used(2))
         refuse("the final cell state (Y_c) is read; snn's lstm gives the hidden states");
     if (y_used && h_used && dirs == 2) refuse("both the hidden states and the final state of a bidirectional layer are read");
     o.text = format("%s %lld", name, (long long)H);
@@ -2414,7 +2484,7 @@ void Importer::find_attention() {
         } catch (const Refusal &e) {
             why = e.why;
         }
-        if (!ok) continue;
+        if (!ok) continue;  // its nodes are then mapped (or refused) one by one
         const int idx = int(regions_.size());
         for (int q : r->nodes) region_of_[size_t(q)] = idx;
         regions_.push_back(std::move(r));
@@ -2507,6 +2577,23 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
                 const Value &idx = val(in(pn, 1));
                 if (!idx.c || idx.c->count() != 1 || b->part >= 0) return false;
                 b->part = idx.c->int_at(0);
+                v = in(pn, 0);
+                continue;
+            }
+            if (pn.op_type == "Split") {
+                // equal parts along the last axis: part k is output k
+                if (b->part >= 0) return false;
+                const size_t k = size_t(std::find(pn.output.begin(), pn.output.end(), v) - pn.output.begin());
+                const Value &src = val(in(pn, 0));
+                if (k >= pn.output.size() || !src.has_shape || src.shape.empty()) return false;
+                const int64_t axis = attr_i(pn, "axis", 0);
+                if (axis != -1 && axis != int64_t(src.shape.size()) - 1) return false;
+                const int64_t parts = int64_t(pn.output.size()), total = src.shape.back().b;
+                std::vector<int64_t> sizes = attr_ints(pn, "split");
+                if (has_in(pn, 1)) sizes = const_ints(in(pn, 1), "split");
+                for (int64_t q : sizes)
+                    if (q * parts != total) return false;
+                b->slice_lo = int64_t(k) * (total / parts);
                 v = in(pn, 0);
                 continue;
             }
@@ -2661,7 +2748,7 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
         for (const std::string &o : node(q).output) {
             if (o.empty() || o == cur || val(o).c) continue;
             for (int c : val(o).consumers)
-                if (!region.count(c) && live_[size_t(c)]) {
+                if (!region.count(c) && live_[size_t(c)] && !folded_node(c)) {
                     *why = "a value inside the attention is read outside it";
                     return false;
                 }
@@ -2711,7 +2798,7 @@ Imported Importer::finish() {
     int last;
     try {
         const Out &l = outs_[size_t(y.view.layer)];
-        last = materialize(y.view, l.kind == Out::image && y.view.dims.size() == 2 ? Out::vector : l.kind, "the output");
+        last = materialize(y.view, l.kind != Out::vector && y.view.dims.size() == 2 ? Out::vector : l.kind, "the output");
     } catch (const Refusal &r) {
         fail(SNN_ERR_UNSUPPORTED, "the graph output: %s", r.why.c_str());
     }

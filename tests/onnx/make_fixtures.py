@@ -400,6 +400,27 @@ def main(names):
     case("transformer_gelu_causal", encoder_gelu_causal)
     case("gelu_silu_ln_opset17", gelu_ln(17))
     case("gelu_silu_ln_opset13", gelu_ln(13))
+    def refuse_if():
+        # A graph with a subgraph (If), which import refuses; written with
+        # onnx.helper as snn's own writer keeps no subgraphs.
+        from onnx import TensorProto, helper
+        branch = lambda name, op: helper.make_graph(
+            [helper.make_node(op, ["h"], [name + "_y"])], name, [],
+            [helper.make_tensor_value_info(name + "_y", TensorProto.FLOAT, ["batch", 2])])
+        w = helper.make_tensor("W", TensorProto.FLOAT, [2, 3], [1, 2, 3, 4, 5, 6])
+        cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
+        nodes = [helper.make_node("Gemm", ["input", "W"], ["h"], name="fc", transB=1),
+                 helper.make_node("If", ["cond"], ["output"], name="branch",
+                                  then_branch=branch("then", "Relu"), else_branch=branch("else", "Tanh"))]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 2])],
+                              initializer=[w, cond])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        with open(os.path.join(OUT_DIR, "refuse_if.onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+
+    case("refuse_if", refuse_if)
     for name, build in todo:
         build()
         print("wrote", name)

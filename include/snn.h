@@ -1097,7 +1097,8 @@ SNN_API snn_status snn_model_load_from_buffer(const void *data, size_t size, snn
  * values with the gates in ONNX's order, the biases as [b_ih; b_hh]);
  * batchnorm's num_batches_tracked is not written. The graph computes what
  * snn does in inference mode: batchnorm as BatchNormalization with the
- * running statistics, dropout as Identity, gelu in its Erf form
+ * running statistics, dropout as Dropout without training_mode (the
+ * identity; its ratio kept for import), gelu in its Erf form
  * x/2 (1 + erf(x / sqrt 2)), silu as x Sigmoid(x), attention as
  * MatMul/Softmax (causal: a constant -inf mask), LSTM and GRU as the ONNX
  * ops (layout 0, GRU with linear_before_reset = 1). With lengths, the

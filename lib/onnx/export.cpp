@@ -29,7 +29,8 @@
 //                form; momentum = 1 - M, ONNX's convention); sequences are
 //                flattened around it (snn normalises each of T*F values)
 //   layernorm    LayerNormalization(axis=1 on images, -1 otherwise)
-//   dropout      Identity
+//   dropout      Dropout(x, ratio=P): the identity in inference mode (no
+//                training_mode input), P kept for import
 //   embedding    Gather(weight, ids, axis=0)
 //   posembed     Add(x, weight)
 //   seqpool      last: Gather of step T-1, or GatherND of step length-1;
@@ -39,7 +40,7 @@
 //                with lengths, padded steps are zeroed first (snn reads them
 //                as zeros)
 //   attention    MatMul with Transpose(in_proj_weight), Add(in_proj_bias),
-//                Split into Q, K, V, heads by Reshape/Transpose, scores
+//                Slices into Q, K, V, heads by Reshape/Transpose, scores
 //                MatMul * 1/sqrt(E/H), plus a constant -inf mask above the
 //                diagonal when causal and -inf at keys past each length,
 //                Softmax, MatMul, heads joined, out_proj as in_proj
@@ -365,7 +366,9 @@ private:
             case OpKind::layernorm:
                 return node("LayerNormalization", {input(0), param("weight"), param("bias")},
                             {attr_int("axis", l.in.is_image ? 1 : -1), attr_float("epsilon", float(l.eps))});
-            case OpKind::dropout: return node("Identity", {input(0)});
+            // The identity in inference mode (no training_mode input); the
+            // ratio keeps P for import.
+            case OpKind::dropout: return node("Dropout", {input(0), scalar(float(l.p))});
             case OpKind::embedding: return node("Gather", {param("weight"), input(0)}, {attr_int("axis", 0)});
             case OpKind::posembed: return node("Add", {input(0), param("weight")});
             case OpKind::seqpool: return seqpool(l);
@@ -454,8 +457,9 @@ private:
     std::string attention(const Layer &l) {
         const int64_t e = l.in.c, t = l.in.h, h = l.heads, d = e / h;
         const std::string qkv = node("Add", {linear(input(0), param("in_proj_weight")), param("in_proj_bias")});
-        const std::vector<std::string> parts =
-            node_outputs("Split", {qkv, ints({3}, {e, e, e})}, {true, true, true}, {attr_int("axis", 2)});
+        std::vector<std::string> parts;  // Q, K, V: thirds of the features
+        for (int64_t k = 0; k < 3; ++k)
+            parts.push_back(node("Slice", {qkv, ints({1}, {k * e}), ints({1}, {(k + 1) * e}), ints({1}, {2})}));
         const std::string heads_shape = shape({0, t, h, d});
         auto heads = [&](const std::string &v, std::vector<int64_t> perm) {
             return node("Transpose", {node("Reshape", {v, heads_shape})}, {attr_ints("perm", std::move(perm))});

@@ -150,6 +150,19 @@ public:
         m.producer_name = "snn";
         m.producer_version = SNN_VERSION_STRING;
         m.doc_string = "snn model: " + describe(net_);
+        // What the graph cannot hold, for snn's own import (import_model
+        // uses it only when the graph computes exactly what it says): the
+        // spec with its names, initialisers and embedding padding rows, and
+        // batchnorm's counts of training passes.
+        m.metadata_props.push_back({"snn.spec", describe(net_)});
+        std::string counts;
+        for (const Layer &l : net_.layers)
+            for (const TensorSlot &t : l.tensors)
+                if (t.state && t.int64) {
+                    for (size_t k = 0; k < t.count; ++k)
+                        counts += (counts.empty() ? "" : ",") + format("%.0f", double(state_[t.offset + k]));
+                }
+        if (!counts.empty()) m.metadata_props.push_back({"snn.state_counts", counts});
         m.graph.name = "snn";
         add_inputs();
         out_.assign(net_.layers.size(), std::string());

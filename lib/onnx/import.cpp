@@ -306,7 +306,16 @@ private:
         auto it = ids_.find(name);
         return it == ids_.end() ? -1 : it->second;
     }
-    Value &val(const std::string &name) { return values_[size_t(ids_.at(name))]; }
+    // The value named `name`; a name nothing defines (an input a node lacks
+    // included: "") is a broken file.
+    Value &val(const std::string &name) {
+        auto it = ids_.find(name);
+        if (it == ids_.end()) {
+            if (name.empty()) fail(SNN_ERR_FILE_FORMAT, "ONNX: a node lacks an input its op requires");
+            fail(SNN_ERR_FILE_FORMAT, "ONNX: value '%s' is read but nothing defines it", name.c_str());
+        }
+        return values_[size_t(it->second)];
+    }
     const Node &node(int k) const { return g_.node[size_t(k)]; }
     std::string where(const Node &n) const { return n.op_type + " '" + n.name + "'"; }
     // The input k of n ("" when absent).
@@ -341,6 +350,7 @@ private:
     void map_nodes();
     void map_node(int k);
     Imported finish();
+    void restore_from_metadata(const Network &from_graph, Imported &imp);
 
     // views and layers
     int new_atom(int64_t size) {
@@ -2838,7 +2848,69 @@ Imported Importer::finish() {
                  layer_label(net, i).c_str(), l.weight_count + l.bias_count);
     }
     imp.spec = describe(net);
+    restore_from_metadata(net, imp);
     return imp;
+}
+
+namespace {
+
+// The network as its computation: the layers other layers read by name are
+// named n<index>, the others not, and what only the creation of a model
+// or training reads (initialisers, the embedding's padding row) is reset.
+std::string computation(Network net) {
+    std::vector<bool> read(net.layers.size(), false);
+    for (size_t i = 1; i < net.layers.size(); ++i) {
+        const Layer &l = net.layers[i];
+        if (!l.inputs.empty() && size_t(l.inputs[0]) != i - 1) read[size_t(l.inputs[0])] = true;
+        for (size_t k = 1; k < l.inputs.size(); ++k) read[size_t(l.inputs[k])] = true;
+    }
+    for (size_t i = 0; i < net.layers.size(); ++i) {
+        Layer &l = net.layers[i];
+        l.name = read[i] ? format("n%zu", i) : std::string();
+        l.init = Init::glorot_uniform;
+        l.pad_index = -1;
+    }
+    return describe(net);
+}
+
+}  // namespace
+
+// A file snn wrote keeps its spec in the metadata ("snn.spec", and
+// "snn.state_counts": batchnorm's num_batches_tracked): when the graph
+// computes exactly that spec, the model gets it back whole, its names, its
+// initialisers and its embeddings' padding rows included, which ONNX has no
+// place for. Anything else (no metadata, a spec that does not parse, a graph
+// edited since) keeps the spec read from the graph.
+void Importer::restore_from_metadata(const Network &from_graph, Imported &imp) {
+    const std::string *text = m_.metadata("snn.spec");
+    if (!text || text->size() > kMaxSpecLength) return;
+    Network meta;
+    try {
+        meta = parse_spec(*text);
+    } catch (const Error &) {
+        return;
+    }
+    if (meta.param_count != from_graph.param_count || meta.state_count != from_graph.state_count ||
+        computation(meta) != computation(from_graph))
+        return;
+    imp.spec = describe(meta);
+    const std::string *counts = m_.metadata("snn.state_counts");
+    if (!counts) return;
+    std::vector<std::pair<size_t, float>> values;
+    const char *p = counts->c_str();
+    for (const Layer &l : meta.layers)
+        for (const TensorSlot &t : l.tensors)
+            if (t.state && t.int64)
+                for (size_t k = 0; k < t.count; ++k) {
+                    char *end = nullptr;
+                    const double v = strtod(p, &end);
+                    // A count is a whole number a float holds exactly (snn_set_state's rule).
+                    if (end == p || !(v >= 0.0 && v <= 16777216.0) || v != double(int64_t(v))) return;
+                    values.push_back({t.offset + k, float(v)});
+                    p = *end == ',' ? end + 1 : end;
+                }
+    if (*p != '\0') return;
+    for (const auto &v : values) imp.state[v.first] = v.second;
 }
 
 Imported Importer::run() {
@@ -2852,6 +2924,14 @@ Imported Importer::run() {
 
 Imported import_model(const unsigned char *bytes, size_t size, const ImportOptions &options) {
     const Model m = read_model(bytes, size);
+    // Every ONNX model declares its IR version and the opset of its standard
+    // ops (the checker requires both): bytes without them are no ONNX file,
+    // whatever else they parse as.
+    if (m.ir_version <= 0)
+        fail(SNN_ERR_FILE_FORMAT, "ONNX: not an ONNX model: ModelProto.ir_version is %s",
+             m.ir_version == 0 ? "missing" : "negative");
+    if (m.opset() <= 0)
+        fail(SNN_ERR_FILE_FORMAT, "ONNX: not an ONNX model: no opset_import of the standard domain (\"\" or ai.onnx)");
     Importer imp(m, options);
     return imp.run();
 }

@@ -237,6 +237,11 @@ template <class O> void write_model_to(O &o, const Model &m) {
             put_string_if(w, 1, op.domain);
             put_int(w, 2, op.version);
         });
+    for (const MetadataEntry &e : m.metadata_props)
+        put_message(o, 14, [&](auto &w) {
+            put_string_if(w, 1, e.key);
+            put_string_if(w, 2, e.value);
+        });
 }
 
 // ---- Reading --------------------------------------------------------------
@@ -259,6 +264,7 @@ const FieldName kModelFields[] = {{1, "ir_version"}, {2, "producer_name"}, {3, "
                                   {8, "opset_import"}, {14, "metadata_props"}, {20, "training_info"},
                                   {25, "functions"}};
 const FieldName kOpsetFields[] = {{1, "domain"}, {2, "version"}};
+const FieldName kMetadataFields[] = {{1, "key"}, {2, "value"}};
 const FieldName kGraphFields[] = {{1, "node"}, {2, "name"}, {5, "initializer"}, {10, "doc_string"},
                                   {11, "input"}, {12, "output"}, {13, "value_info"},
                                   {14, "quantization_annotation"}, {15, "sparse_initializer"}};
@@ -281,6 +287,7 @@ const FieldName kShapeFields[] = {{1, "dim"}};
 const FieldName kDimFields[] = {{1, "dim_value"}, {2, "dim_param"}, {3, "denotation"}};
 
 const MessageInfo kModel = info("ModelProto", kModelFields), kOpset = info("OperatorSetIdProto", kOpsetFields),
+                  kMetadata = info("StringStringEntryProto", kMetadataFields),
                   kGraph = info("GraphProto", kGraphFields), kNode = info("NodeProto", kNodeFields),
                   kAttribute = info("AttributeProto", kAttributeFields),
                   kTensor = info("TensorProto", kTensorFields),
@@ -327,6 +334,16 @@ public:
                 while (next(o, g)) {
                     if (g.number == 1) m.opset_import.back().domain = bytes(o, g);
                     if (g.number == 2) m.opset_import.back().version = integer(o, g);
+                }
+                break;
+            }
+            case 14: {
+                m.metadata_props.emplace_back();
+                Cursor o = open(c, f, kMetadata);
+                Field g;
+                while (next(o, g)) {
+                    if (g.number == 1) m.metadata_props.back().key = bytes(o, g);
+                    if (g.number == 2) m.metadata_props.back().value = bytes(o, g);
                 }
                 break;
             }
@@ -675,6 +692,13 @@ const Attribute *Node::attr(const char *wanted) const {
     for (const Attribute &a : attribute)
         if (a.name == wanted) return &a;
     return nullptr;
+}
+
+const std::string *Model::metadata(const char *key) const {
+    const std::string *found = nullptr;
+    for (const MetadataEntry &e : metadata_props)
+        if (e.key == key) found = &e.value;  // the last one, as a map field's parser keeps
+    return found;
 }
 
 int64_t Model::opset() const {

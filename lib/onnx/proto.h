@@ -139,6 +139,13 @@ struct OpsetImport {
     int64_t version = 0;
 };
 
+// ModelProto.metadata_props: free key/value strings (export keeps snn's
+// spec there, "snn.spec").
+struct MetadataEntry {
+    std::string key;
+    std::string value;
+};
+
 struct Model {
     int64_t ir_version = 0;
     std::vector<OpsetImport> opset_import;
@@ -146,6 +153,9 @@ struct Model {
     std::string producer_version;
     std::string doc_string;
     Graph graph;
+    std::vector<MetadataEntry> metadata_props;
+    // The value of metadata key `key`, or null.
+    const std::string *metadata(const char *key) const;
     // Version of the default ("" or "ai.onnx") domain, or 0 when absent.
     int64_t opset() const;
 };

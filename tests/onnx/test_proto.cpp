@@ -176,6 +176,11 @@ void expect_same(const Model &a, const Model &b) {
     EXPECT_EQ(a.producer_name, b.producer_name);
     EXPECT_EQ(a.producer_version, b.producer_version);
     EXPECT_EQ(a.doc_string, b.doc_string);
+    ASSERT_EQ(a.metadata_props.size(), b.metadata_props.size());
+    for (size_t i = 0; i < a.metadata_props.size(); ++i) {
+        EXPECT_EQ(a.metadata_props[i].key, b.metadata_props[i].key);
+        EXPECT_EQ(a.metadata_props[i].value, b.metadata_props[i].value);
+    }
     const Graph &g = a.graph, &h = b.graph;
     EXPECT_EQ(g.name, h.name);
     EXPECT_EQ(g.sparse_initializer_count, h.sparse_initializer_count);
@@ -788,6 +793,7 @@ struct Random {
         for (int64_t i = below(3); i > 0; --i) m.graph.input.push_back(value_info());
         for (int64_t i = below(3); i > 0; --i) m.graph.output.push_back(value_info());
         for (int64_t i = below(3); i > 0; --i) m.graph.value_info.push_back(value_info());
+        for (int64_t i = below(3); i > 0; --i) m.metadata_props.push_back({text(), text()});
         return m;
     }
 };
@@ -803,6 +809,22 @@ TEST(OnnxWire, WriteThenReadGivesRandomModelsBack) {
         EXPECT_EQ(write_model(back), bytes);
         if (HasFailure()) break;
     }
+}
+
+// metadata_props as onnx writes them (StringStringEntryProto: key 1, value
+// 2), and the last of a key twice wins, as for a map.
+TEST(OnnxWire, MetadataPropsAreReadAndTheLastOfAKeyWins) {
+    Model m;
+    m.metadata_props = {{"snn.spec", "input 3; dense 2"}, {"other", "x"}, {"snn.spec", "input 4; dense 1"}};
+    const std::string bytes = write_model(m);
+    // Field 14, length-delimited: tag 0x72, then the entry's key (0x0a) and value (0x12).
+    const std::string first = std::string("\x72\x1c\x0a\x08snn.spec\x12\x10input 3; dense 2", 30);
+    EXPECT_NE(bytes.find(first), std::string::npos);
+    const Model back = read(bytes);
+    ASSERT_EQ(back.metadata_props.size(), 3u);
+    ASSERT_NE(back.metadata("snn.spec"), nullptr);
+    EXPECT_EQ(*back.metadata("snn.spec"), "input 4; dense 1");
+    EXPECT_EQ(back.metadata("missing"), nullptr);
 }
 
 // float_data of a FLOAT tensor goes out as raw_data, bit for bit.

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -235,6 +236,25 @@ ConstPtr fold_binary(const std::string &op, const Const &x, const Const &y) {
 struct View {
     int layer = -1;
     std::vector<std::vector<int>> dims;  // per ONNX axis, its atoms (none: an axis of 1)
+    // The layer's output with each sample's padded steps (those at or past
+    // its length) replaced: by 0 (kPadZero) or by -inf (kPadMinusInf).
+    int padded = 0;
+};
+enum { kPadNone = 0, kPadZero, kPadMinusInf };
+
+// Values computed from the graph input "lengths" alone, in the forms snn's
+// export writes (len: lengths [batch]; t: the step index; T: the input's
+// steps). Any other use of "lengths" is refused.
+enum LenKind {
+    kNotLen = 0,
+    kLen,         // lengths itself, [batch]
+    kLenCol,      // Unsqueeze(lengths, 1): [batch, 1]
+    kLenLast,     // len - 1 (then Cast to an integer type): [batch, 1]
+    kLenFloat,    // Cast(len column, float): [batch, 1]
+    kValid,       // Less(0..T-1, len column): t < len, [batch, T]
+    kValidSteps,  // Unsqueeze(valid, 2): [batch, T, 1]
+    kValidKeys,   // Unsqueeze(valid, [1, 2]): [batch, 1, 1, T]
+    kKeyMask,     // Where(valid keys, 0, -inf): [batch, 1, 1, T]
 };
 
 struct Value {
@@ -247,6 +267,7 @@ struct Value {
     bool is_int = false;               // its element type is an integer type
     ConstPtr c;                        // folded
     bool zeros = false;                // known to be all zeros (ConstantOfShape 0 of a batch-sized shape)
+    int len = kNotLen;                 // computed from "lengths" alone (LenKind)
     bool mapped = false;
     View view;
 };
@@ -278,6 +299,12 @@ int snn_layer_of(const std::string &name) {
 
 const char *const kActOps[][2] = {{"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}};
 
+const char *const kLengthsUses =
+    "reads the 'lengths' input outside the forms snn maps (LSTM/GRU sequence_lens = lengths; attention's key "
+    "mask Where(step < length, 0, -inf) added to the scores; seqpool last as GatherND of step length-1, mean as "
+    "ReduceSum of the valid steps / length, max as ReduceMax with padded steps -inf; conv1d's input with padded "
+    "steps zeroed)";
+
 class Importer {
 public:
     Importer(const Model &m, const ImportOptions &o) : m_(m), g_(m.graph), opt_(o) {}
@@ -293,11 +320,13 @@ private:
     std::vector<bool> live_;           // the node contributes to the output
     std::vector<bool> done_;           // mapped (as part of a group)
     std::vector<std::string> problems_;
-    std::vector<Out> outs_;
+    // A deque: a reference to a layer stays valid while later ones are emitted.
+    std::deque<Out> outs_;
     std::vector<int64_t> atom_size_;   // -1: the batch (atom 0)
     std::vector<std::vector<int>> atom_split_;
     Sym batch_ = {1, 0, true};
     int input_value_ = -1, lengths_value_ = -1, output_value_ = -1;
+    int64_t steps_ = 0;                // the input's steps (sequences and token ids)
     int64_t vocab_ = 0;
     int64_t opset_ = 0;
 
@@ -346,6 +375,12 @@ private:
     void sort_nodes();
     void fold_and_shape(int k);
     bool fold(const Node &n);
+    bool derive_lengths(const Node &n);
+    bool reads_lengths(const Node &n) {
+        for (const std::string &i : n.input)
+            if (!i.empty() && val(i).len != kNotLen) return true;
+        return false;
+    }
     void infer_shape(const Node &n);
     void map_nodes();
     void map_node(int k);
@@ -379,6 +414,7 @@ private:
     int emit(Out o);
     View canonical_view(int layer) const { return View{layer, outs_[size_t(layer)].canon}; }
     const View &view_of(const std::string &name);
+    const View &padded_view_of(const std::string &name);
     int materialize(const View &v, Out::Kind want, const char *what);
     bool is_canonical(const View &v) const { return same_dims(v.dims, outs_[size_t(v.layer)].canon); }
     void set_view(const std::string &name, const View &v) {
@@ -481,6 +517,7 @@ private:
     void map_layernorm(const Node &n);
     bool map_layernorm_decomposed(const Node &n, int k);
     void map_reduce(const Node &n, int k);
+    void map_reduce_valid(const Node &n, const View &v);
     void map_add(const Node &n);
     void map_concat(const Node &n);
     void map_gather(const Node &n);
@@ -490,6 +527,8 @@ private:
     void map_softmax(const Node &n);
     bool map_gelu(const Node &n, int k);
     void map_dropout(const Node &n);
+    void map_where(const Node &n);
+    void map_gather_nd(const Node &n);
     View reshape_view(const View &v, const Dims &target);
     int seqpool_last(const View &v, int axis, bool keep);
 
@@ -641,6 +680,10 @@ void Importer::fold_and_shape(int k) {
         if (a.has_graph) return;  // refused when mapped
     bool folded = false;
     try {
+        if (derive_lengths(n)) return;
+    } catch (const Refusal &) {
+    }
+    try {
         folded = fold(n);
     } catch (const Refusal &) {
         folded = false;
@@ -650,6 +693,61 @@ void Importer::fold_and_shape(int k) {
         infer_shape(n);
     } catch (const Refusal &) {
     }
+}
+
+// Node n computes a value from "lengths" in one of the forms snn's export
+// writes (LenKind): marks it. Every other node that reads such a value is
+// mapped as a layer that reads it (LSTM/GRU, the masks' Where, GatherND,
+// the attention's Add, seqpool mean's Div), or refused.
+bool Importer::derive_lengths(const Node &n) {
+    if (lengths_value_ < 0 || !reads_lengths(n) || n.output.size() != 1 || n.output[0].empty()) return false;
+    if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+    const std::string &op = n.op_type;
+    auto kind = [&](size_t k) { return has_in(n, k) ? val(in(n, k)).len : int(kNotLen); };
+    const Sym b = batch_, t = num(steps_);
+    int out = kNotLen;
+    Dims shape;
+    bool is_int = true;
+    if (op == "Unsqueeze" && n.input.size() <= 2 && steps_ > 0) {
+        std::vector<int64_t> axes = attr_ints(n, "axes");
+        if (has_in(n, 1)) {
+            if (!val(in(n, 1)).c) return false;
+            axes = const_ints(in(n, 1), "axes");
+        }
+        if (kind(0) == kLen && (axes == std::vector<int64_t>{1} || axes == std::vector<int64_t>{-1}))
+            out = kLenCol, shape = {b, num(1)};
+        else if (kind(0) == kValid && (axes == std::vector<int64_t>{2} || axes == std::vector<int64_t>{-1}))
+            out = kValidSteps, shape = {b, t, num(1)};
+        else if (kind(0) == kValid && axes == std::vector<int64_t>{1, 2})
+            out = kValidKeys, shape = {b, num(1), num(1), t};
+    } else if (op == "Less" && n.input.size() == 2 && kind(0) == kNotLen && kind(1) == kLenCol) {
+        // The step indices 0, 1, ..., T-1, compared with each sample's length.
+        const Value &ids = val(in(n, 0));
+        if (!ids.c || !ids.c->is_int || ids.c->dims != std::vector<int64_t>{steps_}) return false;
+        for (int64_t k = 0; k < steps_; ++k)
+            if (ids.c->i[size_t(k)] != num(k)) return false;
+        out = kValid, shape = {b, t};
+    } else if (op == "Sub" && n.input.size() == 2 && kind(0) == kLenCol && kind(1) == kNotLen) {
+        const Value &one = val(in(n, 1));
+        if (one.c && one.c->is_int && one.c->count() == 1 && one.c->i[0] == num(1)) out = kLenLast, shape = {b, num(1)};
+    } else if (op == "Cast" && n.input.size() == 1) {
+        const int64_t to = attr_i(n, "to", 0);
+        if (kind(0) == kLenLast && (to == kInt64 || to == kInt32)) out = kLenLast, shape = {b, num(1)};
+        else if (kind(0) == kLenCol && to == kFloat) out = kLenFloat, shape = {b, num(1)}, is_int = false;
+    } else if (op == "Where" && n.input.size() == 3 && kind(0) == kValidKeys && kind(1) == kNotLen &&
+               kind(2) == kNotLen) {
+        // 0 at the valid keys, -inf (or a float as good: exp() of it is 0) at the padded ones.
+        const double keep = scalar(in(n, 1)), drop = scalar(in(n, 2));
+        if (keep == 0.0 && drop <= -1e9 && !val(in(n, 1)).c->is_int)
+            out = kKeyMask, shape = {b, num(1), num(1), t}, is_int = false;
+    }
+    if (out == kNotLen) return false;
+    Value &v = val(n.output[0]);
+    v.len = out;
+    v.has_shape = true;
+    v.shape = shape;
+    v.is_int = is_int;
+    return true;
 }
 
 // Folds node n when every input is a constant (or a shape is known).
@@ -1297,6 +1395,18 @@ void Importer::infer_shape(const Node &n) {
         out(0, d);
         return;
     }
+    if (op == "GatherND") {
+        // indices [..., k]: the indices' leading axes, then data's past batch_dims + k
+        const Value &idx = val(in(n, 1));
+        const int64_t bd = attr_i(n, "batch_dims", 0);
+        if (!idx.has_shape || idx.shape.empty() || !idx.shape.back().concrete()) return;
+        const int64_t k = idx.shape.back().b;
+        if (bd < 0 || bd + k > int64_t(r)) return;
+        Dims d(idx.shape.begin(), idx.shape.end() - 1);
+        d.insert(d.end(), s.begin() + bd + k, s.end());
+        out(0, d);
+        return;
+    }
     if (op == "LSTM" || op == "GRU") {
         if (r != 3) return;
         const int64_t h = attr_i(n, "hidden_size", 0);
@@ -1326,8 +1436,18 @@ int Importer::emit(Out o) {
 }
 
 const View &Importer::view_of(const std::string &name) {
+    const View &v = padded_view_of(name);
+    if (v.padded)
+        refuse("'" + name + "' is a sequence with its padded steps set from 'lengths', which only conv1d (zeros) "
+               "and seqpool (ReduceSum then / length; ReduceMax of -inf) read");
+    return v;
+}
+
+// view_of, or a layer's output with its padded steps replaced.
+const View &Importer::padded_view_of(const std::string &name) {
     Value &v = val(name);
     if (v.c) refuse("'" + name + "' is a constant where snn needs the output of a layer");
+    if (v.len != kNotLen) refuse(kLengthsUses);
     if (!v.mapped) refuse("'" + name + "' is not the output of a mapped layer");
     return v.view;
 }
@@ -1517,6 +1637,7 @@ void Importer::map_nodes() {
         }
         x.has_shape = true;
         x.shape = s;
+        if (s.size() == 3 || (s.size() == 2 && x.is_int)) steps_ = s[1].b;
         Out in;
         if (x.is_int) {
             if (s.size() != 2) fail(SNN_ERR_UNSUPPORTED, "an integer input must be token ids [batch, T]");
@@ -1544,6 +1665,7 @@ void Importer::map_nodes() {
         x.view = canonical_view(l);
         if (lengths_value_ >= 0) {
             Value &len = values_[size_t(lengths_value_)];
+            len.len = kLen;
             len.has_shape = true;
             len.shape = {batch_};
         }
@@ -1556,13 +1678,13 @@ void Importer::map_nodes() {
         // folded: nothing to map
         bool folded = !n.output.empty();
         for (const std::string &o : n.output)
-            if (!o.empty() && !val(o).c && !val(o).zeros) folded = false;
+            if (!o.empty() && !val(o).c && !val(o).zeros && val(o).len == kNotLen) folded = false;
         if (folded) continue;
         // an input that could not be mapped: this node is named only when
         // snn has no op for it at all
         bool poisoned = false;
         for (const std::string &i : n.input)
-            if (!i.empty() && !val(i).c && !val(i).zeros && !val(i).mapped && id(i) != lengths_value_) poisoned = true;
+            if (!i.empty() && !val(i).c && !val(i).zeros && !val(i).mapped && val(i).len == kNotLen) poisoned = true;
         try {
             for (const Attribute &a : n.attribute)
                 if (a.has_graph) refuse("a node with a subgraph (If, Loop, Scan): snn maps no control flow");
@@ -1592,6 +1714,7 @@ void Importer::map_node(int k) {
         map_attention(*regions_[size_t(region_of_[size_t(k)])]);
         return;
     }
+    if (reads_lengths(n) && op != "Where" && op != "GatherND" && op != "LSTM" && op != "GRU") refuse(kLengthsUses);
     for (const auto &a : kActOps)
         if (op == a[0]) {
             Act act;
@@ -1629,7 +1752,9 @@ void Importer::map_node(int k) {
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") return map_pool(n);
     if (op == "BatchNormalization") return map_batchnorm(n);
     if (op == "LayerNormalization") return map_layernorm(n);
-    if (op == "ReduceMean" || op == "ReduceMax") return map_reduce(n, k);
+    if (op == "ReduceMean" || op == "ReduceMax" || op == "ReduceSum") return map_reduce(n, k);
+    if (op == "Where") return map_where(n);
+    if (op == "GatherND") return map_gather_nd(n);
     if (op == "Add") return map_add(n);
     if (op == "Concat") return map_concat(n);
     if (op == "Gather") return map_gather(n);
@@ -1750,13 +1875,16 @@ void Importer::map_matmul(const Node &n, int k) {
 }
 
 void Importer::map_conv(const Node &n) {
-    const View v = view_of(in(n, 0));
+    // conv1d reads a sample's padded steps as zeros: its input may have them set so.
+    const View v = padded_view_of(in(n, 0));
     const std::vector<int64_t> wd = const_dims(in(n, 1));
     if (attr_i(n, "group", 1) != 1) refuse(format("group=%lld (grouped or depthwise convolution)", (long long)attr_i(n, "group", 1)));
     const std::string pad_mode = attr_s(n, "auto_pad", "NOTSET");
     if (pad_mode != "NOTSET" && pad_mode != "VALID") refuse("auto_pad=" + pad_mode + " (give the pads)");
     const size_t sp = wd.size() >= 3 ? wd.size() - 2 : 0;
     if (sp != 1 && sp != 2) refuse(format("a weight of %zu dimensions", wd.size()));
+    if (v.padded != kPadNone && (v.padded != kPadZero || sp != 1))
+        refuse("convolves a sequence whose padded steps are set to -inf, or as an image (conv1d reads them as 0)");
     std::vector<int64_t> kernel = attr_ints(n, "kernel_shape"), strides = attr_ints(n, "strides"),
                          pads = attr_ints(n, "pads"), dil = attr_ints(n, "dilations");
     if (kernel.empty()) kernel.assign(wd.begin() + 2, wd.end());
@@ -2016,7 +2144,10 @@ bool Importer::map_layernorm_decomposed(const Node &n, int k) {
 
 void Importer::map_reduce(const Node &n, int k) {
     if (n.op_type == "ReduceMean" && map_layernorm_decomposed(n, k)) return;
-    const View v = view_of(in(n, 0));
+    const View pv = padded_view_of(in(n, 0));
+    if (pv.padded) return map_reduce_valid(n, pv);
+    if (n.op_type == "ReduceSum") refuse("snn has no layer that computes ReduceSum");
+    const View v = pv;
     const Out &l0 = outs_[size_t(v.layer)];
     const std::vector<int64_t> axes = axes_of(n, 1, v.dims.size());
     const bool keep = attr_i(n, "keepdims", 1) != 0;
@@ -2046,6 +2177,79 @@ void Importer::map_reduce(const Node &n, int k) {
     }
     refuse("reduces axes " + ints_text(axes) + "; snn reduces the height and width of an image (global average "
            "pool) or the steps of a sequence (seqpool)");
+}
+
+// seqpool over each sample's valid steps: ReduceMax of the sequence with
+// padded steps -inf (max), or ReduceSum of it with padded steps 0, divided
+// by the lengths (mean).
+void Importer::map_reduce_valid(const Node &n, const View &v) {
+    const Out &l0 = outs_[size_t(v.layer)];
+    const std::vector<int64_t> axes = axes_of(n, 1, v.dims.size());
+    if (l0.kind != Out::seq || v.dims.size() != 3 || !is_canonical(v) || axes != std::vector<int64_t>{1} ||
+        attr_i(n, "keepdims", 1) != 0)
+        refuse("reduces a sequence whose padded steps are set from 'lengths' other than over its steps "
+               "(axes [1], keepdims=0), as seqpool does");
+    Out p;
+    p.kind = Out::vector;
+    p.input = v.layer;
+    p.canon = {{0}, l0.canon[2]};
+    std::string y = n.output[0];
+    if (n.op_type == "ReduceMax") {
+        if (v.padded != kPadMinusInf)
+            refuse("takes the max over steps whose padding is 0; seqpool max leaves padded steps out (-inf)");
+        p.text = "seqpool max";
+    } else if (n.op_type == "ReduceSum") {
+        if (v.padded != kPadZero) refuse("sums steps whose padding is not 0");
+        const int d = sole_consumer(y);
+        if (d < 0 || node(d).op_type != "Div" || node(d).input.size() != 2 || in(node(d), 0) != y ||
+            val(in(node(d), 1)).len != kLenFloat)
+            refuse("sums the valid steps without dividing the sum by 'lengths' (seqpool mean)");
+        done_[size_t(d)] = true;
+        y = node(d).output[0];
+        p.text = "seqpool mean";
+    } else {
+        refuse("averages over every step, padding included, of a sequence whose padded steps are set from "
+               "'lengths' (seqpool mean divides the sum of the valid steps by the length)");
+    }
+    p.primary = id(y);
+    const int l = emit(p);
+    set_view(y, canonical_view(l));
+}
+
+// Where(step < length, x, fill): a sequence with its padded steps replaced,
+// read by conv1d (fill 0) and seqpool (0 for mean, -inf for max).
+void Importer::map_where(const Node &n) {
+    if (n.input.size() != 3 || val(in(n, 0)).len == kNotLen) refuse("snn has no layer that computes Where");
+    if (val(in(n, 0)).len != kValidSteps || val(in(n, 1)).len != kNotLen || val(in(n, 2)).len != kNotLen)
+        refuse(kLengthsUses);
+    const View v = view_of(in(n, 1));
+    const Out &l0 = outs_[size_t(v.layer)];
+    const Dims &xs = shape(in(n, 1));
+    if (l0.kind != Out::seq || !is_canonical(v) || xs.size() != 3 || xs[1] != num(steps_))
+        refuse("sets the padded steps of a value that is not a sequence of the input's steps in snn's layout");
+    const Value &f = val(in(n, 2));
+    const double fill = scalar(in(n, 2));
+    View o = v;
+    if (f.c && !f.c->is_int && fill == 0.0) o.padded = kPadZero;
+    else if (f.c && !f.c->is_int && isinf(fill) && fill < 0) o.padded = kPadMinusInf;
+    else refuse("sets padded steps to a value other than 0 (conv1d, seqpool mean) or -inf (seqpool max)");
+    if (shape(n.output[0]) != xs) refuse("broadcasts the sequence to another shape");
+    set_view(n.output[0], o);
+}
+
+// GatherND(x, lengths - 1, batch_dims=1): each sample's last valid step.
+void Importer::map_gather_nd(const Node &n) {
+    if (n.input.size() != 2 || val(in(n, 1)).len != kLenLast || val(in(n, 0)).len != kNotLen) {
+        if (reads_lengths(n)) refuse(kLengthsUses);
+        refuse("snn has no layer that computes GatherND");
+    }
+    if (attr_i(n, "batch_dims", 0) != 1) refuse("gathers the steps at lengths - 1 with batch_dims other than 1");
+    const View v = view_of(in(n, 0));
+    const Dims &xs = shape(in(n, 0));
+    if (xs.size() != 3 || xs[1] != num(steps_))
+        refuse("takes the step at lengths - 1 of a value that is not a sequence of the input's steps");
+    const int l = seqpool_last(v, 1, false);
+    set_view(n.output[0], canonical_view(l));
 }
 
 void Importer::map_add(const Node &n) {
@@ -2217,7 +2421,9 @@ void Importer::map_slice(const Node &n) {
 
 void Importer::map_layout(const Node &n) {
     const std::string &op = n.op_type;
-    const View v = view_of(in(n, 0));
+    // Axis moves keep a sequence's padded steps as they were set (conv1d's
+    // input is transposed after); a reshape does not.
+    const View v = op == "Flatten" || op == "Reshape" ? view_of(in(n, 0)) : padded_view_of(in(n, 0));
     View o = v;
     const size_t r = v.dims.size();
     if (op == "Identity") {
@@ -2520,6 +2726,7 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
     std::string sc = in(s, 0);
     double scale = 1.0;
     const Const *mask = nullptr;
+    bool key_mask = false;  // -inf at each sample's padded keys, from "lengths"
     std::set<int> nodes = {sm, pv};
     nodes.insert(path.begin(), path.end());
     int qk = -1;
@@ -2531,6 +2738,14 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
         if (pn.op_type == "MatMul" && !val(in(pn, 0)).c && !val(in(pn, 1)).c) {
             qk = v.producer;
             break;
+        }
+        if (pn.op_type == "Add" && pn.input.size() == 2 &&
+            (val(in(pn, 0)).len == kKeyMask || val(in(pn, 1)).len == kKeyMask)) {
+            const int li = val(in(pn, 0)).len == kKeyMask ? 0 : 1;
+            if (key_mask || val(in(pn, size_t(1 - li))).len != kNotLen) return false;
+            key_mask = true;
+            sc = in(pn, size_t(1 - li));
+            continue;
         }
         if (pn.op_type == "Add" && pn.input.size() == 2) {
             const int ci = val(in(pn, 0)).c ? 0 : val(in(pn, 1)).c ? 1 : -1;
@@ -2700,6 +2915,13 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
     if (scores.shape.size() == 4) heads = scores.shape[1].b;
     else if (scores.shape.size() == 3) heads = scores.shape[0].a ? scores.shape[0].a : scores.shape[0].b / std::max<int64_t>(batch_.b, 1);
     if (heads <= 0 || E % heads) return false;
+    // The key mask [batch, 1, 1, T] reaches the scores [batch, H, T queries,
+    // T keys] of its own sample, along the keys.
+    if (key_mask && (scores.shape.size() != 4 || scores.shape[0] != batch_ || T != steps_ ||
+                     scores.shape[2] != num(T) || scores.shape[3] != num(T))) {
+        *why = "a mask from 'lengths' on scores that are not [batch, heads, T, T]";
+        return false;
+    }
     const int64_t hd = E / heads;
     const double want = 1.0 / sqrt(double(hd)), got = scale * bq.scale * bk.scale;
     if (fabs(got - want) > 1e-5 * want || bv.scale != 1.0) {

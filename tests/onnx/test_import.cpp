@@ -11,7 +11,9 @@
 //     (an undefined name, a cycle) with SNN_ERR_FILE_FORMAT.
 //   - Round trip: every model of the op harness (tests/ops/op_cases.h)
 //     exported (snn_model_export_onnx_to_buffer) and imported again gives the
-//     same spec and bit-identical parameters and state.
+//     same spec and bit-identical parameters and state; a sequence model
+//     exported with its "lengths" input too, and the two models then give
+//     bit-identical outputs with the same lengths.
 //
 // Run with the fixtures folder as the first argument (meson does).
 #include <gtest/gtest.h>
@@ -463,10 +465,77 @@ bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
+// The case's lengths at its batch ("3,1,4"), or where it has none lengths
+// from 1 to T that include both.
+std::vector<int32_t> case_lengths(const op_harness::OpCase &c, int64_t steps) {
+    std::vector<int32_t> out;
+    if (c.lengths) {
+        std::stringstream s(c.lengths);
+        std::string item;
+        while (std::getline(s, item, ',')) out.push_back(int32_t(std::stoi(item)));
+        return out;
+    }
+    for (int64_t i = 0; i < c.batch; ++i) out.push_back(int32_t(i == 0 ? steps : 1 + (i * 5 + 1) % steps));
+    return out;
+}
+
+// The model's outputs at the lengths given, for inputs drawn from a fixed
+// seed (token ids for a tokens input).
+std::vector<float> outputs_with_lengths(snn_model *m, const std::vector<int32_t> &lengths) {
+    const int64_t batch = int64_t(lengths.size());
+    int64_t steps = 0, vocab = 0;
+    EXPECT_EQ(snn_model_input_sequence(m, &steps, &vocab), SNN_OK);
+    size_t features = 0;
+    EXPECT_EQ(snn_model_input_size(m, &features), SNN_OK);
+    Fwd f;
+    EXPECT_EQ(snn_preallocate(m, batch, &f.c), SNN_OK) << snn_last_error();
+    if (!f.c) return {};
+    EXPECT_EQ(snn_cache_set_training(f.c, 0), SNN_OK);
+    if (vocab > 0) {
+        std::vector<int32_t> ids(size_t(batch * steps));
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7 + 3) % size_t(vocab));
+        EXPECT_EQ(snn_set_tokens(f.c, ids.data(), ids.size()), SNN_OK) << snn_last_error();
+    } else {
+        std::vector<float> x(size_t(batch) * features);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i) + 0.1f) * 1.5f;
+        EXPECT_EQ(snn_set_inputs(f.c, x.data(), x.size()), SNN_OK) << snn_last_error();
+    }
+    EXPECT_EQ(snn_set_lengths(f.c, lengths.data(), lengths.size()), SNN_OK) << snn_last_error();
+    EXPECT_EQ(snn_forward(f.c, m), SNN_OK) << snn_last_error();
+    const float *y = nullptr;
+    size_t count = 0;
+    EXPECT_EQ(snn_outputs(f.c, &y, &count), SNN_OK);
+    return y ? std::vector<float>(y, y + count) : std::vector<float>();
+}
+
+// Whether the model takes lengths: a sequence input whose steps every
+// sequence layer keeps.
+bool takes_lengths(snn_model *m) {
+    int64_t steps = 0, vocab = 0;
+    if (snn_model_input_sequence(m, &steps, &vocab) != SNN_OK || steps <= 0) return false;
+    size_t features = 0;
+    snn_model_input_size(m, &features);
+    Fwd f;
+    if (snn_preallocate(m, 1, &f.c) != SNN_OK) return false;
+    if (vocab > 0) {
+        const std::vector<int32_t> ids(size_t(steps), 0);
+        if (snn_set_tokens(f.c, ids.data(), ids.size()) != SNN_OK) return false;
+    } else {
+        const std::vector<float> x(features, 0.0f);
+        if (snn_set_inputs(f.c, x.data(), x.size()) != SNN_OK) return false;
+    }
+    const int32_t len = int32_t(steps);
+    return snn_set_lengths(f.c, &len, 1) == SNN_OK;
+}
+
 // Exported then imported: the same spec (names, initialisers and padding
 // rows included, from the file's "snn.spec" metadata), bit-identical
 // parameters and state (batchnorm's count from "snn.state_counts"). Without
-// the metadata, the graph alone gives the same model but for those.
+// the metadata, the graph alone gives the same model but for those. A model
+// that takes lengths, exported with the "lengths" input, imports to the same
+// model again (lengths are no part of snn's spec: every sequence op honours
+// those set at run time), and the two give bit-identical outputs with the
+// case's lengths.
 TEST_P(RoundTrip, ExportThenImportGivesTheSameModel) {
     const op_harness::OpCase &c = GetParam();
     Model m;
@@ -517,6 +586,36 @@ TEST_P(RoundTrip, ExportThenImportGivesTheSameModel) {
         if (s[i] != s2[i]) {
             EXPECT_EQ(s2[i], 0.0f) << c.spec << ": state " << i << " differs";
         }
+
+    // With the "lengths" input.
+    if (!takes_lengths(m.m)) return;
+    snn_onnx_export_options with_lengths{sizeof(snn_onnx_export_options), 1};
+    ASSERT_EQ(snn_model_export_onnx_to_buffer(m.m, &with_lengths, nullptr, 0, &size), SNN_OK) << snn_last_error();
+    std::string lbytes(size, '\0');
+    ASSERT_EQ(snn_model_export_onnx_to_buffer(m.m, &with_lengths, &lbytes[0], size, &size), SNN_OK)
+        << snn_last_error();
+    snn::onnx::Model lfile = read_model(reinterpret_cast<const unsigned char *>(lbytes.data()), lbytes.size());
+    ASSERT_EQ(lfile.graph.input.size(), 2u);
+    ASSERT_EQ(lfile.graph.input[1].name, "lengths");
+    Model lback;
+    ASSERT_EQ(snn_model_import_onnx_from_buffer(lbytes.data(), size, nullptr, &lback.m), SNN_OK)
+        << c.spec << " (lengths): " << snn_last_error();
+    EXPECT_EQ(describe(lback.m), original) << "(lengths)";
+    EXPECT_TRUE(same_bits(parameters_of(lback.m), parameters_of(m.m))) << c.spec << " (lengths): parameters differ";
+    EXPECT_TRUE(same_bits(state_of(lback.m), state_of(m.m))) << c.spec << " (lengths): state differs";
+    lfile.metadata_props.clear();
+    const std::string lbare = write_model(lfile);
+    Model lgraph;
+    ASSERT_EQ(snn_model_import_onnx_from_buffer(lbare.data(), lbare.size(), nullptr, &lgraph.m), SNN_OK)
+        << c.spec << " (lengths): " << snn_last_error();
+    EXPECT_EQ(normalised(describe(lgraph.m)), normalised(original)) << "(lengths)";
+    int64_t steps = 0, vocab = 0;
+    ASSERT_EQ(snn_model_input_sequence(m.m, &steps, &vocab), SNN_OK);
+    const std::vector<int32_t> lengths = case_lengths(c, steps);
+    ASSERT_EQ(int64_t(lengths.size()), c.batch) << c.lengths;
+    const std::vector<float> want = outputs_with_lengths(m.m, lengths);
+    ASSERT_FALSE(want.empty());
+    EXPECT_TRUE(same_bits(outputs_with_lengths(lback.m, lengths), want)) << c.spec << " (lengths): outputs differ";
 }
 
 // The metadata is used only when the graph computes what it says: a file

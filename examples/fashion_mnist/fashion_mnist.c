@@ -138,7 +138,7 @@ static void usage(FILE *to) {
 }
 
 static options parse_options(int argc, char **argv) {
-    options o = {"default", NULL, 0, 64, 0.0, 0, -1.0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, 0, 0, "cpu", "float32"};
+    options o = {"default", NULL, 0, 64, 0.0, 0, -1.0, 1, DEFAULT_DATA_DIR, 0, ".", 0, NULL, NULL, NULL, 0, 0, "cpu", "float32"};
     for (int i = 1; i < argc; ++i) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {

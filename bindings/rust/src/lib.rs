@@ -627,7 +627,7 @@ impl OnnxImportOptions {
 /// Options of [`Model::export_onnx`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OnnxExportOptions {
-    /// A sequence model gets a second graph input "lengths" (int32 [batch]).
+    /// A sequence model gets a second graph input "lengths" (int32, one per sample).
     pub lengths: bool,
 }
 

@@ -57,7 +57,7 @@ pub struct snn_dataset {
 pub struct snn_onnx_export_options {
     /// The size of this struct.
     pub size: usize,
-    /// 1: a second graph input "lengths" (int32 [batch]) for sequence models.
+    /// 1: a second graph input "lengths" (int32, one per sample) for sequence models.
     pub lengths: i32,
 }
 /// Options of ONNX import (`size` first).

@@ -1694,7 +1694,8 @@ void Importer::map_nodes() {
                     "BatchNormalization", "LayerNormalization", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "Softmax",
                     "Gelu", "Add", "Mul", "Div", "Sub", "Pow", "Sqrt", "Erf", "Concat", "Gather", "Slice",
                     "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Dropout", "LSTM",
-                    "GRU", "ReduceMean", "ReduceMax", "Shape", "Cast", "Constant"};
+                    "GRU", "ReduceMean", "ReduceMax", "ReduceSum", "Where", "GatherND", "Less", "Shape", "Cast",
+                    "Constant"};
                 if (!known.count(n.op_type)) refuse("snn has no layer that computes " + n.op_type);
                 continue;
             }

@@ -407,6 +407,150 @@ TEST(OnnxImport, SharedInitializersMapByPosition) {
     EXPECT_EQ(spec, "input 2; dense 2 tanh nobias; dense 2 nobias");
 }
 
+// ---- "lengths" -------------------------------------------------------------------
+
+Tensor int_tensor(const std::string &name, int32_t type, std::vector<int64_t> dims, std::vector<int64_t> values) {
+    Tensor t;
+    t.name = name;
+    t.data_type = type;
+    t.dims = dims;
+    if (type == kInt64) t.int64_data = values;
+    else t.int32_data.assign(values.begin(), values.end());
+    return t;
+}
+
+Attribute int_attr(const char *name, int64_t v) {
+    Attribute a;
+    a.name = name;
+    a.type = kAttrInt;
+    a.i = v;
+    return a;
+}
+
+// input seq [batch, 4, 3] and lengths [batch]; the mean of each sample's
+// valid steps as snn's export writes it: Where(step < length, x, 0),
+// ReduceSum over the steps, Div by the length. `reversed` compares the other
+// way (step > length), `max` ends in ReduceMax instead of seqpool mean.
+snn::onnx::Model lengths_model(bool reversed, bool max) {
+    snn::onnx::Model m;
+    m.ir_version = 8;
+    m.opset_import.push_back({"", 17});
+    m.graph.input.push_back(info("input", {-1, 4, 3}));
+    m.graph.input.push_back(info("lengths", {-1}, kInt32));
+    m.graph.initializer.push_back(int_tensor("steps", kInt32, {4}, {0, 1, 2, 3}));
+    m.graph.initializer.push_back(int_tensor("axis1", kInt64, {1}, {1}));
+    m.graph.initializer.push_back(int_tensor("axis2", kInt64, {1}, {2}));
+    m.graph.initializer.push_back(tensor("zero", {}, {0.0f}));
+    m.graph.node.push_back(make_node("Unsqueeze", "col", {"lengths", "axis1"}, {"len"}));
+    m.graph.node.push_back(make_node("Less", "valid", reversed ? std::vector<std::string>{"len", "steps"}
+                                                               : std::vector<std::string>{"steps", "len"},
+                                     {"v"}));
+    m.graph.node.push_back(make_node("Unsqueeze", "valid_steps", {"v", "axis2"}, {"v3"}));
+    m.graph.node.push_back(make_node("Where", "zeroed", {"v3", "input", "zero"}, {"kept"}));
+    if (max) {
+        Node r = make_node("ReduceMax", "max", {"kept"}, {"output"});
+        Attribute axes;
+        axes.name = "axes";
+        axes.type = kAttrInts;
+        axes.ints = {1};
+        r.attribute = {axes, int_attr("keepdims", 0)};
+        m.graph.node.push_back(r);
+    } else {
+        Node r = make_node("ReduceSum", "sum", {"kept", "axis1"}, {"total"});
+        r.attribute = {int_attr("keepdims", 0)};
+        m.graph.node.push_back(r);
+        Node c = make_node("Cast", "to_float", {"len"}, {"lenf"});
+        c.attribute = {int_attr("to", kFloat)};
+        m.graph.node.push_back(c);
+        m.graph.node.push_back(make_node("Div", "mean", {"total", "lenf"}, {"output"}));
+    }
+    m.graph.output.push_back(info("output", {-1, 3}));
+    return m;
+}
+
+TEST(OnnxImport, LengthsMapOnlyInTheFormsSnnWrites) {
+    std::string e, spec;
+    ASSERT_EQ(import(lengths_model(false, false), &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input seq 4x3; seqpool mean");
+
+    // step > length: the padding kept, the valid steps zeroed.
+    EXPECT_EQ(import(lengths_model(true, false), &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("1 node"), std::string::npos) << e;
+    EXPECT_NE(e.find("\nLess 'valid': "), std::string::npos) << e;
+    EXPECT_NE(e.find("'lengths'"), std::string::npos) << e;
+
+    // A max over steps whose padding is 0, not -inf.
+    EXPECT_EQ(import(lengths_model(false, true), &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("\nReduceMax 'max': "), std::string::npos) << e;
+
+    // The full mean scaled by the length: "lengths" read by a Mul no
+    // pattern of snn's has.
+    snn::onnx::Model scaled = lengths_model(false, false);
+    scaled.graph.node.erase(scaled.graph.node.begin() + 1, scaled.graph.node.end());
+    Node pool = make_node("ReduceMean", "pool", {"input"}, {"p"});
+    Attribute axes;
+    axes.name = "axes";
+    axes.type = kAttrInts;
+    axes.ints = {1};
+    pool.attribute = {axes, int_attr("keepdims", 0)};
+    scaled.graph.node.push_back(pool);
+    Node c = make_node("Cast", "to_float", {"len"}, {"lenf"});
+    c.attribute = {int_attr("to", kFloat)};
+    scaled.graph.node.push_back(c);
+    scaled.graph.node.push_back(make_node("Mul", "scale", {"p", "lenf"}, {"output"}));
+    EXPECT_EQ(import(scaled, &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("1 node"), std::string::npos) << e;
+    EXPECT_NE(e.find("\nMul 'scale': reads the 'lengths' input"), std::string::npos) << e;
+}
+
+// snn's own export with lengths, one node's input then replaced by a new
+// initializer: refused, naming that node (or the one that reads it).
+TEST(OnnxImport, AnEditedLengthsExportIsRefusedNamingTheNode) {
+    struct Edit {
+        const char *spec;
+        const char *op;     // the first node of this op is edited
+        size_t input;       // its input replaced by `with`
+        Tensor with;
+        const char *named;  // the op of the node named in the refusal
+    };
+    const Edit edits[] = {
+        // the attention's key mask 0 at padded keys too
+        {"input seq 5x4; attention heads=2", "Where", 2, tensor("fill", {}, {0.0f}), "Where"},
+        // steps 1..T compared with the lengths: one step too many kept
+        {"input seq 5x4; attention heads=2", "Less", 0, int_tensor("fill", kInt32, {5}, {-1, 0, 1, 2, 3}), "Less"},
+        // seqpool last at length - 2
+        {"input seq 5x4; dense 3; seqpool last", "Sub", 1, int_tensor("fill", kInt32, {}, {2}), "Sub"},
+        // seqpool mean over padding set to 1
+        {"input seq 5x4; dense 3; seqpool mean", "Where", 2, tensor("fill", {}, {1.0f}), "Where"},
+        // conv1d reading padded steps as -inf
+        {"input seq 5x4; conv1d 3 2 pad=1", "Where", 2, tensor("fill", {}, {-INFINITY}), "Conv"},
+    };
+    for (const Edit &edit : edits) {
+        Model m;
+        ASSERT_EQ(snn_model_create(edit.spec, &m.m), SNN_OK) << snn_last_error();
+        snn_onnx_export_options o{sizeof(snn_onnx_export_options), 1};
+        size_t size = 0;
+        ASSERT_EQ(snn_model_export_onnx_to_buffer(m.m, &o, nullptr, 0, &size), SNN_OK) << snn_last_error();
+        std::string bytes(size, '\0');
+        ASSERT_EQ(snn_model_export_onnx_to_buffer(m.m, &o, &bytes[0], size, &size), SNN_OK);
+        snn::onnx::Model file = read_model(reinterpret_cast<const unsigned char *>(bytes.data()), bytes.size());
+        std::string e;
+        ASSERT_EQ(import(file, &e), SNN_OK) << edit.spec << ": " << e;
+        file.metadata_props.clear();
+        bool edited = false;
+        for (Node &n : file.graph.node)
+            if (n.op_type == edit.op && !edited) {
+                n.input.at(edit.input) = "fill";
+                edited = true;
+            }
+        ASSERT_TRUE(edited) << edit.spec << ": no " << edit.op;
+        file.graph.initializer.push_back(edit.with);
+        EXPECT_EQ(import(file, &e), SNN_ERR_UNSUPPORTED) << edit.spec << ", " << edit.op;
+        EXPECT_NE(e.find(std::string("\n") + edit.named + " 'layers."), std::string::npos)
+            << edit.spec << ", " << edit.op << ": " << e;
+    }
+}
+
 // ---- the round trip ----------------------------------------------------------
 
 class RoundTrip : public ::testing::TestWithParam<op_harness::OpCase> {};

@@ -10,7 +10,8 @@
 //      from initializers and shapes alone folded into a constant (the
 //      Shape-Gather-Unsqueeze-Concat of x.view(x.size(0), -1), LSTM's weight
 //      reordering without constant folding, a causal mask built from the
-//      input's length);
+//      input's length); the values computed from a second input "lengths"
+//      alone marked, in the forms snn's export writes (LenKind);
 //   4. mapping, in graph order from the input: each node, or group of
 //      nodes (Gemm, MatMul + Add, Div-Erf-Add-Mul-Mul, Sigmoid-Mul, the
 //      decomposed layer norm, the region of an attention's Softmax), gives
@@ -107,7 +108,7 @@ struct Const {
     int64_t int_at(int64_t k) const {
         if (is_int) return i[size_t(k)].b;
         const double v = f[size_t(k)];
-        return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : int64_t(v);
+        return v != v ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : int64_t(v);
     }
     bool all_concrete() const {
         for (const Sym &s : i)
@@ -576,7 +577,10 @@ void Importer::build_graph() {
     std::vector<const ValueInfo *> inputs;
     for (const ValueInfo &vi : g_.input)
         if (!ids_.count(vi.name)) inputs.push_back(&vi);
-    // A second input "lengths" (int [batch]) feeds the recurrent layers' sequence_lens.
+    // A second input "lengths" (int [batch]): the recurrent layers'
+    // sequence_lens, and the masks of the padded steps snn's export writes
+    // (attention, seqpool, conv1d); snn takes them at run time
+    // (snn_set_lengths), not in the spec.
     std::vector<const ValueInfo *> data;
     const ValueInfo *lengths = nullptr;
     for (const ValueInfo *vi : inputs) {
@@ -823,7 +827,7 @@ bool Importer::fold(const Node &n) {
         if (!v.c) return false;
         cs.push_back(v.c);
     }
-    if (cs.empty()) return false;
+    if (cs.empty() || !cs[0]) return false;
     const Const &x = *cs[0];
     auto c = std::make_shared<Const>();
     c->is_int = x.is_int;
@@ -861,7 +865,11 @@ bool Importer::fold(const Node &n) {
         if (c->is_int) {
             if (x.is_int) c->i = x.i;
             else
-                for (double v : x.f) c->i.push_back(num(int64_t(v)));
+                for (double v : x.f) {
+                    // Beyond int64's range (or NaN) the cast is undefined: nothing snn folds needs it.
+                    if (!(v > -9.2e18 && v < 9.2e18)) refuse("a Cast of a value outside int64's range");
+                    c->i.push_back(num(int64_t(v)));
+                }
         } else {
             if (!x.is_int) c->f = x.f;
             else {
@@ -878,7 +886,7 @@ bool Importer::fold(const Node &n) {
         std::vector<int64_t> axes = attr_ints(n, "axes");
         if (cs.size() > 1 && cs[1]) {
             axes.clear();
-            for (int64_t k = 0; k < cs[1]->count(); ++k) axes.push_back(int64_t(cs[1]->at(k)));
+            for (int64_t k = 0; k < cs[1]->count(); ++k) axes.push_back(cs[1]->int_at(k));
         }
         if (op == "Unsqueeze") {
             const int64_t r = int64_t(x.dims.size() + axes.size());
@@ -908,7 +916,7 @@ bool Importer::fold(const Node &n) {
         if (cs.size() < 2 || !cs[1] || !cs[1]->all_concrete()) return false;
         int64_t known = 1, infer = -1;
         for (int64_t k = 0; k < cs[1]->count(); ++k) {
-            int64_t d = int64_t(cs[1]->at(k));
+            int64_t d = cs[1]->int_at(k);
             if (d == 0 && !attr_i(n, "allowzero", 0)) d = x.dims.at(size_t(k));
             if (d == -1) infer = k;
             else known *= d;
@@ -983,11 +991,14 @@ bool Importer::fold(const Node &n) {
         const int64_t r = int64_t(x.dims.size());
         int64_t axis = attr_i(n, "axis", 0);
         if (axis < 0) axis += r;
+        if (axis < 0 || axis >= r) refuse("axis out of range");
         c->dims = x.dims;
         c->dims[size_t(axis)] = 0;
         for (const ConstPtr &p : cs) {
             if (!p || int64_t(p->dims.size()) != r) return false;
             if (p->is_int != x.is_int) return false;
+            for (int64_t d = 0; d < r; ++d)
+                if (d != axis && p->dims[size_t(d)] != x.dims[size_t(d)]) refuse("inputs of different shapes");
             c->dims[size_t(axis)] += p->dims[size_t(axis)];
         }
         int64_t outer = 1;
@@ -1067,7 +1078,7 @@ bool Importer::fold(const Node &n) {
     }
     if (op == "Trilu") {
         if (x.dims.size() < 2) return false;
-        const int64_t kk = cs.size() > 1 && cs[1] ? int64_t(cs[1]->at(0)) : 0;
+        const int64_t kk = cs.size() > 1 && cs[1] ? cs[1]->int_at(0) : 0;
         const bool upper = attr_i(n, "upper", 1) != 0;
         *c = x;
         const int64_t rows = x.dims[x.dims.size() - 2], cols = x.dims.back();
@@ -1119,7 +1130,7 @@ bool Importer::fold(const Node &n) {
     if (op == "Expand") {
         if (cs.size() != 2 || !cs[1]->all_concrete()) return false;
         Dims target;
-        for (int64_t k = 0; k < cs[1]->count(); ++k) target.push_back(num(int64_t(cs[1]->at(k))));
+        for (int64_t k = 0; k < cs[1]->count(); ++k) target.push_back(num(cs[1]->int_at(k)));
         Dims bd;
         if (!broadcast_dims(dims_of(x.dims), target, &bd)) return false;
         Const ones;
@@ -1337,7 +1348,7 @@ void Importer::infer_shape(const Node &n) {
         std::vector<int64_t> axes;
         if (has_in(n, 3)) {
             if (!val(in(n, 3)).c) return;
-            for (int64_t k = 0; k < val(in(n, 3)).c->count(); ++k) axes.push_back(int64_t(val(in(n, 3)).c->at(k)));
+            for (int64_t k = 0; k < val(in(n, 3)).c->count(); ++k) axes.push_back(val(in(n, 3)).c->int_at(k));
         } else {
             for (int64_t k = 0; k < st.c->count(); ++k) axes.push_back(k);
         }

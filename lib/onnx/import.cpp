@@ -1114,9 +1114,10 @@ bool Importer::fold(const Node &n) {
         return true;
     }
     if (op == "Range") {
-        if (cs.size() != 3 || !x.all_concrete()) return false;
+        if (cs.size() != 3 || !cs[1] || !cs[2] || !x.all_concrete()) return false;
+        if (x.count() < 1 || cs[1]->count() < 1 || cs[2]->count() < 1) refuse("Range of empty operands");
         const double s = x.at(0), lim = cs[1]->at(0), d = cs[2]->at(0);
-        if (d == 0) return false;
+        if (d == 0 || !(fabs(s) < 9e15 && fabs(lim) < 9e15)) return false;
         c->is_int = x.is_int;
         for (double v = s; d > 0 ? v < lim : v > lim; v += d) {
             if (c->is_int) c->i.push_back(num(int64_t(v)));

@@ -277,6 +277,7 @@ struct Value {
 struct Out {
     std::string text;                  // "dense 16", "conv 3x3 4 pad=1", ... (without act, name, from)
     bool fusable = false;              // dense, conv, conv1d: takes an activation
+    bool zero_padded = false;          // 0 at each sample's padded steps (lstm/gru given sequence_lens)
     Act act = Act::identity;
     bool nobias = false;
     int input = -1, other = -1;        // the layers read (other: add, concat)
@@ -377,6 +378,14 @@ private:
     void fold_and_shape(int k);
     bool fold(const Node &n);
     bool derive_lengths(const Node &n);
+    // With a 'lengths' input, snn applies them at run time to every sequence
+    // layer (recurrent layers, attention, seqpool, conv1d), so a layer whose
+    // ONNX form does not read them would compute something else. Lengths
+    // change nothing only when the input has one step (every length is 1).
+    void refuse_ignoring_lengths(const std::string &what, const std::string &effect) const {
+        if (lengths_value_ >= 0 && steps_ > 1)
+            refuse(what + " ignores 'lengths', which snn applies to every sequence layer (" + effect + ")");
+    }
     bool reads_lengths(const Node &n) {
         for (const std::string &i : n.input)
             if (!i.empty() && val(i).len != kNotLen) return true;
@@ -1945,6 +1954,11 @@ void Importer::map_conv(const Node &n) {
     if (l0.kind != Out::seq || v.dims.size() != 3 ||
         !same_dims(v.dims, {l0.canon[0], l0.canon[2], l0.canon[1]}))
         refuse("a 1-D convolution whose input is not a sequence with its axes swapped ([batch, F, T])");
+    // Its input must be 0 at the padded steps: set so by a Where, or the
+    // output of an LSTM/GRU given sequence_lens.
+    if (v.padded == kPadNone && !l0.zero_padded)
+        refuse_ignoring_lengths("a 1-D convolution of a sequence whose padded steps are not set to 0",
+                                "conv1d reads the steps past a sample's length as 0");
     c.kind = Out::seq;
     c.text = format("conv1d %lld %lld", (long long)kernel[0], (long long)wd[0]);
     if (strides[0] != 1) c.text += format(" stride=%lld", (long long)strides[0]);
@@ -2177,6 +2191,8 @@ void Importer::map_reduce(const Node &n, int k) {
         return;
     }
     if (l0.kind == Out::seq && v.dims.size() == 3 && axes == std::vector<int64_t>{1}) {
+        refuse_ignoring_lengths(format("%s over every step", n.op_type.c_str()),
+                                "seqpool pools each sample's valid steps only");
         const int src = materialize(v, Out::seq, n.op_type.c_str());
         Out p;
         p.kind = Out::vector;
@@ -2400,6 +2416,7 @@ void Importer::map_gather(const Node &n) {
         return;
     }
     if (len.concrete() && (at == -1 || at == len.b - 1)) {
+        refuse_ignoring_lengths("taking the last of every step", "seqpool last takes the step at each sample's length - 1");
         const int l = seqpool_last(v, int(axis), false);
         set_view(n.output[0], canonical_view(l));
         return;
@@ -2424,6 +2441,8 @@ void Importer::map_slice(const Node &n) {
         bool last = false;
         for (int64_t q : st) last |= q == -1 || q == len - 1;
         if (last) {
+            refuse_ignoring_lengths("taking the last of every step",
+                                    "seqpool last takes the step at each sample's length - 1");
             const int l = seqpool_last(v, int(changed), true);
             set_view(n.output[0], View{l, {{0}, {}, outs_[size_t(l)].canon[1]}});
             return;
@@ -2602,6 +2621,9 @@ void Importer::map_recurrent(const Node &n, bool lstm) {
     const int64_t H = attr_i(n, "hidden_size", 0);
     const int64_t G = lstm ? 4 : 3;
     if (has_in(n, 4) && id(in(n, 4)) != lengths_value_) refuse("sequence_lens that are not the 'lengths' input");
+    if (!has_in(n, 4))
+        refuse_ignoring_lengths(std::string("without sequence_lens, the ") + name,
+                                "its outputs are 0 past each sample's length and its last state is the one at length - 1");
     for (size_t q = 5; q < n.input.size(); ++q) {
         if (!has_in(n, q)) continue;
         if (q == 7) refuse("peephole weights (P)");
@@ -2663,6 +2685,7 @@ void Importer::map_recurrent(const Node &n, bool lstm) {
     if (y_used) {
         o.kind = Out::seq;
         o.canon = {{0}, l0.canon[1], feat};
+        o.zero_padded = has_in(n, 4);
         const int l = emit(o);
         // Y [T, dirs, batch, H]
         set_view(n.output[0], View{l, {l0.canon[1], datom, {0}, hatom}});
@@ -2692,6 +2715,7 @@ struct Importer::Region {
     std::set<int> nodes;
     int64_t E = 0, heads = 0;
     bool causal = false;
+    bool key_mask = false;      // the scores' keys masked from 'lengths'
     std::vector<float> params;  // in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias
     bool mapped = false;
 };
@@ -3004,6 +3028,7 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
     r->E = E;
     r->heads = heads;
     r->causal = causal;
+    r->key_mask = key_mask;
     r->params = w_in;
     r->params.insert(r->params.end(), b_in.begin(), b_in.end());
     r->params.insert(r->params.end(), wo.begin(), wo.end());
@@ -3015,6 +3040,9 @@ void Importer::map_attention(Region &r) {
     for (int q : r.nodes) done_[size_t(q)] = true;
     if (r.mapped) return;
     r.mapped = true;
+    if (!r.key_mask)
+        refuse_ignoring_lengths("the attention over '" + r.x + "', masking no keys from 'lengths',",
+                                "attention masks the keys past each sample's length");
     const View v = view_of(r.x);
     const int src = materialize(v, Out::seq, "the attention");
     Out a;

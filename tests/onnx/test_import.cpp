@@ -483,8 +483,9 @@ TEST(OnnxImport, LengthsMapOnlyInTheFormsSnnWrites) {
     EXPECT_EQ(import(lengths_model(false, true), &e), SNN_ERR_UNSUPPORTED);
     EXPECT_NE(e.find("\nReduceMax 'max': "), std::string::npos) << e;
 
-    // The full mean scaled by the length: "lengths" read by a Mul no
-    // pattern of snn's has.
+    // The full mean scaled by the length: a mean over every step, which
+    // seqpool is not with lengths (the Mul after it, reading "lengths" in a
+    // form snn does not map, is not listed again).
     snn::onnx::Model scaled = lengths_model(false, false);
     scaled.graph.node.erase(scaled.graph.node.begin() + 1, scaled.graph.node.end());
     Node pool = make_node("ReduceMean", "pool", {"input"}, {"p"});
@@ -500,7 +501,56 @@ TEST(OnnxImport, LengthsMapOnlyInTheFormsSnnWrites) {
     scaled.graph.node.push_back(make_node("Mul", "scale", {"p", "lenf"}, {"output"}));
     EXPECT_EQ(import(scaled, &e), SNN_ERR_UNSUPPORTED);
     EXPECT_NE(e.find("1 node"), std::string::npos) << e;
-    EXPECT_NE(e.find("\nMul 'scale': reads the 'lengths' input"), std::string::npos) << e;
+    EXPECT_NE(e.find("\nReduceMean 'pool': ReduceMean over every step ignores 'lengths'"), std::string::npos) << e;
+}
+
+// input seq [batch, 4, 3] -> LSTM of 2 hidden units -> its last state
+// [batch, 2]; with the "lengths" input when `lengths`, read as the LSTM's
+// sequence_lens when `sequence_lens`.
+snn::onnx::Model lstm_model(bool lengths, bool sequence_lens) {
+    snn::onnx::Model m;
+    m.ir_version = 8;
+    m.opset_import.push_back({"", 17});
+    m.graph.input.push_back(info("input", {-1, 4, 3}));
+    if (lengths) m.graph.input.push_back(info("lengths", {-1}, kInt32));
+    m.graph.initializer.push_back(tensor("W", {1, 8, 3}, std::vector<float>(24, 0.25f)));
+    m.graph.initializer.push_back(tensor("R", {1, 8, 2}, std::vector<float>(16, -0.5f)));
+    m.graph.initializer.push_back(int_tensor("axis0", kInt64, {1}, {0}));
+    Node t = make_node("Transpose", "time_first", {"input"}, {"x"});
+    Attribute perm;
+    perm.name = "perm";
+    perm.type = kAttrInts;
+    perm.ints = {1, 0, 2};
+    t.attribute = {perm};
+    m.graph.node.push_back(t);
+    Node r = make_node("LSTM", "rnn", {"x", "W", "R"}, {"", "h"});
+    if (sequence_lens) r.input = {"x", "W", "R", "", "lengths"};
+    r.attribute = {int_attr("hidden_size", 2)};
+    m.graph.node.push_back(r);
+    m.graph.node.push_back(make_node("Squeeze", "state", {"h", "axis0"}, {"output"}));
+    m.graph.output.push_back(info("output", {-1, 2}));
+    return m;
+}
+
+// snn applies "lengths" to every sequence layer: an LSTM that does not
+// read them would compute something else with them.
+TEST(OnnxImport, ASequenceLayerIgnoringLengthsIsRefused) {
+    std::string e, spec;
+    ASSERT_EQ(import(lstm_model(false, false), &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input seq 4x3; lstm 2 last nobias");
+    ASSERT_EQ(import(lstm_model(true, true), &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input seq 4x3; lstm 2 last nobias");
+
+    EXPECT_EQ(import(lstm_model(true, false), &e), SNN_ERR_UNSUPPORTED);
+    EXPECT_NE(e.find("1 node"), std::string::npos) << e;
+    EXPECT_NE(e.find("\nLSTM 'rnn': without sequence_lens"), std::string::npos) << e;
+    EXPECT_NE(e.find("ignores 'lengths', which snn applies to every sequence layer"), std::string::npos) << e;
+
+    // One step: every length is 1, which changes nothing.
+    snn::onnx::Model one = lstm_model(true, false);
+    one.graph.input[0] = info("input", {-1, 1, 3});
+    ASSERT_EQ(import(one, &e, &spec), SNN_OK) << e;
+    EXPECT_EQ(spec, "input seq 1x3; lstm 2 last nobias");
 }
 
 // snn's own export with lengths, one node's input then replaced by a new

@@ -170,6 +170,17 @@ bool broadcast_dims(const Dims &x, const Dims &y, Dims *out) {
     return true;
 }
 
+// Whether perm holds each of 0 .. rank-1 once.
+bool is_permutation_of(const std::vector<int64_t> &perm, size_t rank) {
+    if (perm.size() != rank) return false;
+    std::vector<bool> seen(rank, false);
+    for (int64_t p : perm) {
+        if (p < 0 || p >= int64_t(rank) || seen[size_t(p)]) return false;
+        seen[size_t(p)] = true;
+    }
+    return true;
+}
+
 Dims dims_of(const std::vector<int64_t> &d) {
     Dims s;
     for (int64_t v : d) s.push_back(num(v));
@@ -957,8 +968,8 @@ bool Importer::fold(const Node &n) {
         std::vector<int64_t> perm = attr_ints(n, "perm");
         if (perm.empty())
             for (size_t d = 0; d < r; ++d) perm.push_back(int64_t(r - 1 - d));
-        if (perm.size() != r) return false;
-        for (size_t d = 0; d < r; ++d) c->dims.push_back(x.dims.at(size_t(perm[d])));
+        if (!is_permutation_of(perm, r)) return false;
+        for (size_t d = 0; d < r; ++d) c->dims.push_back(x.dims[size_t(perm[d])]);
         const auto xs = strides_of(x.dims), os = strides_of(c->dims);
         for (int64_t k = 0; k < x.count(); ++k) {
             int64_t src = 0;
@@ -2463,9 +2474,11 @@ void Importer::map_layout(const Node &n) {
         std::vector<int64_t> perm = attr_ints(n, "perm");
         if (perm.empty())
             for (size_t d = 0; d < r; ++d) perm.push_back(int64_t(r - 1 - d));
-        if (perm.size() != r) fail(SNN_ERR_FILE_FORMAT, "%s: perm has %zu entries for %zu axes", where(n).c_str(), perm.size(), r);
+        if (!is_permutation_of(perm, r))
+            fail(SNN_ERR_FILE_FORMAT, "%s: perm %s is not a permutation of %zu axes", where(n).c_str(),
+                 ints_text(perm).c_str(), r);
         o.dims.clear();
-        for (int64_t p : perm) o.dims.push_back(v.dims.at(size_t(p)));
+        for (int64_t p : perm) o.dims.push_back(v.dims[size_t(p)]);
     } else if (op == "Squeeze") {
         std::vector<int64_t> axes = axes_of(n, 1, r);
         o.dims.clear();
@@ -2480,6 +2493,8 @@ void Importer::map_layout(const Node &n) {
         const size_t nr = r + axes.size();
         for (int64_t &a : axes) a = norm_axis(a, nr);
         std::sort(axes.begin(), axes.end());
+        if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+            fail(SNN_ERR_FILE_FORMAT, "%s: an axis given twice", where(n).c_str());
         for (int64_t a : axes) o.dims.insert(o.dims.begin() + a, std::vector<int>{});
     } else if (op == "Flatten" || op == "Reshape") {
         Dims target;
@@ -2491,10 +2506,16 @@ void Importer::map_layout(const Node &n) {
             const Value &t = val(in(n, 1));
             if (!t.c) refuse("a new shape that is computed from values, not shapes");
             if (attr_i(n, "allowzero", 0)) refuse("allowzero=1");
+            if (!t.c->is_int) fail(SNN_ERR_FILE_FORMAT, "%s: a shape of floats (Reshape's is int64)", where(n).c_str());
             const Dims &is = shape(in(n, 0));
             for (int64_t k = 0; k < t.c->count(); ++k) {
-                Sym q = t.c->i.empty() ? num(int64_t(t.c->f[size_t(k)])) : t.c->i[size_t(k)];
-                if (q == num(0)) q = is.at(size_t(k));
+                Sym q = t.c->i[size_t(k)];
+                if (q == num(0)) {
+                    if (size_t(k) >= is.size())
+                        fail(SNN_ERR_FILE_FORMAT, "%s: a 0 in the new shape copies axis %lld, which the input lacks",
+                             where(n).c_str(), (long long)k);
+                    q = is[size_t(k)];
+                }
                 target.push_back(q);
             }
         }

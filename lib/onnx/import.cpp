@@ -59,14 +59,31 @@ struct Sym {
 };
 Sym num(int64_t v) { return {0, v, true}; }
 Sym unknown_sym() { return {0, 0, false}; }
-Sym sym_add(Sym x, Sym y) { return x.known && y.known ? Sym{x.a + y.a, x.b + y.b, true} : unknown_sym(); }
-Sym sym_sub(Sym x, Sym y) { return x.known && y.known ? Sym{x.a - y.a, x.b - y.b, true} : unknown_sym(); }
+// Arithmetic on sizes; a result beyond int64 is not known.
+Sym sym_add(Sym x, Sym y) {
+    Sym r;
+    if (!x.known || !y.known || __builtin_add_overflow(x.a, y.a, &r.a) || __builtin_add_overflow(x.b, y.b, &r.b))
+        return unknown_sym();
+    return r;
+}
+Sym sym_sub(Sym x, Sym y) {
+    Sym r;
+    if (!x.known || !y.known || __builtin_sub_overflow(x.a, y.a, &r.a) || __builtin_sub_overflow(x.b, y.b, &r.b))
+        return unknown_sym();
+    return r;
+}
 Sym sym_mul(Sym x, Sym y) {
     if (!x.known || !y.known || (x.a && y.a)) return unknown_sym();
-    return {x.a * y.b + y.a * x.b, x.b * y.b, true};
+    Sym r;
+    int64_t p, q;
+    if (__builtin_mul_overflow(x.a, y.b, &p) || __builtin_mul_overflow(y.a, x.b, &q) ||
+        __builtin_add_overflow(p, q, &r.a) || __builtin_mul_overflow(x.b, y.b, &r.b))
+        return unknown_sym();
+    return r;
 }
 Sym sym_div(Sym x, Sym y) {
     if (!x.known || !y.concrete() || y.b == 0) return unknown_sym();
+    if (y.b == -1 && (x.a == INT64_MIN || x.b == INT64_MIN)) return unknown_sym();
     if (x.a % y.b || (x.a && x.b % y.b)) return x.a ? unknown_sym() : num(x.b / y.b);
     return {x.a / y.b, x.b / y.b, true};
 }
@@ -1526,7 +1543,8 @@ View Importer::reshape_view(const View &v, const Dims &target) {
     bool has_batch = false;
     for (int a : atoms) {
         if (a == 0) has_batch = true;
-        else total_known *= atom_size_[size_t(a)];
+        else if (__builtin_mul_overflow(total_known, atom_size_[size_t(a)], &total_known))
+            refuse("a value of more elements than int64 counts");
     }
     // resolve -1
     Dims t = target;
@@ -1541,10 +1559,10 @@ View Importer::reshape_view(const View &v, const Dims &target) {
         } else if (q.known && q.a == 1 && q.b == 0) {
             t_batch = true;
         } else if (q.known && q.a == 0 && q.b > 0) {
-            known *= q.b;
+            if (__builtin_mul_overflow(known, q.b, &known)) refuse("the new shape " + dims_text(target) + " does not fit");
         } else if (q.known && q.a > 1 && q.b == 0) {
             t_batch = true;
-            known *= q.a;
+            if (__builtin_mul_overflow(known, q.a, &known)) refuse("the new shape " + dims_text(target) + " does not fit");
         } else {
             refuse("the new shape " + dims_text(target) + " is not known");
         }
@@ -1581,7 +1599,9 @@ View Importer::reshape_view(const View &v, const Dims &target) {
                 refuse("the new shape " + dims_text(target) + " moves values across the batch");
             const int a = atoms[at];
             const int64_t size = atom_size_[size_t(a)];
-            if (have * size <= want) {
+            int64_t grown;
+            if (__builtin_mul_overflow(have, size, &grown)) refuse("the new shape " + dims_text(target) + " does not fit");
+            if (grown <= want) {
                 if (want % (have * size)) refuse("the new shape " + dims_text(target) + " splits an axis unevenly");
                 dim.push_back(a);
                 have *= size;
@@ -1645,7 +1665,8 @@ void Importer::map_nodes() {
         if (!vi->has_shape || vi->shape.empty())
             fail(SNN_ERR_UNSUPPORTED, "the graph input '%s' has no shape", x.name.c_str());
         const Dim &b = vi->shape[0];
-        if (b.value >= 0) batch_ = num(b.value);
+        if (b.value == 0) fail(SNN_ERR_UNSUPPORTED, "the graph input '%s' has a batch of 0", x.name.c_str());
+        if (b.value > 0) batch_ = num(b.value);
         else if (opt_.batch > 0) batch_ = num(opt_.batch);
         Dims s{batch_};
         for (size_t k = 1; k < vi->shape.size(); ++k) {
@@ -1667,6 +1688,10 @@ void Importer::map_nodes() {
             fail(SNN_ERR_UNSUPPORTED, "dimension %zu of input '%s' is not a number ('%s'); snn needs every size "
                  "but the batch", k, x.name.c_str(), d.param.c_str());
         }
+        int64_t per_sample = 1;
+        for (size_t k = 1; k < s.size(); ++k)
+            if (__builtin_mul_overflow(per_sample, s[k].b, &per_sample) || per_sample > INT32_MAX)
+                fail(SNN_ERR_UNSUPPORTED, "the graph input '%s' holds more than 2^31 values per sample", x.name.c_str());
         x.has_shape = true;
         x.shape = s;
         if (s.size() == 3 || (s.size() == 2 && x.is_int)) steps_ = s[1].b;

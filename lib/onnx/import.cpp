@@ -115,9 +115,14 @@ struct Const {
     std::vector<int64_t> dims;
     std::vector<double> f;
     std::vector<Sym> i;
+    // The number of values the dims hold; INT64_MAX for a negative
+    // dimension or a product beyond int64.
     int64_t count() const {
+        for (int64_t d : dims)
+            if (d == 0) return 0;
         int64_t n = 1;
-        for (int64_t d : dims) n *= d;
+        for (int64_t d : dims)
+            if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
         return n;
     }
     double at(int64_t k) const { return is_int ? double(i[size_t(k)].b) : f[size_t(k)]; }
@@ -204,6 +209,9 @@ Dims dims_of(const std::vector<int64_t> &d) {
     return s;
 }
 
+// The most values a folded constant may hold.
+const int64_t kMaxFolded = int64_t(1) << 24;
+
 // Element-wise binary op on constants, with broadcasting.
 ConstPtr fold_binary(const std::string &op, const Const &x, const Const &y) {
     Dims bd;
@@ -214,6 +222,7 @@ ConstPtr fold_binary(const std::string &op, const Const &x, const Const &y) {
     const bool compare = op == "Equal" || op == "Less" || op == "Greater";
     c->is_int = ints || compare;
     const int64_t n = c->count();
+    if (n > kMaxFolded) refuse("the folded value would hold more than 2^24 values");
     const auto xs = strides_of(x.dims), ys = strides_of(y.dims), cs = strides_of(c->dims);
     const size_t r = c->dims.size();
     for (int64_t k = 0; k < n; ++k) {
@@ -231,7 +240,12 @@ ConstPtr fold_binary(const std::string &op, const Const &x, const Const &y) {
             else if (op == "Sub") v = sym_sub(a, b);
             else if (op == "Mul") v = sym_mul(a, b);
             else if (op == "Div") v = sym_div(a, b);
-            else if (op == "Mod" && a.concrete() && b.concrete() && b.b != 0) v = num(((a.b % b.b) + b.b) % b.b);
+            else if (op == "Mod" && a.concrete() && b.concrete() && b.b != 0) {
+                // the sign of the divisor, as ONNX's integer Mod (fmod=0)
+                int64_t m = b.b == -1 ? 0 : a.b % b.b;
+                if (m != 0 && (m < 0) != (b.b < 0)) m += b.b;
+                v = num(m);
+            }
             else if (op == "Max" && a.concrete() && b.concrete()) v = num(std::max(a.b, b.b));
             else if (op == "Min" && a.concrete() && b.concrete()) v = num(std::min(a.b, b.b));
             else if (compare && a.concrete() && b.concrete())
@@ -883,7 +897,7 @@ bool Importer::fold(const Node &n) {
         if (x.is_int && op != "Neg" && op != "Abs") return false;
         c->dims = x.dims;
         if (x.is_int) {
-            for (const Sym &s : x.i) c->i.push_back(op == "Neg" ? sym_sub(num(0), s) : s.concrete() ? num(std::abs(s.b)) : unknown_sym());
+            for (const Sym &s : x.i) c->i.push_back(op == "Neg" ? sym_sub(num(0), s) : s.concrete() && s.b != INT64_MIN ? num(std::abs(s.b)) : unknown_sym());
         } else {
             for (double v : x.f) {
                 const double r = op == "Sqrt" ? sqrt(v) : op == "Reciprocal" ? 1.0 / v : op == "Neg" ? -v
@@ -954,9 +968,18 @@ bool Importer::fold(const Node &n) {
         int64_t known = 1, infer = -1;
         for (int64_t k = 0; k < cs[1]->count(); ++k) {
             int64_t d = cs[1]->int_at(k);
-            if (d == 0 && !attr_i(n, "allowzero", 0)) d = x.dims.at(size_t(k));
-            if (d == -1) infer = k;
-            else known *= d;
+            if (d == 0 && !attr_i(n, "allowzero", 0)) {
+                if (size_t(k) >= x.dims.size()) refuse("a 0 in the new shape copies an axis the input lacks");
+                d = x.dims[size_t(k)];
+            }
+            if (d == -1) {
+                if (infer >= 0) refuse("the new shape has two -1");
+                infer = k;
+            } else if (d < 0) {
+                refuse("the new shape has a negative dimension");
+            } else if (__builtin_mul_overflow(known, d, &known)) {
+                refuse("the new shape holds more values than int64 counts");
+            }
             c->dims.push_back(d);
         }
         if (infer >= 0) {
@@ -1010,6 +1033,7 @@ bool Importer::fold(const Node &n) {
         c->dims.assign(x.dims.begin(), x.dims.begin() + axis);
         c->dims.insert(c->dims.end(), idx.dims.begin(), idx.dims.end());
         c->dims.insert(c->dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+        if (c->count() > kMaxFolded) return false;
         for (int64_t o = 0; o < outer; ++o)
             for (int64_t j = 0; j < idx.count(); ++j) {
                 int64_t at = idx.int_at(j);
@@ -1066,6 +1090,8 @@ bool Importer::fold(const Node &n) {
             for (int64_t k = 0; k < cs[4]->count(); ++k) steps.push_back(cs[4]->int_at(k));
         else
             steps.assign(starts.size(), 1);
+        if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+            refuse("starts, ends, axes and steps of different lengths");
         std::vector<int64_t> lo(size_t(r), 0), hi = x.dims;
         for (size_t k = 0; k < axes.size(); ++k) {
             int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
@@ -1092,6 +1118,7 @@ bool Importer::fold(const Node &n) {
     if (op == "ConstantOfShape") {
         const Attribute *a = n.attr("value");
         ConstPtr fillc = a && !a->t.empty() ? const_of_tensor(a->t[0]) : nullptr;
+        if (fillc && fillc->count() != 1) refuse("a value that is not one element");
         const bool int_fill = fillc && fillc->is_int;
         const double fill = fillc ? fillc->at(0) : 0.0;
         if (!x.all_concrete()) {
@@ -1103,11 +1130,14 @@ bool Importer::fold(const Node &n) {
             v.shape = x.i;
             return true;
         }
-        for (const Sym &s : x.i) c->dims.push_back(s.b);
+        for (const Sym &s : x.i) {
+            if (s.b < 0) refuse("a negative dimension");
+            c->dims.push_back(s.b);
+        }
         c->is_int = int_fill;
-        if (c->count() > (int64_t(1) << 24)) return false;
+        if (c->count() > kMaxFolded) return false;
         for (int64_t k = 0; k < c->count(); ++k) {
-            if (int_fill) c->i.push_back(num(int64_t(fill)));
+            if (int_fill) c->i.push_back(fillc->i[0]);
             else c->f.push_back(fill);
         }
         set(0, c);
@@ -1115,6 +1145,7 @@ bool Importer::fold(const Node &n) {
     }
     if (op == "Trilu") {
         if (x.dims.size() < 2) return false;
+        if (cs.size() > 1 && cs[1] && cs[1]->count() != 1) refuse("k that is not one value");
         const int64_t kk = cs.size() > 1 && cs[1] ? cs[1]->int_at(0) : 0;
         const bool upper = attr_i(n, "upper", 1) != 0;
         *c = x;
@@ -1166,7 +1197,7 @@ bool Importer::fold(const Node &n) {
         return true;
     }
     if (op == "Expand") {
-        if (cs.size() != 2 || !cs[1]->all_concrete()) return false;
+        if (cs.size() != 2 || !cs[1] || !cs[1]->all_concrete()) return false;
         Dims target;
         for (int64_t k = 0; k < cs[1]->count(); ++k) target.push_back(num(cs[1]->int_at(k)));
         Dims bd;
@@ -1174,7 +1205,7 @@ bool Importer::fold(const Node &n) {
         Const ones;
         ones.is_int = x.is_int;
         for (const Sym &s : bd) ones.dims.push_back(s.b);
-        if (ones.count() > (int64_t(1) << 24)) return false;
+        if (ones.count() > kMaxFolded) return false;
         if (x.is_int) ones.i.assign(size_t(ones.count()), num(0));
         else ones.f.assign(size_t(ones.count()), 0.0);
         set(0, fold_binary("Add", x, ones));

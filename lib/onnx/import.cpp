@@ -2930,8 +2930,10 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
                 const int64_t parts = int64_t(pn.output.size()), total = src.shape.back().b;
                 std::vector<int64_t> sizes = attr_ints(pn, "split");
                 if (has_in(pn, 1)) sizes = const_ints(in(pn, 1), "split");
-                for (int64_t q : sizes)
-                    if (q * parts != total) return false;
+                for (int64_t q : sizes) {
+                    int64_t all;
+                    if (__builtin_mul_overflow(q, parts, &all) || all != total) return false;
+                }
                 b->slice_lo = int64_t(k) * (total / parts);
                 v = in(pn, 0);
                 continue;
@@ -2984,6 +2986,7 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
     const Value &xv = val(x);
     if (!xv.has_shape || xv.shape.size() != 3) return false;
     const int64_t E = xv.shape[2].b, T = xv.shape[1].b;
+    if (!xv.shape[1].concrete() || !xv.shape[2].concrete() || E <= 0 || T <= 0 || E > INT32_MAX) return false;
     // Forward from P V: layout ops to the out-projection, then to y.
     std::string cur = node(pv).output[0];
     std::vector<int> fw;
@@ -3045,7 +3048,8 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
     bool causal = false;
     if (mask) {
         const int64_t mc = mask->count();
-        if (mask->is_int || mc != T * T) return false;
+        int64_t tt;
+        if (mask->is_int || __builtin_mul_overflow(T, T, &tt) || mc != tt) return false;
         bool zero = true, tri = true;
         for (int64_t q = 0; q < mc; ++q) {
             const double m = mask->at(q);
@@ -3075,8 +3079,9 @@ bool Importer::match_attention(int sm, Region *r, std::string *why) {
         if (int64_t(bb.size()) != cols) return false;
         int64_t lo = 0;
         if (cols == 3 * E) {
-            if (b->part >= 0) lo = b->part * E;
-            else if (b->slice_lo >= 0) lo = b->slice_lo;
+            // Q, K or V: E of the 3E features, within them
+            if (b->part >= 0 && b->part <= 2) lo = b->part * E;
+            else if (b->part < 0 && b->slice_lo >= 0 && b->slice_lo <= 2 * E) lo = b->slice_lo;
             else return false;
         }
         for (int64_t o = lo; o < lo + E; ++o)

@@ -471,6 +471,10 @@ private:
     bool is_canonical(const View &v) const { return same_dims(v.dims, outs_[size_t(v.layer)].canon); }
     void set_view(const std::string &name, const View &v) {
         Value &x = val(name);
+        // The ops read a value's axes from its shape and from its view alike.
+        if (x.has_shape && x.shape.size() != v.dims.size())
+            refuse(format("'%s' has %zu axes by its shape and %zu as snn maps it", name.c_str(), x.shape.size(),
+                          v.dims.size()));
         x.view = v;
         x.mapped = true;
     }

@@ -170,6 +170,13 @@ ConstPtr const_of_tensor(const Tensor &t) {
     return c;
 }
 
+// x * y of two sizes, refused beyond int64.
+int64_t size_mul(int64_t x, int64_t y) {
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r)) refuse("a value of more elements than int64 counts");
+    return r;
+}
+
 // Strides of row-major dims.
 std::vector<int64_t> strides_of(const std::vector<int64_t> &dims) {
     std::vector<int64_t> s(dims.size(), 1);
@@ -1000,7 +1007,10 @@ bool Importer::fold(const Node &n) {
         int64_t axis = attr_i(n, "axis", 1);
         if (axis < 0) axis += int64_t(x.dims.size());
         int64_t a = 1, b = 1;
-        for (size_t d = 0; d < x.dims.size(); ++d) (int64_t(d) < axis ? a : b) *= x.dims[d];
+        for (size_t d = 0; d < x.dims.size(); ++d) {
+            int64_t &part = int64_t(d) < axis ? a : b;
+            part = size_mul(part, x.dims[d]);
+        }
         c->dims = {a, b};
         c->f = x.f;
         c->i = x.i;
@@ -1031,14 +1041,15 @@ bool Importer::fold(const Node &n) {
         int64_t axis = attr_i(n, "axis", 0);
         if (axis < 0) axis += r;
         if (axis < 0 || axis >= r) return false;
-        const int64_t outer = [&] { int64_t p = 1; for (int64_t d = 0; d < axis; ++d) p *= x.dims[size_t(d)]; return p; }();
-        const int64_t inner = [&] { int64_t p = 1; for (int64_t d = axis + 1; d < r; ++d) p *= x.dims[size_t(d)]; return p; }();
+        const int64_t outer = [&] { int64_t p = 1; for (int64_t d = 0; d < axis; ++d) p = size_mul(p, x.dims[size_t(d)]); return p; }();
+        const int64_t inner = [&] { int64_t p = 1; for (int64_t d = axis + 1; d < r; ++d) p = size_mul(p, x.dims[size_t(d)]); return p; }();
         const int64_t len = x.dims[size_t(axis)];
         c->dims.assign(x.dims.begin(), x.dims.begin() + axis);
         c->dims.insert(c->dims.end(), idx.dims.begin(), idx.dims.end());
         c->dims.insert(c->dims.end(), x.dims.begin() + axis + 1, x.dims.end());
         if (c->count() > kMaxFolded) return false;
-        for (int64_t o = 0; o < outer; ++o)
+        // (an empty result: its outer count may be any size)
+        for (int64_t o = 0; c->count() > 0 && o < outer; ++o)
             for (int64_t j = 0; j < idx.count(); ++j) {
                 int64_t at = idx.int_at(j);
                 if (at < 0) at += len;
@@ -1067,8 +1078,8 @@ bool Importer::fold(const Node &n) {
             c->dims[size_t(axis)] += p->dims[size_t(axis)];
         }
         int64_t outer = 1;
-        for (int64_t d = 0; d < axis; ++d) outer *= x.dims[size_t(d)];
-        for (int64_t o = 0; o < outer; ++o)
+        for (int64_t d = 0; d < axis; ++d) outer = size_mul(outer, x.dims[size_t(d)]);
+        for (int64_t o = 0; c->count() > 0 && o < outer; ++o)
             for (const ConstPtr &p : cs) {
                 const int64_t chunk = p->count() / std::max<int64_t>(outer, 1);
                 for (int64_t q = 0; q < chunk; ++q) {
@@ -1879,7 +1890,7 @@ void Importer::map_dense_gemm(const Node &n, int) {
     const int64_t out = tb ? wd[0] : wd[1], inf = tb ? wd[1] : wd[0];
     int64_t features = 1;
     for (size_t d = 1; d < outs_[size_t(src)].canon.size(); ++d)
-        for (int a : leaves_of(outs_[size_t(src)].canon[d])) features *= atom_size_[size_t(a)];
+        for (int a : leaves_of(outs_[size_t(src)].canon[d])) features = size_mul(features, atom_size_[size_t(a)]);
     if (inf != features)
         fail(SNN_ERR_FILE_FORMAT, "%s: the weight %s does not fit %lld input features", where(n).c_str(),
              ints_text(wd).c_str(), (long long)features);
@@ -1896,8 +1907,7 @@ void Importer::map_dense_gemm(const Node &n, int) {
     if (has_in(n, 2)) {
         std::vector<float> b = floats(in(n, 2), "the bias");
         const std::vector<int64_t> bd = const_dims(in(n, 2));
-        int64_t cnt = 1;
-        for (int64_t q : bd) cnt *= q;
+        const int64_t cnt = val(in(n, 2)).c->count();
         if (cnt == 1) b.assign(size_t(out), b[0]);
         else if (cnt != out || (bd.size() == 2 && bd[0] != 1))
             refuse("a bias of shape " + ints_text(bd) + " (snn's dense has one bias per output)");
@@ -1923,11 +1933,11 @@ void Importer::map_matmul(const Node &n, int k) {
     const int64_t inf = wd[0], out = wd[1];
     const auto &canon = outs_[size_t(src)].canon;
     int64_t features = 1;
-    for (int a : leaves_of(canon.back())) features *= atom_size_[size_t(a)];
+    for (int a : leaves_of(canon.back())) features = size_mul(features, atom_size_[size_t(a)]);
     if (kind == Out::vector) {
         features = 1;
         for (size_t d = 1; d < canon.size(); ++d)
-            for (int a : leaves_of(canon[d])) features *= atom_size_[size_t(a)];
+            for (int a : leaves_of(canon[d])) features = size_mul(features, atom_size_[size_t(a)]);
     }
     if (inf != features)
         fail(SNN_ERR_FILE_FORMAT, "%s: the weight %s does not fit %lld input features", where(n).c_str(),
@@ -1945,8 +1955,7 @@ void Importer::map_matmul(const Node &n, int k) {
     std::string bias = c >= 0 && node(c).op_type == "Add" ? other_input(node(c), n.output[0]) : "";
     if (!bias.empty() && val(bias).c) {
         const std::vector<int64_t> bd = const_dims(bias);
-        int64_t cnt = 1;
-        for (int64_t q : bd) cnt *= q;
+        const int64_t cnt = val(bias).c->count();
         bool ok = cnt == out && !bd.empty() && bd.back() == out;
         if (ok) {
             const std::vector<float> b = floats(bias, "the bias");
@@ -2424,7 +2433,9 @@ void Importer::map_concat(const Node &n) {
         o.other = l;
         o.text = "concat";
         int64_t c = 0;
-        for (size_t q = 0; q <= k; ++q) c += concrete(shape(in(n, q))[1], "the channels");
+        for (size_t q = 0; q <= k; ++q)
+            if (__builtin_add_overflow(c, concrete(shape(in(n, q))[1], "the channels"), &c) || c > INT32_MAX)
+                refuse("joins more than 2^31 channels or features");
         o.canon = outs_[size_t(cur)].canon;
         o.canon[1] = atoms_for(c);
         o.primary = k + 1 == n.input.size() ? id(n.output[0]) : -1;
@@ -2721,7 +2732,7 @@ void Importer::map_recurrent(const Node &n, bool lstm) {
     if (l0.kind != Out::seq || !same_dims(v.dims, {l0.canon[1], l0.canon[0], l0.canon[2]}))
         refuse("its input is not a sequence with its time axis first ([T, batch, F] of a [batch, T, F] value)");
     int64_t F = 1;
-    for (int a : leaves_of(l0.canon[2])) F *= atom_size_[size_t(a)];
+    for (int a : leaves_of(l0.canon[2])) F = size_mul(F, atom_size_[size_t(a)]);
     const std::vector<int64_t> wd = const_dims(in(n, 1)), rd = const_dims(in(n, 2));
     if (wd != std::vector<int64_t>{dirs, G * H, F} || rd != std::vector<int64_t>{dirs, G * H, H})
         fail(SNN_ERR_FILE_FORMAT, "%s: W %s and R %s do not fit %lld directions of %lld hidden units over %lld features",

@@ -601,6 +601,70 @@ TEST(OnnxImport, AnEditedLengthsExportIsRefusedNamingTheNode) {
     }
 }
 
+// ---- constants folded from bad values ----------------------------------------
+
+// Constants whose folding once crashed, overflowed, read past their values or
+// looped without end: each is refused as a broken or unsupported file, and
+// promptly.
+TEST(OnnxImport, BadConstantsAreRefusedWhenFolded) {
+    struct Case {
+        const char *what;
+        std::vector<Tensor> init;
+        std::vector<Node> nodes;  // the last one's output "k" is added to the dense layer's
+    };
+    auto with = [](Node n, std::vector<Attribute> a) {
+        n.attribute = a;
+        return n;
+    };
+    Attribute perm;
+    perm.name = "perm";
+    perm.type = kAttrInts;
+    perm.ints = {0, 0};
+    const int64_t huge = int64_t(1) << 40;
+    Tensor empty = tensor("empty", {huge, 0}, {});
+    const std::vector<Case> cases = {
+        {"a Gather of nothing from an empty [2^40, 0]",
+         {empty, int_tensor("none", kInt64, {0}, {})},
+         {with(make_node("Gather", "pick", {"empty", "none"}, {"k"}), {int_attr("axis", 1)})}},
+        {"a Reshape whose 0 copies an axis the constant lacks",
+         {tensor("c", {2}, {1, 2}), int_tensor("shape", kInt64, {3}, {0, 0, 2})},
+         {make_node("Reshape", "reshape", {"c", "shape"}, {"k"})}},
+        {"a Reshape to a negative size",
+         {tensor("c", {2}, {1, 2}), int_tensor("shape", kInt64, {2}, {-2, -1})},
+         {make_node("Reshape", "reshape", {"c", "shape"}, {"k"})}},
+        {"a ConstantOfShape of negative sizes",
+         {int_tensor("shape", kInt64, {2}, {-1, -1})},
+         {make_node("ConstantOfShape", "fill", {"shape"}, {"k"})}},
+        {"an integer Mod of INT64_MIN by -1",
+         {int_tensor("a", kInt64, {1}, {INT64_MIN}), int_tensor("b", kInt64, {1}, {-1})},
+         {make_node("Mod", "mod", {"a", "b"}, {"k"})}},
+        {"a Mul of sizes beyond int64",
+         {int_tensor("a", kInt64, {1}, {huge}), int_tensor("b", kInt64, {1}, {huge})},
+         {make_node("Mul", "mul", {"a", "b"}, {"k"})}},
+        {"a Trilu whose k holds no value",
+         {tensor("c", {2, 2}, {1, 2, 3, 4}), int_tensor("kk", kInt64, {0}, {})},
+         {make_node("Trilu", "tri", {"c", "kk"}, {"k"})}},
+        {"a Slice with fewer steps than starts",
+         {tensor("c", {2, 2}, {1, 2, 3, 4}), int_tensor("st", kInt64, {2}, {0, 0}),
+          int_tensor("en", kInt64, {2}, {1, 1}), int_tensor("ax", kInt64, {2}, {0, 1}),
+          int_tensor("sp", kInt64, {1}, {1})},
+         {make_node("Slice", "slice", {"c", "st", "en", "ax", "sp"}, {"k"})}},
+        {"a Transpose whose perm repeats an axis",
+         {tensor("c", {2, 3}, {1, 2, 3, 4, 5, 6})},
+         {with(make_node("Transpose", "t", {"c"}, {"k"}), {perm})}},
+    };
+    for (const Case &c : cases) {
+        snn::onnx::Model m = base_model();
+        for (const Tensor &t : c.init) m.graph.initializer.push_back(t);
+        for (const Node &n : c.nodes) m.graph.node.push_back(n);
+        m.graph.node.push_back(make_node("Add", "add", {"h", "k"}, {"output"}));
+        m.graph.output.push_back(info("output", {-1, 2}));
+        std::string e;
+        const snn_status st = import(m, &e);
+        EXPECT_TRUE(st == SNN_ERR_UNSUPPORTED || st == SNN_ERR_FILE_FORMAT) << c.what << ": " << st << " " << e;
+    }
+}
+
 // ---- the round trip ----------------------------------------------------------
 
 class RoundTrip : public ::testing::TestWithParam<op_harness::OpCase> {};

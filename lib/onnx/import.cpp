@@ -2149,10 +2149,10 @@ void Importer::map_layernorm(const Node &n) {
                       "sequence)", (long long)axis));
     const Dims &is = shape(in(n, 0));
     int64_t f = 1;
-    for (size_t d = size_t(axis); d < is.size(); ++d) f *= concrete(is[d], "the normalised shape");
+    for (size_t d = size_t(axis); d < is.size(); ++d) f = size_mul(f, concrete(is[d], "the normalised shape"));
     std::vector<float> w = floats(in(n, 1), "the scale"), b;
     if (has_in(n, 2)) b = floats(in(n, 2), "the bias");
-    else b.assign(size_t(f), 0.0f);
+    else if (int64_t(w.size()) == f) b.assign(size_t(f), 0.0f);  // (f checked against values read first)
     if (int64_t(w.size()) != f || int64_t(b.size()) != f)
         fail(SNN_ERR_FILE_FORMAT, "%s: a scale of %zu and a bias of %zu values for %lld normalised values",
              where(n).c_str(), w.size(), b.size(), (long long)f);
@@ -2210,6 +2210,12 @@ bool Importer::map_layernorm_decomposed(const Node &n, int k) {
     std::vector<int> group = {k, sub, pw, m2, add, sq, dv_};
     std::string result = node(dv_).output[0];
     const int64_t f = concrete(xv.shape.back(), "the normalised shape");
+    // The features of the layer's output, not only of the shape inferred
+    // (allocated below).
+    const View v = view_of(x);
+    int64_t features = 1;
+    for (int a : leaves_of(v.dims.back())) features = size_mul(features, atom_size_[size_t(a)]);
+    if (features != f) return false;
     std::vector<float> w(size_t(f), 1.0f), b(size_t(f), 0.0f);
     int mul = sole_consumer(result);
     if (mul >= 0 && node(mul).op_type == "Mul") {
@@ -2229,7 +2235,6 @@ bool Importer::map_layernorm_decomposed(const Node &n, int k) {
             }
         }
     }
-    const View v = view_of(x);
     const Out::Kind kind = outs_[size_t(v.layer)].kind == Out::seq ? Out::seq : Out::vector;
     if (kind == Out::vector && r != 2) return false;
     const int src = materialize(v, kind, "the layer norm");

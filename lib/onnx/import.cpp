@@ -2104,7 +2104,8 @@ void Importer::map_batchnorm(const Node &n) {
     const Out::Kind kind = outs_[size_t(v.layer)].kind == Out::image ? Out::image : Out::vector;
     const int src = materialize(v, kind, "BatchNormalization");
     const Dims &is = shape(in(n, 0));
-    const int64_t c = concrete(is.at(1), "the channels");
+    if (is.size() < 2) refuse("normalises a value without channels");
+    const int64_t c = concrete(is[1], "the channels");
     Out b;
     b.kind = kind;
     b.input = src;

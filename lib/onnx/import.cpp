@@ -1202,10 +1202,14 @@ bool Importer::fold(const Node &n) {
         const double s = x.at(0), lim = cs[1]->at(0), d = cs[2]->at(0);
         if (d == 0 || !(fabs(s) < 9e15 && fabs(lim) < 9e15)) return false;
         c->is_int = x.is_int;
-        for (double v = s; d > 0 ? v < lim : v > lim; v += d) {
+        // max(ceil((limit - start) / delta), 0) values start + k delta: counted
+        // first (a delta too small to move start would never reach the limit)
+        const double count = ceil((lim - s) / d);
+        if (!(count <= double(kMaxFolded))) return false;
+        for (int64_t k = 0; k < (count > 0 ? int64_t(count) : 0); ++k) {
+            const double v = s + double(k) * d;
             if (c->is_int) c->i.push_back(num(int64_t(v)));
             else c->f.push_back(v);
-            if (c->i.size() + c->f.size() > (size_t(1) << 24)) return false;
         }
         c->dims = {int64_t(c->i.size() + c->f.size())};
         set(0, c);

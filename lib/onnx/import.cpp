@@ -1316,10 +1316,14 @@ void Importer::infer_shape(const Node &n) {
         Dims d = {s[0], channels};
         for (size_t k = 0; k < sp; ++k) {
             if (!s[2 + k].concrete()) return;
-            const int64_t span = dil[k] * (kernel[k] - 1) + 1;
-            const int64_t len = s[2 + k].b + pads[k] + pads[k + sp] - span;
+            // (sizes past int64: no shape)
+            int64_t span, len;
+            if (__builtin_sub_overflow(kernel[k], 1, &span) || __builtin_mul_overflow(dil[k], span, &span) ||
+                __builtin_add_overflow(span, 1, &span) || __builtin_add_overflow(s[2 + k].b, pads[k], &len) ||
+                __builtin_add_overflow(len, pads[k + sp], &len) || __builtin_sub_overflow(len, span, &len))
+                return;
             if (len < 0 || strides[k] <= 0) return;
-            const int64_t o = attr_i(n, "ceil_mode", 0) ? (len + strides[k] - 1) / strides[k] + 1 : len / strides[k] + 1;
+            const int64_t o = len / strides[k] + 1 + (attr_i(n, "ceil_mode", 0) && len % strides[k] ? 1 : 0);
             d.push_back(num(o));
         }
         out(0, d);
@@ -1446,6 +1450,7 @@ void Importer::infer_shape(const Node &n) {
             for (int64_t k = 0; k < sp.c->count(); ++k)
                 if (sp.c->at(k) != 1) return;
         }
+        if (int64_t(axes.size()) != st.c->count() || en.c->count() != st.c->count()) return;
         Dims d = s;
         for (size_t k = 0; k < axes.size(); ++k) {
             int64_t a = axes[k] < 0 ? axes[k] + int64_t(r) : axes[k];

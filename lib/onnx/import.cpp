@@ -1505,7 +1505,7 @@ void Importer::infer_shape(const Node &n) {
         const int64_t bd = attr_i(n, "batch_dims", 0);
         if (!idx.has_shape || idx.shape.empty() || !idx.shape.back().concrete()) return;
         const int64_t k = idx.shape.back().b;
-        if (bd < 0 || bd + k > int64_t(r)) return;
+        if (bd < 0 || k < 0 || k > int64_t(r) || bd > int64_t(r) - k) return;
         Dims d(idx.shape.begin(), idx.shape.end() - 1);
         d.insert(d.end(), s.begin() + bd + k, s.end());
         out(0, d);

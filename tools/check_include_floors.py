@@ -22,6 +22,7 @@ FLOORS = [
     ["ops"],             # op descriptors and the spec parser
     ["core"],            # the shared vocabulary: math, backend seam, lists
     ["common"],          # errors, buffers, the log
+    ["platform"],        # every OS call: files, threads, dynamic loading, CPU features
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+)/[^"]+"')
 

@@ -15,6 +15,7 @@
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
 #include "ops/op.h"
+#include "platform/cpu_features.h"
 
 namespace snn {
 
@@ -161,7 +162,7 @@ bool cpu_conv512_ruled_out() {
 }
 
 bool cpu_has_bf16() {
-    static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+    static const bool has = cpu_features().avx512bf16 && cpu_features().avx512bw;
     return has && !cpu_reference_kernels();
 }
 

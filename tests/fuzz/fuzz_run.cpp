@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cpu/kernel_choice.h"
+#include "platform/cpu_features.h"
 #include "snn.h"
 
 #include "fuzz_bytes.h"
@@ -417,7 +418,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     must(snn_set_num_threads(threads), "snn_set_num_threads");
     const Run ref = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch);
     compare(s, run(s.text, snn::CpuKernels::fast, params, x, dy, batch, max_batch), ref);
-    if (__builtin_cpu_supports("avx512f"))
+    if (snn::cpu_features().avx512f)
         compare(s, run(s.text, snn::CpuKernels::fast_gemm512, params, x, dy, batch, max_batch), ref);
     const Run bf16 = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch, SNN_PRECISION_BF16);
     if (bf16.ran != ref.ran || bf16.trained != ref.trained) abort();  // bf16 runs what float32 runs

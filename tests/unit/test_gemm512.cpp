@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/gemm512.h"
+#include "platform/cpu_features.h"
 
 namespace {
 
@@ -84,7 +85,7 @@ void check_direct(int64_t M, int64_t N, int64_t K, bool accumulate) {
 }
 
 TEST(Gemm512, DirectProductMatchesADoublePrecisionProduct) {
-    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "this processor has no AVX-512";
+    if (!snn::cpu_features().avx512f) GTEST_SKIP() << "this processor has no AVX-512";
     for (int64_t M : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17})
         for (int64_t N : {1, 15, 16, 17, 31, 33, 49, 64, 65, 100})
             for (int64_t K : {0, 1, 31, 144})
@@ -92,7 +93,7 @@ TEST(Gemm512, DirectProductMatchesADoublePrecisionProduct) {
 }
 
 TEST(Gemm512, MatchesADoublePrecisionProduct) {
-    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "this processor has no AVX-512";
+    if (!snn::cpu_features().avx512f) GTEST_SKIP() << "this processor has no AVX-512";
     for (int64_t M : {1, 7, 8, 9, 16, 65, 130})
         for (int64_t N : {1, 31, 32, 33, 100, 600})
             for (int64_t K : {1, 5, 256, 300})
@@ -100,7 +101,7 @@ TEST(Gemm512, MatchesADoublePrecisionProduct) {
 }
 
 TEST(Gemm512, LargeBlocksAndAccumulation) {
-    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "this processor has no AVX-512";
+    if (!snn::cpu_features().avx512f) GTEST_SKIP() << "this processor has no AVX-512";
     // Several packed blocks of op(B) (N > 512) and of depth (K > 256), as
     // the convolutions' products have.
     check(false, false, 64, 1100, 600, false);
@@ -109,7 +110,7 @@ TEST(Gemm512, LargeBlocksAndAccumulation) {
 }
 
 TEST(Gemm512, EmptyDepthWritesZerosOrKeepsC) {
-    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "this processor has no AVX-512";
+    if (!snn::cpu_features().avx512f) GTEST_SKIP() << "this processor has no AVX-512";
     check(false, false, 9, 33, 0, false);
     check(false, false, 9, 33, 0, true);
 }

@@ -13,6 +13,10 @@ packages=(
   libopenmpi-dev openmpi-bin
   nodejs
   python3-onnx
+  # The cross builds (cross/*.ini): aarch64 Linux under qemu-user, with the
+  # arm64 OpenBLAS; 64-bit Windows (MinGW-w64, zlib for the examples) under Wine.
+  g++-aarch64-linux-gnu qemu-user libc6:arm64 libopenblas-dev:arm64
+  g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64
 )
 # npm installs onnxruntime-node for the onnx suite (tests/onnx/ort). Some
 # nodejs packages (NodeSource's) bring npm with them and conflict with
@@ -38,5 +42,15 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The arm64 packages come from the same archive as the machine's own.
+for p in "${missing[@]}"; do
+  case $p in
+    *:arm64)
+      if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        dpkg --add-architecture arm64
+      fi
+      ;;
+  esac
+done
 apt-get update -qq
 apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -15,7 +15,7 @@ packages=(
   python3-onnx
   # The cross builds (cross/*.ini): aarch64 Linux under qemu-user, with the
   # arm64 OpenBLAS; 64-bit Windows (MinGW-w64, zlib for the examples) under Wine.
-  g++-aarch64-linux-gnu qemu-user libc6:arm64 libopenblas-dev:arm64
+  g++-aarch64-linux-gnu qemu-user libc6:arm64 libstdc++6:arm64 libopenblas-dev:arm64
   g++-mingw-w64-x86-64-posix libz-mingw-w64-dev wine wine64
 )
 # npm installs onnxruntime-node for the onnx suite (tests/onnx/ort). Some

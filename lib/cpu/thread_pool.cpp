@@ -22,8 +22,8 @@
 //
 // Unloading: the pool's threads are never stopped (the Pool is leaked), which
 // is safe only because libsnn is linked with -z nodelete (see meson.build):
-// dlclose never unmaps the code they run. Windows has no such flag: a host
-// must not FreeLibrary snn.dll while it may have started threads (snn.h). Joining them from a destructor of
+// dlclose never unmaps the code they run; on Windows snn.dll pins itself when
+// loaded (platform/dynamic_library_windows.cpp). Joining them from a destructor of
 // the shared object instead would run at process exit too, while other host
 // threads may still be inside a job, and the CUDA plugin and thread-local
 // storage keep pointers into libsnn that an unmap would leave dangling.

@@ -10,6 +10,8 @@ namespace snn {
 namespace platform {
 namespace {
 
+HMODULE g_pinned_module = nullptr;
+
 std::string utf8_of(const std::wstring &text) { return utf16_to_utf8(std::u16string(text.begin(), text.end())); }
 
 // The path of the module that holds this function: GetModuleHandleExW finds
@@ -32,6 +34,14 @@ std::string find_own_module_path() {
         path.resize(path.size() * 2);
     }
 }
+
+// snn.dll is never unloaded, as libsnn.so is linked nodelete on ELF systems:
+// its pool threads live for the process, and the CUDA plugin and
+// thread-local storage keep pointers into it (cpu/thread_pool.cpp).
+// Pinned when loaded (GetModuleHandleExW is kernel32's, safe while the
+// loader runs the DLL's initialisers); nothing to pin in a program.
+const bool g_pinned = GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
+                                         reinterpret_cast<LPCWSTR>(&find_own_module_path), &g_pinned_module) != 0;
 
 }  // namespace
 

@@ -14,19 +14,20 @@
 // work whoever runs it: results are the same. A claim names the job's
 // generation, so a thread late from one job never claims a share of the next.
 //
-// fork() (POSIX): a child has only the thread that forked, so the pool's threads are
-// gone there. Fork handlers take every lock of the pool before the fork (a
-// job under way on another host thread ends first), release them in the
-// parent, and in the child mark the pool as having no threads: the child's
-// first parallel job starts them again.
+// fork() (POSIX): a child has only the thread that forked, so the pool's
+// threads are gone there. Fork handlers take every lock of the pool before
+// the fork (a job under way on another host thread ends first), release them
+// in the parent, and in the child mark the pool as having no threads: the
+// child's first parallel job starts them again.
 //
 // Unloading: the pool's threads are never stopped (the Pool is leaked), which
 // is safe only because libsnn is linked with -z nodelete (see meson.build):
-// dlclose never unmaps the code they run; on Windows snn.dll pins itself when
-// loaded (platform/dynamic_library_windows.cpp). Joining them from a destructor of
-// the shared object instead would run at process exit too, while other host
-// threads may still be inside a job, and the CUDA plugin and thread-local
-// storage keep pointers into libsnn that an unmap would leave dangling.
+// dlclose never unmaps the code they run; on Windows snn.dll pins itself
+// when loaded (platform/dynamic_library_windows.cpp). Joining them from a
+// destructor of the shared object instead would run at process exit too,
+// while other host threads may still be inside a job, and the CUDA plugin
+// and thread-local storage keep pointers into libsnn that an unmap would
+// leave dangling.
 #include "cpu/thread_pool.h"
 
 #include <atomic>

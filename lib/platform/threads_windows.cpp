@@ -1,5 +1,7 @@
 // Threads on Windows (see threads.h). _beginthreadex rather than
-// CreateThread, so the C runtime's per-thread state is set up for it.
+// CreateThread, so the C runtime's per-thread state is set up for it. The
+// small record that carries fn and arg is freed by the new thread (no fork
+// on Windows can leave it behind).
 #include "platform/threads.h"
 
 #include <errno.h>

@@ -15,6 +15,7 @@
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
 #include "ops/op.h"
+#include "platform/memory.h"
 
 namespace snn {
 
@@ -24,14 +25,14 @@ const char *CpuBackend::name() const {
 }
 
 void *CpuBackend::alloc(size_t bytes) {
-    void *p = nullptr;
     // 64-byte alignment: a cache line and an AVX-512 vector.
-    if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0 || p == nullptr)
+    void *p = platform::aligned_allocate(64, bytes == 0 ? 64 : bytes);
+    if (p == nullptr)
         fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
     return p;
 }
 
-void CpuBackend::release(void *p) noexcept { std::free(p); }
+void CpuBackend::release(void *p) noexcept { platform::aligned_free(p); }
 
 Stream *CpuBackend::create_stream(size_t, bool) {
     Stream *s = new (std::nothrow) CpuStream();

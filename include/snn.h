@@ -304,7 +304,8 @@ SNN_API int32_t snn_version_number(void);
 SNN_API const char *snn_version_string(void);
 
 /* Static text listing the features of this build, separated by spaces, e.g.
- * "cpu openblas cuda-plugin". Never NULL. */
+ * "cpu openblas cuda-plugin" ("openblas" only in a build whose matrix
+ * products are OpenBLAS's, not snn's own). Never NULL. */
 SNN_API const char *snn_build_features(void);
 /* 1 if `feature` (one word of snn_build_features()) is in this build, else 0.
  * NULL gives 0. */

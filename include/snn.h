@@ -191,10 +191,11 @@
  *   allocate nothing. Until that call, a handle stays on the old device:
  *   calls that take only the handle (snn_set_inputs, snn_outputs,
  *   snn_set_inputs_device, ...) act there. Pointers from snn_outputs /
- *   snn_gradients become invalid when their handle moves. GPUs are served by a plugin (libsnn_cuda.so)
- *   loaded on first use; without it, without a driver or without a device,
- *   every CPU function keeps working and GPU requests fail with a status that
- *   says which of these it was.
+ *   snn_gradients become invalid when their handle moves. GPUs are served by
+ *   a plugin (libsnn_cuda.so; snn_cuda.dll on Windows) loaded on first use;
+ *   without it, without a driver or without a device, every CPU function
+ *   keeps working and GPU requests fail with a status that says which of
+ *   these it was.
  *
  * ---------------------------------------------------------------------------
  * EMBEDDING CONTRACT
@@ -242,14 +243,23 @@
  *     and dropped, and one that unwinds or longjmps out (C#, Julia) leaves
  *     nothing locked. Another thread's call may still run the previous
  *     callback after snn_set_log_callback returns.
- *   - fork(): the child may go on using the library (CPU handles). It has
- *     none of the parent's CPU threads; its first parallel job starts them
- *     again. fork() waits for a parallel job under way on another thread to
- *     end. A child must not use GPU handles (CUDA does not survive fork).
- *   - Unloading: libsnn is linked nodelete, so dlclose() never unmaps it nor
- *     stops its threads (a thread running unmapped code would crash the
- *     host); a later dlopen() gets the same copy, settings and threads.
- *     Destroy every handle before dlclose(), or it stays allocated.
+ *   - fork() (POSIX only; Windows has no fork): the child may go on using
+ *     the library (CPU handles). It has none of the parent's CPU threads;
+ *     its first parallel job starts them again. fork() waits for a parallel
+ *     job under way on another thread to end. A child must not use GPU
+ *     handles (CUDA does not survive fork).
+ *   - Unloading: the library is never unmapped once loaded, nor are its
+ *     threads stopped (a thread running unmapped code would crash the host):
+ *     libsnn.so is linked nodelete, so dlclose() leaves it (POSIX); snn.dll
+ *     pins itself when loaded, so FreeLibrary() leaves it (Windows). A later
+ *     dlopen() / LoadLibrary() gets the same copy, settings and threads.
+ *     Destroy every handle before unloading, or it stays allocated.
+ *   - Platforms: Linux and other POSIX systems (libsnn.so, the GPU plugin
+ *     libsnn_cuda.so) and Windows (snn.dll with its import library, the GPU
+ *     plugin snn_cuda.dll). Paths are UTF-8 everywhere; on Windows they are
+ *     converted to UTF-16 and a path that is not valid UTF-8 is refused
+ *     with SNN_ERR_IO. A program that links the static library on Windows
+ *     defines SNN_STATIC before including this header.
  * ---------------------------------------------------------------------------
  */
 #ifndef SNN_H
@@ -265,6 +275,8 @@ extern "C" {
 #if defined(_WIN32)
 #  if defined(SNN_BUILDING_LIBRARY)
 #    define SNN_API __declspec(dllexport)
+#  elif defined(SNN_STATIC)
+#    define SNN_API
 #  else
 #    define SNN_API __declspec(dllimport)
 #  endif
@@ -292,7 +304,8 @@ SNN_API int32_t snn_version_number(void);
 SNN_API const char *snn_version_string(void);
 
 /* Static text listing the features of this build, separated by spaces, e.g.
- * "cpu openblas cuda-plugin". Never NULL. */
+ * "cpu openblas cuda-plugin" ("openblas" only in a build whose matrix
+ * products are OpenBLAS's, not snn's own). Never NULL. */
 SNN_API const char *snn_build_features(void);
 /* 1 if `feature` (one word of snn_build_features()) is in this build, else 0.
  * NULL gives 0. */
@@ -1038,9 +1051,11 @@ SNN_API snn_status snn_loss_scaling_state(const snn_backward_cache *cache, int32
  * open the files. */
 
 /* Saves atomically: writes <path>.tmp-<16 hex digits> in the same directory
- * (created with O_EXCL, the digits fresh from the kernel's entropy source on
- * every save, so processes and their forks never share a name), fsyncs it,
- * then renames it over `path`. A failed save removes its temporary file and
+ * (created exclusively, the digits fresh from the system's entropy source
+ * on every save, so processes and their forks never share a name), flushes
+ * it to the disk (fsync; FlushFileBuffers on Windows), then renames it over
+ * `path` (rename and an fsync of the directory; on Windows MoveFileExW,
+ * replacing and writing through). A failed save removes its temporary file and
  * leaves any existing file untouched. Works for a model on any device.
  * A save that is killed (SIGKILL, power loss) before the rename leaves
  * `path` as it was and its temporary file behind, partly written. Every
@@ -1214,11 +1229,12 @@ SNN_API snn_status snn_checkpoint_load_loss_scaling(const char *path, snn_backwa
 SNN_API int32_t snn_gpu_count(void);
 
 /* SNN_OK when GPU `device` can be used; otherwise the reason, each with its
- * own status and message: SNN_ERR_GPU_PLUGIN_NOT_FOUND (libsnn_cuda.so not
- * at $SNN_CUDA_PLUGIN when that is set, else not next to libsnn.so, or, in a
- * program that links libsnn.a, not next to its executable; the directory is
- * found when libsnn is loaded, so the program may change directory after
- * being started by any path or through PATH), SNN_ERR_GPU_DRIVER (CUDA driver
+ * own status and message: SNN_ERR_GPU_PLUGIN_NOT_FOUND (libsnn_cuda.so,
+ * snn_cuda.dll on Windows, not at $SNN_CUDA_PLUGIN when that is set, else
+ * not next to libsnn.so / snn.dll, or, in a program that links the static
+ * library, not next to its executable; the directory is found when libsnn
+ * is loaded (on Windows, from the module's full path), so the program may
+ * change directory after being started by any path or through PATH), SNN_ERR_GPU_DRIVER (CUDA driver
  * or runtime missing or too old), SNN_ERR_NO_GPU (CUDA sees no device),
  * SNN_ERR_GPU_INDEX (device out of range). */
 SNN_API snn_status snn_gpu_status(int32_t device);

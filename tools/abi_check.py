@@ -8,7 +8,9 @@
 
 --lib:    every SNN_API function of the header is exported by the library, every
           exported snn_* symbol is declared in the header, and nothing else is
-          exported (`nm -D --defined-only`).
+          exported. The library is an ELF shared object (libsnn.so, read with
+          `nm -D --defined-only`) or a PE DLL (snn.dll: its export table is
+          read here, so no Windows tool is needed).
 --rust:   the extern "C" declarations of the Rust sys module match the header
           prototypes: same names, same number of arguments, same types (const
           included: *const T for const T*, *mut T for T*).
@@ -41,6 +43,7 @@ Exits 1 on the first run that finds a problem, after printing all of them.
 
 import argparse
 import re
+import struct
 import subprocess
 import sys
 
@@ -445,7 +448,7 @@ def compare(lang, header, decls, left_out, const_sensitive):
     return problems
 
 
-def check_library(header, lib):
+def elf_exports(lib):
     out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
                          capture_output=True, text=True).stdout
     exported = set()
@@ -453,6 +456,42 @@ def check_library(header, lib):
         fields = line.split()
         if len(fields) >= 3:
             exported.add(fields[2].split("@")[0])
+    return exported
+
+
+def pe_exports(data):
+    """The names of a PE image's export table (PE32 or PE32+)."""
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    if data[pe:pe + 4] != b"PE\0\0":
+        raise ValueError("not a PE image (no PE signature)")
+    sections, optional_size = struct.unpack_from("<H12xH", data, pe + 6)
+    optional = pe + 24
+    magic = struct.unpack_from("<H", data, optional)[0]
+    directories = optional + {0x10B: 96, 0x20B: 112}[magic]
+    export_rva, export_size = struct.unpack_from("<II", data, directories)
+    if export_size == 0:
+        return set()
+    table = optional + optional_size
+    spans = [struct.unpack_from("<8xIIII", data, table + 40 * i)[:4] for i in range(sections)]
+
+    def offset(rva):
+        for size, address, raw_size, raw in spans:
+            if address <= rva < address + max(size, raw_size):
+                return rva - address + raw
+        raise ValueError("RVA 0x%x is in no section" % rva)
+
+    count, names = struct.unpack_from("<24xI4xI", data, offset(export_rva))
+    exported = set()
+    for i in range(count):
+        start = offset(struct.unpack_from("<I", data, offset(names) + 4 * i)[0])
+        exported.add(data[start:data.index(b"\0", start)].decode("ascii"))
+    return exported
+
+
+def check_library(header, lib):
+    with open(lib, "rb") as f:
+        data = f.read()
+    exported = pe_exports(data) if data[:2] == b"MZ" else elf_exports(lib)
     problems = []
     for name in header:
         if name not in exported:

@@ -9,6 +9,12 @@ says the same). An include of "<folder>/<file>.h" whose folder is on a
 higher floor is printed as FILE:LINE: <folder> (floor N) includes <folder>
 (floor M); the exit status is 1 when there is any, or when a folder under
 lib is on no floor. System headers and snn.h are not lib's folders.
+
+Every call of the operating system (files, threads, dynamic loading, CPU
+features, aligned memory) lives in lib/platform: a header of the system's
+interfaces (OS_HEADERS: <unistd.h>, <pthread.h>, <windows.h>, <sys/...>)
+included by a file outside it is printed as FILE:LINE: <header> is an OS
+header outside lib/platform, and counts as a problem too.
 """
 import os
 import re
@@ -22,9 +28,12 @@ FLOORS = [
     ["ops"],             # op descriptors and the spec parser
     ["core"],            # the shared vocabulary: math, backend seam, lists
     ["common"],          # errors, buffers, the log
-    ["platform"],        # every OS call: files, threads, dynamic loading, CPU features
+    ["platform"],        # every OS call: files, threads, dynamic loading, CPU features, memory
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_0-9]+)/[^"]+"')
+OS_HEADERS = re.compile(r'^\s*#\s*include\s+<((?:sys|arpa|netinet)/[^>]+|(?:unistd|fcntl|dlfcn|link|pthread|dirent|'
+                        r'sched|semaphore|spawn|termios|poll|windows|winbase|bcrypt|process|io|direct|malloc)\.h)>')
+PLATFORM = "platform"
 
 
 def floor_of():
@@ -45,6 +54,10 @@ def check(lib):
                 path = os.path.join(root, name)
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for number, line in enumerate(f, 1):
+                        os_header = OS_HEADERS.match(line)
+                        if os_header and folder != PLATFORM:
+                            problems.append("%s:%d: <%s> is an OS header outside lib/platform" % (
+                                os.path.relpath(path, os.path.dirname(lib)), number, os_header.group(1)))
                         m = INCLUDE.match(line)
                         if not m or m.group(1) not in floors:
                             continue
@@ -61,7 +74,8 @@ def main(argv):
     problems = check(os.path.normpath(lib))
     for p in problems:
         print(p)
-    print("%d upward include%s" % (len(problems), "" if len(problems) == 1 else "s"))
+    print("%d problem%s (upward includes, OS headers outside lib/platform)" % (
+        len(problems), "" if len(problems) == 1 else "s"))
     return 1 if problems else 0
 
 

@@ -7,12 +7,21 @@
 //!
 //! How: when that directory holds `libsnn.a`, libsnn is linked statically,
 //! with the system libraries it needs (`SNN_LINK_LIBS`, default
-//! "openblas stdc++ m dl pthread"). Every binary that uses this crate, a
+//! "openblas stdc++ m dl pthread", without openblas where pkg-config knows
+//! none: a build of snn with its own products). Every binary that uses this crate, a
 //! dependent crate's included, then runs without `LD_LIBRARY_PATH`. Otherwise
 //! `libsnn.so` is linked and its directory written into the rpath of this
 //! crate's own tests, examples and doctests (cargo does not pass rpaths on to
 //! dependent crates: those need `LD_LIBRARY_PATH` or their own rpath then).
 //! `SNN_STATIC=0` picks `libsnn.so` even when `libsnn.a` is there.
+//!
+//! Windows targets (`x86_64-pc-windows-gnu`): snn.dll is linked through its
+//! import library (`snn.dll.a` or `libsnn.dll.a` in the build directory,
+//! which GNU ld finds for `-lsnn`); the program finds snn.dll next to its
+//! executable or on `PATH`, as every Windows program finds its DLLs.
+//! `SNN_STATIC=1` links `libsnn.a` instead, with `SNN_LINK_LIBS` (default
+//! "stdc++ bcrypt": snn's Windows build has no OpenBLAS and links its GCC
+//! runtime and threads statically).
 
 use std::env;
 use std::path::Path;
@@ -54,7 +63,14 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let prefer_static = env::var("SNN_STATIC").as_deref() != Ok("0");
+    let windows = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows");
+    // Windows links the DLL unless asked otherwise; elsewhere the archive
+    // wins when there is one.
+    let prefer_static = match env::var("SNN_STATIC").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => !windows,
+    };
     let archive = dirs.iter().find(|dir| Path::new(dir).join("libsnn.a").is_file());
     for dir in &dirs {
         println!("cargo:rustc-link-search=native={dir}");
@@ -70,15 +86,23 @@ fn main() {
             for dir in pkg_config_dirs("openblas") {
                 println!("cargo:rustc-link-search=native={dir}");
             }
-            let libs = env::var("SNN_LINK_LIBS")
-                .unwrap_or_else(|_| "openblas stdc++ m dl pthread".to_owned());
+            let default_libs = if windows {
+                "stdc++ bcrypt"
+            } else if pkg_config_knows("openblas") {
+                "openblas stdc++ m dl pthread"
+            } else {
+                "stdc++ m dl pthread"
+            };
+            let libs = env::var("SNN_LINK_LIBS").unwrap_or_else(|_| default_libs.to_owned());
             for lib in libs.split_whitespace() {
                 println!("cargo:rustc-link-lib=dylib={lib}");
             }
         }
         _ => {
-            for dir in &dirs {
-                println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+            if !windows {
+                for dir in &dirs {
+                    println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+                }
             }
             println!("cargo:rustc-link-lib=dylib=snn");
         }

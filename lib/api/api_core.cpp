@@ -101,7 +101,11 @@ SNN_API int32_t snn_version_number(void) { return SNN_VERSION_NUMBER; }
 SNN_API const char *snn_version_string(void) { return SNN_VERSION_STRING; }
 
 SNN_API const char *snn_build_features(void) {
-    return "cpu openblas safetensors"
+    return "cpu"
+#ifdef SNN_HAVE_OPENBLAS
+           " openblas"
+#endif
+           " safetensors"
 #ifdef SNN_HAVE_ONNX
            " onnx"
 #endif

@@ -1,10 +1,9 @@
 // The host's log callback (the settings are engine/settings.cpp).
 #include "common/log.h"
 
-#include <pthread.h>
-
 #include <mutex>
 
+#include "platform/threads.h"
 #include "snn.h"
 
 namespace snn {
@@ -14,12 +13,12 @@ std::mutex g_log_mutex;
 snn_log_fn g_log_fn = nullptr;
 void *g_log_user = nullptr;
 
-// g_log_mutex is held across fork(), so a child never inherits it locked by
-// a thread that does not exist there. Installed when the library is loaded,
-// before anything can take the lock.
+// g_log_mutex is held across fork() (POSIX), so a child never inherits it
+// locked by a thread that does not exist there. Installed when the library
+// is loaded, before anything can take the lock.
 void lock_log() { g_log_mutex.lock(); }
 void unlock_log() { g_log_mutex.unlock(); }
-__attribute__((constructor)) void install_log_fork_handlers() { pthread_atfork(lock_log, unlock_log, unlock_log); }
+__attribute__((constructor)) void install_log_fork_handlers() { platform::on_fork(lock_log, unlock_log, unlock_log); }
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 // CPU backend: memory, copies, gathers, and the kernel choice.
 #include "cpu/cpu_backend.h"
 
+#ifdef SNN_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <atomic>
 #include <cmath>
@@ -12,27 +14,36 @@
 
 #include "common/error.h"
 #include "cpu/kernel_choice.h"
+#include "cpu/sgemm.h"
 #include "cpu/thread_pool.h"
 #include "device/devices.h"
 #include "ops/op.h"
 #include "platform/cpu_features.h"
+#include "platform/memory.h"
 
 namespace snn {
 
+#ifdef SNN_HAVE_OPENBLAS
 const char *CpuBackend::name() const {
     static const std::string n = std::string("cpu (OpenBLAS ") + openblas_get_corename() + ")";
     return n.c_str();
 }
+#else
+const char *CpuBackend::name() const {
+    static const std::string n = std::string("cpu (snn sgemm ") + sgemm_kernel_name(sgemm_kernel()) + ")";
+    return n.c_str();
+}
+#endif
 
 void *CpuBackend::alloc(size_t bytes) {
-    void *p = nullptr;
     // 64-byte alignment: a cache line and an AVX-512 vector.
-    if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0 || p == nullptr)
+    void *p = platform::aligned_allocate(64, bytes == 0 ? 64 : bytes);
+    if (p == nullptr)
         fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory allocating %zu bytes", bytes);
     return p;
 }
 
-void CpuBackend::release(void *p) noexcept { std::free(p); }
+void CpuBackend::release(void *p) noexcept { platform::aligned_free(p); }
 
 Stream *CpuBackend::create_stream(size_t, bool) {
     Stream *s = new (std::nothrow) CpuStream();
@@ -162,8 +173,8 @@ bool cpu_conv512_ruled_out() {
 }
 
 bool cpu_has_bf16() {
-    static const bool has = cpu_features().avx512bf16 && cpu_features().avx512bw;
-    return has && !cpu_reference_kernels();
+    const CpuFeatures &f = cpu_kernel_features();
+    return f.avx512bf16 && f.avx512bw && !cpu_reference_kernels();
 }
 
 bool cpu_reference_kernels() {
@@ -177,10 +188,26 @@ bool cpu_reference_kernels() {
     }
 }
 
+const CpuFeatures &cpu_kernel_features() {
+    static const CpuFeatures all = cpu_features();
+    static const CpuFeatures avx2 = [] {
+        CpuFeatures f = cpu_features();
+        f.avx512f = f.avx512bw = f.avx512bf16 = false;
+        return f;
+    }();
+    const char *v = std::getenv("SNN_CPU_KERNELS");
+    return v != nullptr && std::strcmp(v, "avx2") == 0 ? avx2 : all;
+}
+
 // OpenBLAS runs single-threaded inside each of our workers.
 void cpu_set_threads(int32_t n) {
+#ifdef SNN_HAVE_OPENBLAS
     openblas_set_num_threads(1);
+#endif
     thread_pool_reserve(n);
+#ifndef SNN_HAVE_OPENBLAS
+    sgemm_reserve_threads(n);
+#endif
     g_cpu_threads.store(n, std::memory_order_relaxed);
 }
 

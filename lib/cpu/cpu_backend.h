@@ -1,9 +1,12 @@
-// The CPU backend: OpenBLAS sgemm for the matrix work, plain loops for the
-// rest. Loops are single-threaded and written to vectorise; OpenBLAS uses up
-// to snn_get_num_threads() threads and keeps small products on one thread.
+// The CPU backend: matrix products by the table of cpu/product_paths.h
+// (OpenBLAS's sgemm where the build has it, else snn's own, cpu/sgemm.h),
+// plain loops for the rest. Loops are single-threaded and written to
+// vectorise; products use up to snn_get_num_threads() threads and keep small
+// ones on one thread.
 #pragma once
 
 #include "core/backend.h"
+#include "platform/cpu_features.h"
 
 namespace snn {
 
@@ -90,7 +93,13 @@ bool cpu_reference_kernels();
 // is emulated (operands rounded to bf16, float32 products).
 bool cpu_has_bf16();
 
-// Applies the CPU thread bound to OpenBLAS.
+// The processor's features as the CPU kernels see them: cpu_features()
+// (platform/cpu_features.h), without AVX-512 when the environment sets
+// SNN_CPU_KERNELS=avx2 (cpu/kernel_choice.h). Read on every call.
+const CpuFeatures &cpu_kernel_features();
+
+// Sets the CPU thread bound: grows the pool, gives each thread its packing
+// space for snn's product (cpu/sgemm.h) and keeps OpenBLAS single-threaded.
 void cpu_set_threads(int32_t n);
 
 }  // namespace snn

@@ -1,6 +1,8 @@
 // Which CPU kernels the ops take. SNN_CPU_KERNELS=reference in the
 // environment selects the reference paths (no_conv512: the fast paths but
-// the AVX-512 direct convolutions) (cpu_reference_kernels() in
+// the AVX-512 direct convolutions; avx2: the fast paths of a processor
+// without AVX-512, its products' micro-kernels included, read on every
+// product, see cpu_kernel_features()) (cpu_reference_kernels() in
 // cpu/cpu_backend.h); a program that links snn statically (the kernel tests,
 // the fuzzer) may choose instead, for the whole process, to run one model on
 // each in turn. Convolutions read the choice when a cache is made, pooling

@@ -2,7 +2,8 @@
 // x86-64 baseline (SNN_MULTIVERSION_512 also for AVX-512, x86-64-v4); the
 // dynamic loader picks the one the processor runs.
 // Sanitizer builds take the baseline only: the loader runs the selector
-// before a sanitizer runtime is ready.
+// before a sanitizer runtime is ready. So do targets other than ELF
+// (Windows): their loaders have no ifunc to select a clone with.
 #pragma once
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -14,7 +15,7 @@
 #endif
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SNN_SANITIZED)
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SNN_SANITIZED)
 #define SNN_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
 // The same with an AVX-512 (x86-64-v4) version too, for loops whose
 // elementwise math is most of their time (the recurrent gate passes).

@@ -1,9 +1,10 @@
-// The matrix products' table (see cpu/product_paths.h), the kernels it runs
-// that have no file of their own (OpenBLAS split over the threads), and the
-// entry points that go through it.
+// The matrix products' table (see cpu/product_paths.h), the split of a
+// product over the threads, and the entry points that go through it.
 #include "cpu/product_paths.h"
 
+#ifdef SNN_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 
@@ -11,13 +12,14 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/sgemm.h"
 #include "cpu/thread_pool.h"
 
 namespace snn {
 namespace {
 
 // Products below this many multiply-adds cost less in a plain loop than
-// OpenBLAS's call overhead; below kParallelGemm one thread does the work.
+// packing (OpenBLAS's or snn's); below kParallelGemm one thread does the work.
 constexpr int64_t kSmallGemm = 48 * 1024;
 constexpr int64_t kParallelGemm = 512 * 1024;
 // Up to this many multiply-adds (100^3), OpenBLAS 0.3.21 takes its
@@ -25,68 +27,49 @@ constexpr int64_t kParallelGemm = 512 * 1024;
 // and the one for C = A B calls malloc on every call whose row-major N leaves
 // 1 to 8 columns past a multiple of 16 (K >= 32). A B keeps such products,
 // and such blocks of larger ones split over the threads, on snn's own
-// AVX-512 product on every processor that has it.
+// AVX-512 product on every processor that has it; it also spares them the
+// packing of snn's sgemm in a build without OpenBLAS.
 constexpr int64_t kDirectGemm = 1000 * 1000;
 
 int64_t multiply_adds(const Product &p) { return p.M * p.N * p.K; }
 
-// ---- OpenBLAS split over the threads ----------------------------------------
+// ---- products split over the threads --------------------------------------
 
-struct GemmJob {
-    bool direct;  // blocks up to kDirectGemm by gemm512_nn_direct (ta, tb: CblasNoTrans)
-    CBLAS_TRANSPOSE ta, tb;
-    int64_t M, N, K;
-    const float *A, *B;
-    int64_t lda, ldb;
-    float *C;
-    int64_t ldc;
-    float beta;
+struct SplitJob {
+    const Product *p;
+    void (*block)(const Product &b);
 };
-
-// The block [M][N] of C from the job's A and B at these offsets.
-void gemm_block(const GemmJob &j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
-    if (j.direct && M * N * j.K <= kDirectGemm)
-        gemm512_nn_direct(M, N, j.K, A, j.lda, B, j.ldb, C, j.ldc, j.beta != 0.0f);
-    else
-        cblas_sgemm(CblasRowMajor, j.ta, j.tb, int(M), int(N), int(j.K), 1.0f, A, int(j.lda), B, int(j.ldb), j.beta,
-                    C, int(j.ldc));
-}
 
 // Each worker computes a block of C: rows when M is the larger side, else
 // columns (kept to multiples of 16 floats).
-void gemm_worker(void *ctx, int32_t w, int32_t workers) {
-    const GemmJob &j = *static_cast<const GemmJob *>(ctx);
-    int64_t b, e;
-    if (j.M >= j.N) {
-        split_range(j.M, workers, w, &b, &e);
-        if (b == e) return;
-        gemm_block(j, e - b, j.N, j.ta == CblasNoTrans ? j.A + b * j.lda : j.A + b, j.B, j.C + b * j.ldc);
+void split_worker(void *ctx, int32_t w, int32_t workers) {
+    const SplitJob &j = *static_cast<const SplitJob *>(ctx);
+    Product b = *j.p;
+    int64_t begin, end;
+    if (b.M >= b.N) {
+        split_range(b.M, workers, w, &begin, &end);
+        if (begin == end) return;
+        b.M = end - begin;
+        b.A += b.trans_a ? begin : begin * b.lda;
+        b.C += begin * b.ldc;
     } else {
-        int64_t blocks = (j.N + 15) / 16;
-        split_range(blocks, workers, w, &b, &e);
-        b *= 16;
-        e = std::min(e * 16, j.N);
-        if (b >= e) return;
-        gemm_block(j, j.M, e - b, j.A, j.tb == CblasNoTrans ? j.B + b : j.B + b * j.ldb, j.C + b);
+        split_range((b.N + 15) / 16, workers, w, &begin, &end);
+        begin *= 16;
+        end = std::min(end * 16, b.N);
+        if (begin >= end) return;
+        b.N = end - begin;
+        b.B += b.trans_b ? begin * b.ldb : begin;
+        b.C += begin;
     }
+    j.block(b);
 }
 
-void split_gemm(const Product &p, bool direct) {
-    GemmJob job{direct,
-                p.trans_a ? CblasTrans : CblasNoTrans,
-                p.trans_b ? CblasTrans : CblasNoTrans,
-                p.M,
-                p.N,
-                p.K,
-                p.A,
-                p.B,
-                p.lda,
-                p.ldb,
-                p.C,
-                p.ldc,
-                p.accumulate ? 1.0f : 0.0f};
-    int32_t workers = multiply_adds(p) >= kParallelGemm ? cpu_threads() : 1;
-    parallel_run(workers, gemm_worker, &job);
+// p by block(), split over the threads when it has kParallelGemm
+// multiply-adds or more.
+void split_product(const Product &p, void (*block)(const Product &b)) {
+    SplitJob job{&p, block};
+    const int32_t workers = multiply_adds(p) >= kParallelGemm ? cpu_threads() : 1;
+    parallel_run(workers, split_worker, &job);
 }
 
 // ---- the rows ---------------------------------------------------------------
@@ -128,13 +111,45 @@ void small_run(const Product &p) {
         small_gemm_nn(p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate);
 }
 
+#ifdef SNN_HAVE_OPENBLAS
+void openblas_block(const Product &b) {
+    cblas_sgemm(CblasRowMajor, b.trans_a ? CblasTrans : CblasNoTrans, b.trans_b ? CblasTrans : CblasNoTrans,
+                int(b.M), int(b.N), int(b.K), 1.0f, b.A, int(b.lda), b.B, int(b.ldb), b.accumulate ? 1.0f : 0.0f,
+                b.C, int(b.ldc));
+}
+void openblas_direct_block(const Product &b) {
+    if (multiply_adds(b) <= kDirectGemm)
+        gemm512_nn_direct(b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+    else
+        openblas_block(b);
+}
+
 bool openblas_gemm512_eligible(const Product &p) {
     return p.precision == Precision::f32 && !p.trans_a && !p.trans_b && gemm512_available();
 }
-void openblas_gemm512_run(const Product &p) { split_gemm(p, /*direct=*/true); }
+void openblas_gemm512_run(const Product &p) { split_product(p, openblas_direct_block); }
 
 bool openblas_eligible(const Product &p) { return p.precision == Precision::f32; }
-void openblas_run(const Product &p) { split_gemm(p, /*direct=*/false); }
+void openblas_run(const Product &p) { split_product(p, openblas_block); }
+#else
+void builtin_block(const Product &b) {
+    sgemm(b.trans_a, b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+}
+void builtin_direct_block(const Product &b) {
+    if (multiply_adds(b) <= kDirectGemm)
+        gemm512_nn_direct(b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+    else
+        builtin_block(b);
+}
+
+bool builtin_direct_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && !p.trans_b && gemm512_available();
+}
+void builtin_direct_run(const Product &p) { split_product(p, builtin_direct_block); }
+
+bool builtin_eligible(const Product &p) { return p.precision == Precision::f32; }
+void builtin_run(const Product &p) { split_product(p, builtin_block); }
+#endif
 
 // Scanned in order; the first eligible row runs the product.
 constexpr ProductPathRow kProductPaths[] = {
@@ -143,9 +158,14 @@ constexpr ProductPathRow kProductPaths[] = {
     {ProductPath::gemm512_packed, "gemm512 packed", gemm512_packed_eligible, gemm512_packed_run},
     {ProductPath::small_transposed, "small loops, B transposed", small_transposed_eligible, small_transposed_run},
     {ProductPath::small, "small loops", small_eligible, small_run},
+#ifdef SNN_HAVE_OPENBLAS
     {ProductPath::openblas_gemm512, "OpenBLAS split, gemm512 direct blocks", openblas_gemm512_eligible,
      openblas_gemm512_run},
     {ProductPath::openblas, "OpenBLAS split", openblas_eligible, openblas_run},
+#else
+    {ProductPath::builtin_direct, "sgemm split, gemm512 direct blocks", builtin_direct_eligible, builtin_direct_run},
+    {ProductPath::builtin, "sgemm split", builtin_eligible, builtin_run},
+#endif
 };
 
 constexpr bool rows_in_enum_order() {

@@ -20,9 +20,15 @@ enum class ProductPath : int32_t {
     gemm512_packed,     // gemm512 with the packing space the caller planned (cpu/gemm512.h)
     small_transposed,   // a small A B^T: B^T into the scratch, then the plain loops of A B
     small,              // plain loops on the calling thread (cpu/small_gemm.cpp)
+#ifdef SNN_HAVE_OPENBLAS
     openblas_gemm512,   // A B split over the threads, blocks up to 10^6 multiply-adds by
                         // gemm512_nn_direct, larger ones by OpenBLAS
     openblas,           // split over the threads, each block by OpenBLAS
+#else
+    builtin_direct,     // A B split over the threads, blocks up to 10^6 multiply-adds by
+                        // gemm512_nn_direct, larger ones by snn's sgemm (cpu/sgemm.h)
+    builtin,            // split over the threads, each block by snn's sgemm
+#endif
 };
 
 // One product C[M][N] (+)= op(A) op(B), row-major (cpu/gemm_bf16.h has the

@@ -27,7 +27,6 @@
 //     rest, dhp W_hh, is added by the loop).
 #pragma once
 
-#include <cblas.h>
 #include <string.h>
 
 #include <algorithm>
@@ -67,9 +66,11 @@ inline int32_t workers_for(const RecurrentDims &d, int64_t n) {
 //   backward  dh[M][H] += dhp[M][GH] W_hh
 // With AVX-512 (gemm512_available) both are gemm512's direct product, which
 // reads its operands in place: the forward one from W_hh^T, transposed once
-// per pass into the workspace (w_hh_t), where OpenBLAS would pack W_hh
-// again at every iteration, about as long as the product itself at these
-// sizes. Otherwise small ones run in plain loops, larger ones on OpenBLAS.
+// per pass into the workspace (w_hh_t), where a packed product would pack
+// W_hh again at every iteration, about as long as the product itself at
+// these sizes. Otherwise small ones run in plain loops, larger ones by the
+// products' table (gemm_nt, gemm_nn; inside the time loop's worker, on its
+// thread).
 constexpr int64_t kSmallProduct = 48 * 1024;
 inline void step_forward_product(int64_t M, int64_t GH, int64_t H, const float *h, const float *w_hh,
                                  const float *w_hh_t, float *hp) {
@@ -78,8 +79,7 @@ inline void step_forward_product(int64_t M, int64_t GH, int64_t H, const float *
     else if (M * GH * H <= kSmallProduct)
         small_gemm_nt(M, GH, H, h, H, w_hh, H, hp, GH, false);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(GH), int(H), 1.0f, h, int(H), w_hh, int(H),
-                    0.0f, hp, int(GH));
+        gemm_nt(M, GH, H, h, H, w_hh, H, hp, GH, /*accumulate=*/false, /*scratch=*/nullptr);
 }
 inline void step_backward_product(int64_t M, int64_t H, int64_t GH, const float *dhp, const float *w_hh, float *dh,
                                   bool direct) {
@@ -88,8 +88,7 @@ inline void step_backward_product(int64_t M, int64_t H, int64_t GH, const float 
     else if (M * H * GH <= kSmallProduct)
         small_gemm_nn(M, H, GH, dhp, GH, w_hh, H, dh, H, true);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(H), int(GH), 1.0f, dhp, int(GH), w_hh,
-                    int(H), 1.0f, dh, int(H));
+        gemm_nn(M, H, GH, dhp, GH, w_hh, H, dh, H, /*accumulate=*/true);
 }
 
 // The threads planned for: the time loops run on at most this many.

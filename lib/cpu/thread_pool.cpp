@@ -14,21 +14,21 @@
 // work whoever runs it: results are the same. A claim names the job's
 // generation, so a thread late from one job never claims a share of the next.
 //
-// fork(): a child has only the thread that forked, so the pool's threads are
-// gone there. Fork handlers take every lock of the pool before the fork (a
-// job under way on another host thread ends first), release them in the
-// parent, and in the child mark the pool as having no threads: the child's
-// first parallel job starts them again.
+// fork() (POSIX): a child has only the thread that forked, so the pool's
+// threads are gone there. Fork handlers take every lock of the pool before
+// the fork (a job under way on another host thread ends first), release them
+// in the parent, and in the child mark the pool as having no threads: the
+// child's first parallel job starts them again.
 //
 // Unloading: the pool's threads are never stopped (the Pool is leaked), which
 // is safe only because libsnn is linked with -z nodelete (see meson.build):
-// dlclose never unmaps the code they run. Joining them from a destructor of
-// the shared object instead would run at process exit too, while other host
-// threads may still be inside a job, and the CUDA plugin and thread-local
-// storage keep pointers into libsnn that an unmap would leave dangling.
+// dlclose never unmaps the code they run; on Windows snn.dll pins itself
+// when loaded (platform/dynamic_library_windows.cpp). Joining them from a
+// destructor of the shared object instead would run at process exit too,
+// while other host threads may still be inside a job, and the CUDA plugin
+// and thread-local storage keep pointers into libsnn that an unmap would
+// leave dangling.
 #include "cpu/thread_pool.h"
-
-#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "platform/threads.h"
 
 namespace snn {
 namespace {
@@ -59,19 +60,17 @@ inline void cpu_relax() {
 
 class Pool {
 public:
-    // Threads live for the process, never joined. They are started with
-    // pthread_create and take their index themselves, so starting one
+    // Threads live for the process, never joined. They are started detached
+    // (platform/threads.h) and take their index themselves, so starting one
     // allocates nothing of ours that a forked child (where the thread is
     // gone) would leak.
     void reserve(int32_t threads) {
         std::lock_guard<std::mutex> lock(threads_mutex_);
         while (threads_ < threads) {
-            pthread_t thread;
-            const int err = pthread_create(&thread, nullptr, worker_main, this);
+            const int err = platform::start_detached_thread(worker_main, this);
             if (err != 0)
-                fail(SNN_ERR_OUT_OF_MEMORY, "cannot start pool thread %d of %d: pthread_create returned %d",
-                     threads_ + 1, threads, err);
-            pthread_detach(thread);
+                fail(SNN_ERR_OUT_OF_MEMORY, "cannot start pool thread %d of %d: %s returned %d", threads_ + 1,
+                     threads, platform::thread_start_call(), err);
             ++threads_;
         }
     }
@@ -225,7 +224,7 @@ void pool_after_fork_in_child() { g_pool->after_fork_in_child(); }
 Pool *make_pool() {
     Pool *p = new Pool();
     g_pool = p;
-    const int err = pthread_atfork(pool_before_fork, pool_after_fork_in_parent, pool_after_fork_in_child);
+    const int err = platform::on_fork(pool_before_fork, pool_after_fork_in_parent, pool_after_fork_in_child);
     if (err != 0) {
         g_pool = nullptr;
         delete p;

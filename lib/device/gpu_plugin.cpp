@@ -1,15 +1,9 @@
-// Finds and loads libsnn_cuda.so: $SNN_CUDA_PLUGIN if set, else the file
-// next to libsnn.so itself or, in a program that links libsnn.a, next to the
-// program's executable. Loaded once, never unloaded.
-#include <dlfcn.h>
-#include <limits.h>
-#include <link.h>
-#include <unistd.h>
-
+// Finds and loads the CUDA plugin (libsnn_cuda.so, snn_cuda.dll):
+// $SNN_CUDA_PLUGIN if set, else the file next to snn's own module (the
+// shared library, or the program's executable when it links snn
+// statically). Loaded once, never unloaded.
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -17,6 +11,8 @@
 #include "common/error.h"
 #include "device/devices.h"
 #include "device/plugin.h"
+#include "platform/dynamic_library.h"
+#include "platform/files.h"
 
 namespace snn {
 namespace {
@@ -28,38 +24,6 @@ namespace {
 void host_log(int32_t level, const char *message) { log_message(level, message ? message : ""); }
 
 const HostServices kHost = {kGpuPluginApiVersion, host_raise, host_log};
-
-// Where the plugin is looked for: an absolute directory ending in '/', or ""
-// when it cannot be known (then dlopen searches its usual places).
-char g_plugin_dir[PATH_MAX];
-
-// Runs when libsnn is loaded, before the program can change directory:
-// dladdr gives libsnn.so's path as it was opened, which may be relative (a
-// relative LD_LIBRARY_PATH entry or dlopen path), and, for libsnn linked
-// into the executable, argv[0], which may be a bare name found through PATH.
-// The executable's own path comes from /proc/self/exe instead.
-__attribute__((constructor)) void find_plugin_dir() {
-    Dl_info info;
-    link_map *map = nullptr;
-    if (dladdr1(reinterpret_cast<void *>(&host_log), &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) == 0)
-        return;
-    char path[PATH_MAX] = "";
-    if (map == nullptr || map->l_name == nullptr || map->l_name[0] == '\0') {  // the executable
-        const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-        if (n <= 0) return;
-        path[n] = '\0';
-    } else if (info.dli_fname[0] == '/') {
-        if (std::strlen(info.dli_fname) >= sizeof(path)) return;
-        std::strcpy(path, info.dli_fname);
-    } else {
-        char cwd[PATH_MAX];
-        if (getcwd(cwd, sizeof(cwd)) == nullptr) return;
-        if (std::snprintf(path, sizeof(path), "%s/%s", cwd, info.dli_fname) >= int(sizeof(path))) return;
-    }
-    char *slash = std::strrchr(path, '/');
-    slash[1] = '\0';
-    std::memcpy(g_plugin_dir, path, size_t(slash + 2 - path));
-}
 
 struct PluginState {
     std::once_flag once;
@@ -75,14 +39,18 @@ PluginState &state() {
 
 void load(PluginState &s) {
     const char *env = std::getenv("SNN_CUDA_PLUGIN");
-    std::string path = (env && *env) ? std::string(env) : std::string(g_plugin_dir) + "libsnn_cuda.so";
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // Where the plugin is looked for when SNN_CUDA_PLUGIN is not set: snn's
+    // own directory, or "" when it cannot be known (then the loader searches
+    // its usual places).
+    const std::string path = (env && *env) ? std::string(env)
+                                           : platform::own_module_directory() +
+                                                 platform::shared_library_file_name("snn_cuda");
+    std::string reason;
+    void *handle = platform::load_library(path, &reason);
     if (handle == nullptr) {
-        const char *why = dlerror();
-        std::string reason = why ? why : "unknown reason";
         // A plugin that exists but cannot load its CUDA libraries means the
         // CUDA runtime is missing, not the plugin.
-        bool exists = access(path.c_str(), F_OK) == 0;
+        const bool exists = platform::exists(path);
         s.status = exists ? SNN_ERR_GPU_DRIVER : SNN_ERR_GPU_PLUGIN_NOT_FOUND;
         s.message = exists ? format("the CUDA plugin %s could not load the CUDA libraries: %s",
                                     path.c_str(), reason.c_str())
@@ -91,7 +59,8 @@ void load(PluginState &s) {
                                     path.c_str(), reason.c_str());
         return;
     }
-    auto init = reinterpret_cast<snn_cuda_plugin_init_fn>(dlsym(handle, SNN_CUDA_PLUGIN_INIT_SYMBOL));
+    auto init =
+        reinterpret_cast<snn_cuda_plugin_init_fn>(platform::library_symbol(handle, SNN_CUDA_PLUGIN_INIT_SYMBOL));
     if (init == nullptr) {
         s.status = SNN_ERR_GPU_PLUGIN_NOT_FOUND;
         s.message = format("%s is not an snn CUDA plugin (no %s symbol)", path.c_str(),

@@ -1,7 +1,8 @@
-// POSIX file I/O for model files and checkpoints: atomic replacement of a
-// file (temporary file, fsync, rename, fsync of the directory) and reading a
-// regular file by offset. Knows nothing of the file format; every failure is
-// an SNN_ERR_IO naming the path and the reason.
+// File I/O for model files and checkpoints: atomic replacement of a file
+// (temporary file, sync, rename, sync of the directory on POSIX) and reading
+// a regular file by offset, on the platform layer's files (platform/files.h).
+// Knows nothing of the file format; every failure is an SNN_ERR_IO naming
+// the path and the reason.
 #pragma once
 
 #include <stddef.h>
@@ -10,21 +11,23 @@
 #include <functional>
 #include <string>
 
+#include "platform/files.h"
+
 namespace snn {
 
 // Receives the file's bytes in order.
 using ByteSink = std::function<void(const void *data, size_t bytes)>;
 
-// Writes path.tmp-<16 random hex digits> through `produce`, fsyncs it,
-// renames it over path and fsyncs the directory. On failure (an exception
-// from produce included) the temporary file is removed and path untouched.
+// Writes path.tmp-<16 random hex digits> through `produce`, syncs it,
+// renames it over path and syncs the directory (POSIX; on Windows the rename
+// writes through). On failure (an exception from produce included) the
+// temporary file is removed and path untouched.
 // Temporary files of path that killed saves left, unmodified for more than
 // a minute, are removed first.
 void save_atomically(const std::string &path, const std::function<void(const ByteSink &)> &produce);
 
 // A regular file opened for reading. Anything else is refused before it is
-// read: stat first, so a FIFO or a device is never opened; O_NONBLOCK, so a
-// FIFO put in its place meanwhile cannot block open(); fstat to be sure.
+// read (platform::open_for_reading says how).
 class InputFile {
 public:
     explicit InputFile(const std::string &path);
@@ -39,7 +42,7 @@ public:
 
 private:
     std::string path_;
-    int fd_ = -1;
+    platform::File file_;
     uint64_t size_ = 0;
 };
 

@@ -322,7 +322,7 @@ private:
             case Act::sigmoid: return node("Sigmoid", {x});
             case Act::gelu: {
                 // x Phi(x) = x * 0.5 * (1 + erf(x / sqrt 2)), snn's exact form
-                const std::string e = node("Erf", {node("Div", {x, scalar(float(M_SQRT2))})});
+                const std::string e = node("Erf", {node("Div", {x, scalar(sqrtf(2.0f))})});
                 return node("Mul", {node("Mul", {x, node("Add", {e, scalar(1.0f)})}), scalar(0.5f)});
             }
             case Act::silu: return node("Mul", {x, node("Sigmoid", {x})});

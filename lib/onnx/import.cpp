@@ -2674,8 +2674,8 @@ bool Importer::map_gelu(const Node &n, int k) {
     if (n.input.size() != 2) return false;
     const std::string x = in(n, 0);
     const double c = scalar(in(n, 1));
-    const bool div = n.op_type == "Div" && fabs(c - M_SQRT2) < 1e-6;
-    const bool mul = n.op_type == "Mul" && fabs(c - M_SQRT1_2) < 1e-6;
+    const bool div = n.op_type == "Div" && fabs(c - sqrt(2.0)) < 1e-6;
+    const bool mul = n.op_type == "Mul" && fabs(c - sqrt(0.5)) < 1e-6;
     if (!div && !mul) return false;
     const int erf = sole_consumer(n.output[0]);
     if (erf < 0 || node(erf).op_type != "Erf") return false;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/check_include_floors.py passes on lib, and fails, naming the file
 # and line, on a copy of lib with one upward include planted (an op
-# descriptor including the engine) and on a copy with a folder on no floor.
+# descriptor including the engine), on a copy with an OS header included
+# outside lib/platform, and on a copy with a folder on no floor.
 #
 #   test_include_floors.sh tools/check_include_floors.py lib
 set -u
@@ -23,7 +24,14 @@ if msg=$(python3 "$check" "$out/lib"); then fail "a planted upward include passe
 echo "$msg" | grep -q "^lib/ops/dense.cpp:$line: ops (floor 5) includes engine (floor 2)$" ||
     fail "the planted include is not named: $msg"
 
+rm -rf "$out/lib" && cp -r "$lib" "$out/lib"
+printf '#include <unistd.h>\n' >>"$out/lib/model/file_io.cpp"
+line=$(wc -l <"$out/lib/model/file_io.cpp")
+if msg=$(python3 "$check" "$out/lib"); then fail "an OS header outside lib/platform passed: $msg"; fi
+echo "$msg" | grep -q "^lib/model/file_io.cpp:$line: <unistd.h> is an OS header outside lib/platform$" ||
+    fail "the OS header is not named: $msg"
+
 rm -rf "$out/lib" && cp -r "$lib" "$out/lib" && mkdir "$out/lib/newfolder"
 if msg=$(python3 "$check" "$out/lib"); then fail "a folder on no floor passed"; fi
 echo "$msg" | grep -q "lib/newfolder is on no floor" || fail "the folder is not named: $msg"
-echo "ok: no upward include in lib; a planted one and a folder on no floor are caught"
+echo "ok: no upward include nor OS header outside lib/platform in lib; planted ones and a folder on no floor are caught"

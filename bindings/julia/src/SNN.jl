@@ -19,8 +19,8 @@ name (`using SNN: Dense, Chain`) where Flux is not loaded. They are marked
 `public` on Julia 1.11 and later.
 
 The library is `ENV["SNN_LIBRARY"]` (a path or a name) when set, else
-`libsnn` from the loader's search path; the value is read when the package is
-precompiled.
+`libsnn` from the loader's search path (`snn`, that is `snn.dll`, on Windows);
+the value is read when the package is precompiled.
 """
 module SNN
 
@@ -67,7 +67,9 @@ const PUBLIC = (
     eval(Expr(:public, PUBLIC...))
 end
 
-const libsnn = get(ENV, "SNN_LIBRARY", "libsnn")
+# The library's name on the loader's path: libsnn.so / libsnn.dylib, snn.dll.
+const DEFAULT_LIBRARY = Sys.iswindows() ? "snn" : "libsnn"
+const libsnn = get(ENV, "SNN_LIBRARY", DEFAULT_LIBRARY)
 
 include("libsnn.jl")
 include("errors.jl")
@@ -82,7 +84,7 @@ include("training.jl")
 include("precision.jl")
 
 function __init__()
-    if get(ENV, "SNN_LIBRARY", "libsnn") != libsnn
+    if get(ENV, "SNN_LIBRARY", DEFAULT_LIBRARY) != libsnn
         @warn "SNN_LIBRARY changed since SNN was precompiled; still using $libsnn (re-precompile SNN to switch)"
     end
     check_version()

@@ -1,0 +1,377 @@
+// snn's packed matrix product (see cpu/sgemm.h). Compiled with
+// -ffp-contract=fast (meson.build), so each multiply-add of a micro-kernel is
+// one fused multiply-add where the instruction set has it.
+#include "cpu/sgemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "cpu/cpu_backend.h"
+#include "cpu/thread_pool.h"
+#include "platform/cpu_features.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace snn {
+namespace {
+
+typedef float v4 __attribute__((vector_size(16)));
+#if defined(__x86_64__)
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v16 __attribute__((vector_size(64)));
+#endif
+
+#define SNN_INLINE __attribute__((always_inline)) inline
+
+// *p in every lane.
+SNN_INLINE v4 splat(v4 *, const float *p) {
+    const v4 v = {*p};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0);
+}
+#if defined(__x86_64__)
+SNN_INLINE v8 splat(v8 *, const float *p) {
+    const v8 v = {*p};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+SNN_INLINE v16 splat(v16 *, const float *p) {
+    const v16 v = {*p};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+#endif
+
+template <typename V>
+SNN_INLINE V load(const float *p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+template <typename V>
+SNN_INLINE void store(float *p, V v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// A micro-kernel's tile (MR rows, NV vectors of W floats: NR columns) and
+// its blocks: mc rows of op(A) (a multiple of MR), kc depths, nc columns of
+// op(B) (a multiple of NR).
+template <typename Vec, int Rows, int Vectors, int64_t RowBlock, int64_t DepthBlock, int64_t ColumnBlock>
+struct Shape {
+    using V = Vec;
+    static constexpr int W = int(sizeof(Vec) / sizeof(float));
+    static constexpr int MR = Rows, NV = Vectors, NR = W * Vectors;
+    static constexpr int64_t mc = RowBlock, kc = DepthBlock, nc = ColumnBlock;
+    static_assert(mc % MR == 0 && nc % NR == 0, "blocks are whole micro-panels");
+};
+
+// AVX-512: 16 accumulators of 16 floats; a 64 x 256 block of A (64 KB) for
+// the second-level cache, 256 x 32 panels of B (32 KB) streamed through the
+// first.
+#if defined(__x86_64__)
+using Avx512 = Shape<v16, 8, 2, 64, 256, 512>;
+// AVX2: 12 accumulators of 8 floats of 16 registers; a 72 x 256 block of A
+// (72 KB), 256 x 16 panels of B (16 KB).
+using Avx2 = Shape<v8, 6, 2, 72, 256, 512>;
+#endif
+// aarch64: 24 accumulators of 4 floats of 32 registers.
+#if defined(__aarch64__)
+using Neon = Shape<v4, 8, 3, 64, 256, 504>;
+#endif
+// 12 accumulators of 4 floats: the 16 registers of SSE2.
+using Portable = Shape<v4, 6, 2, 72, 256, 512>;
+
+template <typename S>
+constexpr size_t pack_floats() {
+    return size_t(S::kc * S::nc + S::mc * S::kc);
+}
+
+// Bp[(panel*kc + k)*NR + c] = op(B)[k0 + k][j0 + panel*NR + c], 0 past nc.
+template <typename S>
+SNN_INLINE void pack_b(bool trans_b, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                       float *Bp) {
+    using V = typename S::V;
+    constexpr int64_t NR = S::NR;
+    for (int64_t p = 0; p * NR < nc; ++p) {
+        const int64_t cols = std::min(NR, nc - p * NR), j = j0 + p * NR;
+        float *dst = Bp + p * kc * NR;
+        if (!trans_b) {
+            for (int64_t k = 0; k < kc; ++k) {
+                const float *src = B + (k0 + k) * ldb + j;
+                float *d = dst + k * NR;
+                if (cols == NR) {
+#pragma GCC unroll 4
+                    for (int v = 0; v < S::NV; ++v) store<V>(d + v * S::W, load<V>(src + v * S::W));
+                } else {
+                    for (int64_t c = 0; c < cols; ++c) d[c] = src[c];
+                    for (int64_t c = cols; c < NR; ++c) d[c] = 0.0f;
+                }
+            }
+        } else {
+            // A transpose, 16 depths at a time so that the rows of the
+            // panel being written stay in the first-level cache.
+            for (int64_t kb = 0; kb < kc; kb += 16) {
+                const int64_t ke = std::min(kc, kb + 16);
+                for (int64_t c = 0; c < NR; ++c) {
+                    if (c >= cols) {
+                        for (int64_t k = kb; k < ke; ++k) dst[k * NR + c] = 0.0f;
+                        continue;
+                    }
+                    const float *src = B + (j + c) * ldb + k0;
+                    for (int64_t k = kb; k < ke; ++k) dst[k * NR + c] = src[k];
+                }
+            }
+        }
+    }
+}
+
+// Ap[(panel*kc + k)*MR + r] = op(A)[i0 + panel*MR + r][k0 + k], 0 past mc.
+template <typename S>
+SNN_INLINE void pack_a(bool trans_a, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                       float *Ap) {
+    constexpr int64_t MR = S::MR;
+    for (int64_t p = 0; p * MR < mc; ++p) {
+        const int64_t rows = std::min(MR, mc - p * MR), i = i0 + p * MR;
+        float *dst = Ap + p * kc * MR;
+        if (!trans_a) {
+            for (int64_t r = 0; r < MR; ++r) {
+                if (r >= rows) {
+                    for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0.0f;
+                    continue;
+                }
+                const float *src = A + (i + r) * lda + k0;
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k];
+            }
+        } else {
+            for (int64_t k = 0; k < kc; ++k) {
+                const float *src = A + (k0 + k) * lda + i;
+                float *d = dst + k * MR;
+                for (int64_t r = 0; r < rows; ++r) d[r] = src[r];
+                for (int64_t r = rows; r < MR; ++r) d[r] = 0.0f;
+            }
+        }
+    }
+}
+
+// The micro-kernel: acc[MR][NR] = Ap panel x Bp panel over kc depths, each
+// row of A broadcast against NV vectors of B; then C = acc (first) or
+// C += acc, for the mr x nr corner that exists.
+template <typename S>
+SNN_INLINE void micro_kernel(int64_t kc, const float *Ap, const float *Bp, float *C, int64_t ldc, int64_t mr,
+                             int64_t nr, bool first) {
+    using V = typename S::V;
+    V acc[S::MR][S::NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < S::MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < S::NV; ++v) acc[r][v] = V{};
+    for (int64_t k = 0; k < kc; ++k) {
+        V b[S::NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < S::NV; ++v) b[v] = load<V>(Bp + k * S::NR + v * S::W);
+        const float *a = Ap + k * S::MR;
+#pragma GCC unroll 16
+        for (int r = 0; r < S::MR; ++r) {
+            const V s = splat(static_cast<V *>(nullptr), a + r);
+#pragma GCC unroll 4
+            for (int v = 0; v < S::NV; ++v) acc[r][v] += s * b[v];
+        }
+    }
+    if (mr == S::MR && nr == S::NR) {
+#pragma GCC unroll 16
+        for (int r = 0; r < S::MR; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < S::NV; ++v) {
+                float *p = C + r * ldc + v * S::W;
+                store<V>(p, first ? acc[r][v] : load<V>(p) + acc[r][v]);
+            }
+        return;
+    }
+    for (int64_t r = 0; r < mr; ++r) {
+        float t[S::NR];
+#pragma GCC unroll 4
+        for (int v = 0; v < S::NV; ++v) store<V>(t + v * S::W, acc[r][v]);
+        float *row = C + r * ldc;
+        for (int64_t c = 0; c < nr; ++c) row[c] = first ? t[c] : row[c] + t[c];
+    }
+}
+
+struct Call {
+    bool trans_a, trans_b;
+    int64_t M, N, K;
+    const float *A;
+    int64_t lda;
+    const float *B;
+    int64_t ldb;
+    float *C;
+    int64_t ldc;
+    bool accumulate;
+};
+
+// The loops around the micro-kernel: columns (nc), depths (kc), rows (mc).
+template <typename S>
+SNN_INLINE void blocked(const Call &g, float *pack) {
+    float *Bp = pack, *Ap = pack + S::kc * S::nc;
+    if (g.M == 0 || g.N == 0) return;
+    if (g.K == 0) {
+        if (!g.accumulate)
+            for (int64_t i = 0; i < g.M; ++i) std::fill(g.C + i * g.ldc, g.C + i * g.ldc + g.N, 0.0f);
+        return;
+    }
+    for (int64_t jc = 0; jc < g.N; jc += S::nc) {
+        const int64_t nc = std::min(S::nc, g.N - jc);
+        for (int64_t pc = 0; pc < g.K; pc += S::kc) {
+            const int64_t kc = std::min(S::kc, g.K - pc);
+            const bool first = pc == 0 && !g.accumulate;
+            pack_b<S>(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, Bp);
+            for (int64_t ic = 0; ic < g.M; ic += S::mc) {
+                const int64_t mc = std::min(S::mc, g.M - ic);
+                pack_a<S>(g.trans_a, g.A, g.lda, ic, mc, pc, kc, Ap);
+                for (int64_t jr = 0; jr < nc; jr += S::NR)
+                    for (int64_t ir = 0; ir < mc; ir += S::MR)
+                        micro_kernel<S>(kc, Ap + ir * kc, Bp + jr * kc, g.C + (ic + ir) * g.ldc + jc + jr, g.ldc,
+                                        std::min<int64_t>(S::MR, mc - ir), std::min<int64_t>(S::NR, nc - jr), first);
+            }
+        }
+    }
+}
+
+// One function per instruction set: the same code, compiled for it.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void run_avx512(const Call &g, float *pack) { blocked<Avx512>(g, pack); }
+__attribute__((target("avx2,fma"))) void run_avx2(const Call &g, float *pack) { blocked<Avx2>(g, pack); }
+#endif
+#if defined(__aarch64__)
+void run_neon(const Call &g, float *pack) { blocked<Neon>(g, pack); }
+#endif
+void run_portable(const Call &g, float *pack) { blocked<Portable>(g, pack); }
+
+bool always(const CpuFeatures &) { return true; }
+bool never(const CpuFeatures &) { return false; }
+#if defined(__x86_64__)
+bool has_avx512(const CpuFeatures &f) { return f.avx512f; }
+bool has_avx2_fma(const CpuFeatures &f) { return f.avx2_fma; }
+#endif
+#if defined(__aarch64__)
+bool has_neon(const CpuFeatures &f) { return f.neon; }
+#endif
+
+struct SgemmKernelRow {
+    SgemmKernel kernel;
+    const char *name;
+    bool (*eligible)(const CpuFeatures &f);
+    void (*run)(const Call &g, float *pack);
+    size_t pack_floats;
+};
+
+// Scanned in order; the first eligible row is the processor's kernel.
+constexpr SgemmKernelRow kSgemmKernels[] = {
+#if defined(__x86_64__)
+    {SgemmKernel::avx512, "avx512", has_avx512, run_avx512, pack_floats<Avx512>()},
+    {SgemmKernel::avx2, "avx2", has_avx2_fma, run_avx2, pack_floats<Avx2>()},
+#else
+    {SgemmKernel::avx512, "avx512", never, run_portable, 0},
+    {SgemmKernel::avx2, "avx2", never, run_portable, 0},
+#endif
+#if defined(__aarch64__)
+    {SgemmKernel::neon, "neon", has_neon, run_neon, pack_floats<Neon>()},
+#else
+    {SgemmKernel::neon, "neon", never, run_portable, 0},
+#endif
+    {SgemmKernel::portable, "portable", always, run_portable, pack_floats<Portable>()},
+};
+
+constexpr bool rows_in_enum_order() {
+    for (size_t i = 0; i < sizeof(kSgemmKernels) / sizeof(kSgemmKernels[0]); ++i)
+        if (size_t(kSgemmKernels[i].kernel) != i) return false;
+    return true;
+}
+static_assert(rows_in_enum_order(), "kSgemmKernels lists SgemmKernel in its order");
+
+constexpr size_t max_pack_floats() {
+    size_t n = 0;
+    for (const SgemmKernelRow &row : kSgemmKernels) n = std::max(n, row.pack_floats);
+    return n;
+}
+
+// C (+)= op(A) op(B) in plain loops: where the packing space could not be had.
+void plain_loops(const Call &g) {
+    for (int64_t i = 0; i < g.M; ++i)
+        for (int64_t j = 0; j < g.N; ++j) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < g.K; ++k)
+                sum += (g.trans_a ? g.A[k * g.lda + i] : g.A[i * g.lda + k]) *
+                       (g.trans_b ? g.B[j * g.ldb + k] : g.B[k * g.ldb + j]);
+            float &c = g.C[i * g.ldc + j];
+            c = g.accumulate ? c + sum : sum;
+        }
+}
+
+// A thread's packing space: max_pack_floats() floats on a 64-byte boundary,
+// allocated on first use, freed when the thread ends.
+class ThreadPack {
+   public:
+    ~ThreadPack() { delete[] memory_; }
+    float *get() {
+        if (memory_ == nullptr) {
+            memory_ = new (std::nothrow) float[max_pack_floats() + 16];
+            if (memory_ == nullptr) return nullptr;
+        }
+        const uintptr_t at = reinterpret_cast<uintptr_t>(memory_);
+        return memory_ + (((64 - at % 64) % 64) / sizeof(float));
+    }
+
+   private:
+    float *memory_ = nullptr;
+};
+thread_local ThreadPack t_pack;
+
+// Each share takes its thread's packing space, then waits until every share
+// has begun: a thread inside a share claims no other, so the shares run on
+// distinct threads, the caller and workers - 1 pool threads.
+struct Reservation {
+    std::atomic<int32_t> begun{0};
+};
+void reserve_share(void *ctx, int32_t, int32_t workers) {
+    Reservation &r = *static_cast<Reservation *>(ctx);
+    t_pack.get();
+    r.begun.fetch_add(1, std::memory_order_acq_rel);
+    while (r.begun.load(std::memory_order_acquire) < workers) std::this_thread::yield();
+}
+
+}  // namespace
+
+SgemmKernel sgemm_kernel() {
+    const CpuFeatures &f = cpu_kernel_features();
+    for (const SgemmKernelRow &row : kSgemmKernels)
+        if (row.eligible(f)) return row.kernel;
+    return SgemmKernel::portable;
+}
+
+bool sgemm_kernel_supported(SgemmKernel k) { return kSgemmKernels[size_t(k)].eligible(cpu_features()); }
+
+const char *sgemm_kernel_name(SgemmKernel k) { return kSgemmKernels[size_t(k)].name; }
+
+size_t sgemm_pack_floats() { return max_pack_floats(); }
+
+void sgemm_with(SgemmKernel k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate, float *pack) {
+    kSgemmKernels[size_t(k)].run(Call{trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate}, pack);
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+           const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    const Call g{trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate};
+    float *pack = t_pack.get();
+    if (pack == nullptr) return plain_loops(g);
+    kSgemmKernels[size_t(sgemm_kernel())].run(g, pack);
+}
+
+void sgemm_reserve_threads(int32_t threads) {
+    Reservation r;
+    parallel_run(threads, reserve_share, &r);
+}
+
+}  // namespace snn

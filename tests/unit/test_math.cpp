@@ -57,7 +57,7 @@ double gelu_exact(float x) {
 double gelu_derivative_exact(float x) {
     const double z = x;
     if (std::isinf(z)) return z > 0.0 ? 1.0 : 0.0;
-    return 0.5 * std::erfc(-z / std::sqrt(2.0)) + z * std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI);
+    return 0.5 * std::erfc(-z / std::sqrt(2.0)) + z * std::exp(-0.5 * z * z) / std::sqrt(2.0 * 3.14159265358979323846);
 }
 
 // Every 997th bit pattern (all signs, exponents and both tails, about four

@@ -147,6 +147,14 @@ bool builtin_direct_eligible(const Product &p) {
 }
 void builtin_direct_run(const Product &p) { split_product(p, builtin_direct_block); }
 
+void builtin_few_rows_block(const Product &b) {
+    sgemm_few_rows(sgemm_kernel(), b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+}
+bool builtin_few_rows_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && p.M <= kSgemmFewRows;
+}
+void builtin_few_rows_run(const Product &p) { split_product(p, builtin_few_rows_block); }
+
 bool builtin_eligible(const Product &p) { return p.precision == Precision::f32; }
 void builtin_run(const Product &p) { split_product(p, builtin_block); }
 #endif
@@ -164,6 +172,7 @@ constexpr ProductPathRow kProductPaths[] = {
     {ProductPath::openblas, "OpenBLAS split", openblas_eligible, openblas_run},
 #else
     {ProductPath::builtin_direct, "sgemm split, gemm512 direct blocks", builtin_direct_eligible, builtin_direct_run},
+    {ProductPath::builtin_few_rows, "sgemm few rows, split", builtin_few_rows_eligible, builtin_few_rows_run},
     {ProductPath::builtin, "sgemm split", builtin_eligible, builtin_run},
 #endif
 };

@@ -27,6 +27,7 @@ enum class ProductPath : int32_t {
 #else
     builtin_direct,     // A B split over the threads, blocks up to 10^6 multiply-adds by
                         // gemm512_nn_direct, larger ones by snn's sgemm (cpu/sgemm.h)
+    builtin_few_rows,   // up to 4 rows of C, A not transposed: sgemm_few_rows, unpacked
     builtin,            // split over the threads, each block by snn's sgemm
 #endif
 };

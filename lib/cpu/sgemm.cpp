@@ -238,15 +238,135 @@ SNN_INLINE void blocked(const Call &g, float *pack) {
     }
 }
 
+// ---- few rows of C, unpacked -------------------------------------------------
+
+template <typename V>
+SNN_INLINE float lane_sum(V v) {
+    float t[sizeof(V) / sizeof(float)];
+    std::memcpy(t, &v, sizeof v);
+    float s = t[0];
+    for (size_t l = 1; l < sizeof(V) / sizeof(float); ++l) s += t[l];
+    return s;
+}
+
+// C[R][N] (+)= A[R][K] B[N][K]^T as dot products, 4 columns of C at a time:
+// vectors of W depths, their lanes summed in order, then the last K % W
+// depths one by one.
+template <typename S, int R>
+SNN_INLINE void few_rows_nt(const Call &g) {
+    using V = typename S::V;
+    constexpr int W = S::W;
+    const int64_t kv = g.K - g.K % W;
+    for (int64_t j = 0; j < g.N; j += 4) {
+        const int64_t cols = std::min<int64_t>(4, g.N - j);
+        const float *b[4];
+        for (int c = 0; c < 4; ++c) b[c] = g.B + std::min<int64_t>(j + c, g.N - 1) * g.ldb;
+        V acc[R][4];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) acc[r][c] = V{};
+        for (int64_t k = 0; k < kv; k += W) {
+            V bv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) bv[c] = load<V>(b[c] + k);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const V a = load<V>(g.A + r * g.lda + k);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) acc[r][c] += a * bv[c];
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+                float sum = lane_sum(acc[r][c]);
+                for (int64_t k = kv; k < g.K; ++k) sum += g.A[r * g.lda + k] * b[c][k];
+                float &out = g.C[r * g.ldc + j + c];
+                out = g.accumulate ? out + sum : sum;
+            }
+    }
+}
+
+// C[R][N] (+)= A[R][K] B[K][N] as sums of scaled rows of B: 4 vectors of
+// columns at a time, then one vector, then single columns.
+template <typename S, int R>
+SNN_INLINE void few_rows_nn(const Call &g) {
+    using V = typename S::V;
+    constexpr int W = S::W;
+    int64_t j = 0;
+    for (; j + 4 * W <= g.N; j += 4 * W) {
+        V acc[R][4];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) acc[r][v] = V{};
+        for (int64_t k = 0; k < g.K; ++k) {
+            V b[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) b[v] = load<V>(g.B + k * g.ldb + j + v * W);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const V a = splat(static_cast<V *>(nullptr), g.A + r * g.lda + k);
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; ++v) acc[r][v] += a * b[v];
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) {
+                float *p = g.C + r * g.ldc + j + v * W;
+                store<V>(p, g.accumulate ? load<V>(p) + acc[r][v] : acc[r][v]);
+            }
+    }
+    for (; j + W <= g.N; j += W) {
+        V acc[R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r] = V{};
+        for (int64_t k = 0; k < g.K; ++k) {
+            const V b = load<V>(g.B + k * g.ldb + j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) acc[r] += splat(static_cast<V *>(nullptr), g.A + r * g.lda + k) * b;
+        }
+        for (int r = 0; r < R; ++r) {
+            float *p = g.C + r * g.ldc + j;
+            store<V>(p, g.accumulate ? load<V>(p) + acc[r] : acc[r]);
+        }
+    }
+    for (; j < g.N; ++j)
+        for (int r = 0; r < R; ++r) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < g.K; ++k) sum += g.A[r * g.lda + k] * g.B[k * g.ldb + j];
+            float &out = g.C[r * g.ldc + j];
+            out = g.accumulate ? out + sum : sum;
+        }
+}
+
+template <typename S>
+SNN_INLINE void few_rows(const Call &g) {
+    switch (g.M) {
+        case 1: return g.trans_b ? few_rows_nt<S, 1>(g) : few_rows_nn<S, 1>(g);
+        case 2: return g.trans_b ? few_rows_nt<S, 2>(g) : few_rows_nn<S, 2>(g);
+        case 3: return g.trans_b ? few_rows_nt<S, 3>(g) : few_rows_nn<S, 3>(g);
+        case 4: return g.trans_b ? few_rows_nt<S, 4>(g) : few_rows_nn<S, 4>(g);
+        default: return;
+    }
+}
+static_assert(kSgemmFewRows == 4, "few_rows has a case for each row count");
+
 // One function per instruction set: the same code, compiled for it.
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) void run_avx512(const Call &g, float *pack) { blocked<Avx512>(g, pack); }
+__attribute__((target("avx512f"))) void few_avx512(const Call &g) { few_rows<Avx512>(g); }
 __attribute__((target("avx2,fma"))) void run_avx2(const Call &g, float *pack) { blocked<Avx2>(g, pack); }
+__attribute__((target("avx2,fma"))) void few_avx2(const Call &g) { few_rows<Avx2>(g); }
 #endif
 #if defined(__aarch64__)
 void run_neon(const Call &g, float *pack) { blocked<Neon>(g, pack); }
+void few_neon(const Call &g) { few_rows<Neon>(g); }
 #endif
 void run_portable(const Call &g, float *pack) { blocked<Portable>(g, pack); }
+void few_portable(const Call &g) { few_rows<Portable>(g); }
 
 bool always(const CpuFeatures &) { return true; }
 bool never(const CpuFeatures &) { return false; }
@@ -263,24 +383,25 @@ struct SgemmKernelRow {
     const char *name;
     bool (*eligible)(const CpuFeatures &f);
     void (*run)(const Call &g, float *pack);
+    void (*few_rows)(const Call &g);
     size_t pack_floats;
 };
 
 // Scanned in order; the first eligible row is the processor's kernel.
 constexpr SgemmKernelRow kSgemmKernels[] = {
 #if defined(__x86_64__)
-    {SgemmKernel::avx512, "avx512", has_avx512, run_avx512, pack_floats<Avx512>()},
-    {SgemmKernel::avx2, "avx2", has_avx2_fma, run_avx2, pack_floats<Avx2>()},
+    {SgemmKernel::avx512, "avx512", has_avx512, run_avx512, few_avx512, pack_floats<Avx512>()},
+    {SgemmKernel::avx2, "avx2", has_avx2_fma, run_avx2, few_avx2, pack_floats<Avx2>()},
 #else
-    {SgemmKernel::avx512, "avx512", never, run_portable, 0},
-    {SgemmKernel::avx2, "avx2", never, run_portable, 0},
+    {SgemmKernel::avx512, "avx512", never, run_portable, few_portable, 0},
+    {SgemmKernel::avx2, "avx2", never, run_portable, few_portable, 0},
 #endif
 #if defined(__aarch64__)
-    {SgemmKernel::neon, "neon", has_neon, run_neon, pack_floats<Neon>()},
+    {SgemmKernel::neon, "neon", has_neon, run_neon, few_neon, pack_floats<Neon>()},
 #else
-    {SgemmKernel::neon, "neon", never, run_portable, 0},
+    {SgemmKernel::neon, "neon", never, run_portable, few_portable, 0},
 #endif
-    {SgemmKernel::portable, "portable", always, run_portable, pack_floats<Portable>()},
+    {SgemmKernel::portable, "portable", always, run_portable, few_portable, pack_floats<Portable>()},
 };
 
 constexpr bool rows_in_enum_order() {
@@ -367,6 +488,12 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const fl
     float *pack = t_pack.get();
     if (pack == nullptr) return plain_loops(g);
     kSgemmKernels[size_t(sgemm_kernel())].run(g, pack);
+}
+
+void sgemm_few_rows(SgemmKernel k, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    kSgemmKernels[size_t(k)].few_rows(
+        Call{/*trans_a=*/false, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate});
 }
 
 void sgemm_reserve_threads(int32_t threads) {

@@ -58,6 +58,14 @@ void sgemm_with(SgemmKernel k, bool trans_a, bool trans_b, int64_t M, int64_t N,
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
            const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate);
 
+// Products of up to kSgemmFewRows rows of C read A and B in place, where
+// packing B would cost more than the product: C[M][N] (+)= A[M][K] op(B),
+// with kernel k's vectors (dot products along K when trans_b, else sums of
+// scaled rows of B). Sums run in a fixed order: deterministic.
+constexpr int64_t kSgemmFewRows = 4;
+void sgemm_few_rows(SgemmKernel k, bool trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate);
+
 // Gives the calling thread and each of the pool's first threads - 1 threads
 // their packing space now (cpu_set_threads calls it), so the training loop
 // allocates none.

@@ -2,8 +2,9 @@
 // run, against a double-precision product: shapes of one element, primes,
 // shapes across every block (mc, kc, nc) and tile (MR, NR) edge, K = 0,
 // strides wider than the rows, the four transpositions, with and without
-// accumulation. Float32 sums over K terms are within (K + 1) u sum |a b| of
-// the exact sum (u = 2^-24), the bound asserted. Then what the split over
+// accumulation; the unpacked product of few rows likewise. Float32 sums
+// over K terms are within (K + 1) u sum |a b| of the exact sum (u = 2^-24),
+// the bound asserted. Then what the split over
 // the threads relies on: a block of rows or columns of C computed alone
 // equals the same block of the whole product, bit for bit.
 #include <gtest/gtest.h>
@@ -117,6 +118,27 @@ TEST(Sgemm, EveryKernelMatchesTheDoubleProduct) {
     }
     EXPECT_TRUE(snn::sgemm_kernel_supported(SgemmKernel::portable));
     EXPECT_GE(kernels, 1);
+}
+
+// Up to 4 rows of C unpacked (sgemm_few_rows), A not transposed: every row
+// count, column counts around 4 columns and 1 and 4 vectors of each kernel,
+// depths around one vector.
+TEST(Sgemm, FewRowsMatchTheDoubleProduct) {
+    for (SgemmKernel kernel : kKernels) {
+        if (!snn::sgemm_kernel_supported(kernel)) continue;
+        for (int64_t M = 1; M <= snn::kSgemmFewRows; ++M)
+            for (int64_t N : {1, 3, 5, 8, 15, 16, 17, 33, 63, 64, 65, 100, 130})
+                for (int64_t K : {0, 1, 3, 4, 7, 8, 15, 16, 17, 100})
+                    for (bool tb : {false, true}) {
+                        const Operands o(false, tb, Shape{M, N, K});
+                        for (bool accumulate : {false, true}) {
+                            std::vector<float> C = o.C0;
+                            snn::sgemm_few_rows(kernel, tb, M, N, K, o.A.data(), o.lda, o.B.data(), o.ldb, C.data(),
+                                                o.ldc, accumulate);
+                            EXPECT_EQ(o.check(C, accumulate, snn::sgemm_kernel_name(kernel)), 0u);
+                        }
+                    }
+    }
 }
 
 // The processor's own kernel and the portable one agree to the same bound

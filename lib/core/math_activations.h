@@ -49,19 +49,19 @@ SNN_HD NormalTail normal_tail(float z) {
     const float x = fabsf(z);
     const float a = x > 15.0f ? 15.0f : x;
     const float hi = a * a;
-    const float lo = fmaf(a, a, -hi);
+    const float lo = fma_f32(a, a, -hi);
     const float t = (a - 3.0f) / (a + 3.0f);
     float p = 5.659264571e-05f;
-    p = fmaf(p, t, 2.103666156e-05f);
-    p = fmaf(p, t, -4.931918811e-04f);
-    p = fmaf(p, t, -2.916535013e-04f);
-    p = fmaf(p, t, 3.182105953e-03f);
-    p = fmaf(p, t, 5.804011016e-04f);
-    p = fmaf(p, t, -2.395080402e-02f);
-    p = fmaf(p, t, 5.440655723e-02f);
-    p = fmaf(p, t, -4.107759893e-02f);
-    p = fmaf(p, t, -5.524623767e-02f);
-    p = fmaf(p, t, 4.617530107e-01f);
+    p = fma_f32(p, t, 2.103666156e-05f);
+    p = fma_f32(p, t, -4.931918811e-04f);
+    p = fma_f32(p, t, -2.916535013e-04f);
+    p = fma_f32(p, t, 3.182105953e-03f);
+    p = fma_f32(p, t, 5.804011016e-04f);
+    p = fma_f32(p, t, -2.395080402e-02f);
+    p = fma_f32(p, t, 5.440655723e-02f);
+    p = fma_f32(p, t, -4.107759893e-02f);
+    p = fma_f32(p, t, -5.524623767e-02f);
+    p = fma_f32(p, t, 4.617530107e-01f);
     return {a, p / (a + 0.8f), 0.5f * lo, exp_scaled(-0.5f * hi, 64)};
 }
 
@@ -72,17 +72,17 @@ SNN_HD NormalTail normal_tail(float z) {
 // so a subnormal result rounds once. gelu(-inf) = -0, gelu(inf) = inf.
 SNN_HD float gelu(float z) {
     const NormalTail n = normal_tail(z);
-    const float m = fmaf(-n.half_lo, n.r, n.r) * n.scale * 0x1p-64f;
+    const float m = fma_f32(-n.half_lo, n.r, n.r) * n.scale * 0x1p-64f;
     const float ar = n.a * n.r;
-    return z < 0.0f ? -(fmaf(-n.half_lo, ar, ar) * n.scale * 0x1p-64f) : z * (1.0f - m);
+    return z < 0.0f ? -(fma_f32(-n.half_lo, ar, ar) * n.scale * 0x1p-64f) : z * (1.0f - m);
 }
 // d/dz z Phi(z) = Phi(z) + z phi(z), phi(z) = e^{-z^2/2} / sqrt(2 pi): with
 // d = e^{-z^2/2} (R(a) - a / sqrt(2 pi)) (the difference by one fma), it is
 // d below 0 and 1 - d above.
 SNN_HD float gelu_derivative(float z) {
     const NormalTail n = normal_tail(z);
-    const float g = fmaf(-n.a, 0.39894228040143268f, n.r);
-    const float d = fmaf(-n.half_lo, g, g) * n.scale * 0x1p-64f;
+    const float g = fma_f32(-n.a, 0.39894228040143268f, n.r);
+    const float d = fma_f32(-n.half_lo, g, g) * n.scale * 0x1p-64f;
     return z < 0.0f ? d : 1.0f - d;
 }
 

@@ -48,6 +48,44 @@ SNN_HD float bits_float(uint32_t u) {
 #endif
 }
 
+// ---- fused multiply-add ---------------------------------------------------------
+
+// a * b + c rounded once, by software: the product is exact in double
+// (24 + 24 bits), the sum's rounding error comes exactly from Knuth's
+// TwoSum, and the double nearest the sum is turned into the sum rounded to
+// odd (of the two doubles around the exact sum, the one with an odd last
+// bit), whose rounding to float is the correctly rounded result (53 bits
+// >= 24 + 2). Infinities and NaN pass through the double sum. Host only.
+inline float fma_f32_by_double(float a, float b, float c) {
+    const double p = double(a) * double(b);
+    const double s = p + double(c);
+    const double s_minus_c = s - p;
+    const double err = (p - (s - s_minus_c)) + (double(c) - s_minus_c);
+    if (err == 0.0 || s != s || s - s != 0.0) return float(s);
+    uint64_t bits;
+    __builtin_memcpy(&bits, &s, sizeof bits);
+    if ((bits & 1) == 0) {
+        // s is even: the odd neighbour of the exact sum is one step towards it.
+        const bool exact_is_larger_in_magnitude = (err > 0.0) == (s > 0.0);
+        bits = exact_is_larger_in_magnitude ? bits + 1 : bits - 1;
+    }
+    double odd;
+    __builtin_memcpy(&odd, &bits, sizeof odd);
+    return float(odd);
+}
+
+// a * b + c rounded once. MinGW-w64's fmaf (the C library of snn.dll) is not
+// exact (about a quarter of random operands differ in the last bit), which
+// changed GELU's values and every trained parameter on Windows: there snn
+// computes it itself; elsewhere the C library's (or the GPU's) is exact.
+SNN_HD float fma_f32(float a, float b, float c) {
+#if defined(__MINGW32__) && !defined(__CUDA_ARCH__)
+    return fma_f32_by_double(a, b, c);
+#else
+    return fmaf(a, b, c);
+#endif
+}
+
 // The bf16 nearest to f (the high 16 bits of a float), ties to even; NaN
 // stays a quiet NaN of the same sign, infinities stay, values beyond bf16's
 // largest round to infinity (as PyTorch's conversion does).

@@ -312,3 +312,126 @@ TEST(Loss, CrossEntropyOfAConfidentRowIsTinyButNonzero) {
 }
 
 }  // namespace
+
+// ---- fused multiply-add ----------------------------------------------------------
+
+// x = m 2^e with an integer m of at most 24 bits (x finite).
+static void split_float(float x, int64_t *m, int *e) {
+    int exponent = 0;
+    const float fraction = std::frexp(x, &exponent);
+    *m = int64_t(std::ldexp(fraction, 24));
+    *e = exponent - 24;
+}
+
+// a * b + c rounded once to float, computed exactly in integers: the sum at
+// the smallest exponent of the two terms (it fits 127 bits for the operands
+// below), then the nearest float, ties to even. Independent of any C
+// library's fmaf.
+static float exact_fma(float a, float b, float c) {
+    int64_t ma, mb, mc;
+    int ea, eb, ec;
+    split_float(a, &ma, &ea);
+    split_float(b, &mb, &eb);
+    split_float(c, &mc, &ec);
+    if (mc == 0) ec = ea + eb;
+    const int e0 = std::min(ea + eb, ec);
+    __int128 sum = (__int128)(ma * mb) << (ea + eb - e0);
+    sum += (__int128)mc << (ec - e0);
+    if (sum == 0) return 0.0f;
+    const bool negative = sum < 0;
+    unsigned __int128 m = negative ? (unsigned __int128)(-sum) : (unsigned __int128)sum;
+    int top = 127;
+    while (!((m >> top) & 1)) --top;
+    int exponent = e0;
+    if (top > 23) {  // keep 24 bits, round the rest to nearest, ties to even
+        const int drop = top - 23;
+        const unsigned __int128 rest = m & ((((unsigned __int128)1) << drop) - 1);
+        const unsigned __int128 half = ((unsigned __int128)1) << (drop - 1);
+        m >>= drop;
+        exponent += drop;
+        if (rest > half || (rest == half && (m & 1))) ++m;
+    }
+    const float r = std::ldexp(float(uint64_t(m)), exponent);
+    return negative ? -r : r;
+}
+
+struct FmaCase {
+    float a, b, c;
+};
+
+// Two million operand triples: dense and sparse mantissas, c near -a b
+// (cancellation: the case an fma exists for) or anywhere within 2^30 of
+// it, and products exactly halfway between two floats moved by a tiny c.
+static std::vector<FmaCase> fma_cases() {
+    std::vector<FmaCase> cases;
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    auto next = [&state] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
+    auto mantissa = [&](bool sparse) {
+        int64_t m = sparse ? int64_t((1u << 23) | (1u << (next() % 23)) | (1u << (next() % 23)))
+                           : int64_t((1u << 23) | (next() & 0x7fffff));
+        return (next() & 1) ? -m : m;
+    };
+    for (int i = 0; i < 2000000; ++i) {
+        const int ea = int(next() % 21) - 10 - 23, eb = int(next() % 21) - 10 - 23;
+        const int64_t ma = mantissa(i % 3 == 0), mb = mantissa(i % 5 == 0);
+        int64_t mc;
+        int ec;
+        if (i % 4 == 1) {
+            // a b an odd 25-bit number, halfway between two floats; c far
+            // below the double's last bit decides the side, which a sum
+            // rounded to double, then to float, loses.
+            const int64_t ta = int64_t((next() & 0x7ff) | 0x801), tb = int64_t((next() & 0xfff) | 0x1001);
+            const int e = int(next() % 21) - 10;
+            const float c = std::ldexp(float(mantissa(false)), e - 53 - int(next() % 21));
+            cases.push_back({std::ldexp(float(ta), e), float(tb), c});
+            continue;
+        }
+        if (i % 2 == 0) {
+            // c = -(a b cut to 24 bits), moved by a few units: the low part
+            // of the product decides the result.
+            const int64_t p = ma * mb;  // 47 or 48 bits
+            int shift = 0;
+            while ((p < 0 ? -p : p) >> (23 + shift)) ++shift;
+            mc = -(p >> shift) + int64_t(next() % 5) - 2;  // at most 24 bits
+            ec = ea + eb + shift;
+        } else {
+            mc = mantissa(i % 7 == 0);
+            ec = ea + eb + 23 + int(next() % 61) - 30;
+        }
+        cases.push_back({std::ldexp(float(ma), ea), std::ldexp(float(mb), eb), std::ldexp(float(mc), ec)});
+    }
+    return cases;
+}
+
+TEST(Math, FmaIsCorrectlyRoundedOnThisPlatform) {
+    int wrong = 0;
+    for (const FmaCase &f : fma_cases()) {
+        const float a = f.a, b = f.b, c = f.c;
+        const float want = exact_fma(a, b, c);
+        if (snn::float_bits(snn::fma_f32(a, b, c)) != snn::float_bits(want) && ++wrong <= 5)
+            ADD_FAILURE() << a << " * " << b << " + " << c << ": " << snn::fma_f32(a, b, c) << ", exactly " << want;
+    }
+    EXPECT_EQ(wrong, 0);
+}
+
+TEST(Math, FmaByDoubleIsCorrectlyRoundedAndPassesInfinitiesAndNan) {
+    int wrong = 0;
+    for (const FmaCase &f : fma_cases()) {
+        const float a = f.a, b = f.b, c = f.c;
+        const float want = exact_fma(a, b, c);
+        if (snn::float_bits(snn::fma_f32_by_double(a, b, c)) != snn::float_bits(want) && ++wrong <= 5)
+            ADD_FAILURE() << a << " * " << b << " + " << c << ": " << snn::fma_f32_by_double(a, b, c) << ", exactly "
+                          << want;
+    }
+    EXPECT_EQ(wrong, 0);
+    EXPECT_EQ(snn::fma_f32_by_double(INFINITY, 2.0f, 1.0f), INFINITY);
+    EXPECT_TRUE(std::isnan(snn::fma_f32_by_double(INFINITY, 0.0f, 1.0f)));
+    EXPECT_TRUE(std::isnan(snn::fma_f32_by_double(NAN, 1.0f, 1.0f)));
+    EXPECT_EQ(snn::fma_f32_by_double(FLT_MAX, 2.0f, -FLT_MAX), FLT_MAX);
+    EXPECT_EQ(snn::fma_f32_by_double(FLT_MAX, 4.0f, 0.0f), INFINITY);
+}

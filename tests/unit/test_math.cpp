@@ -335,8 +335,9 @@ static float exact_fma(float a, float b, float c) {
     split_float(c, &mc, &ec);
     if (mc == 0) ec = ea + eb;
     const int e0 = std::min(ea + eb, ec);
-    __int128 sum = (__int128)(ma * mb) << (ea + eb - e0);
-    sum += (__int128)mc << (ec - e0);
+    // Shifts by multiplication: the mantissas may be negative.
+    __int128 sum = (__int128)(ma * mb) * ((__int128)1 << (ea + eb - e0));
+    sum += (__int128)mc * ((__int128)1 << (ec - e0));
     if (sum == 0) return 0.0f;
     const bool negative = sum < 0;
     unsigned __int128 m = negative ? (unsigned __int128)(-sum) : (unsigned __int128)sum;

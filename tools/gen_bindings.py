@@ -113,17 +113,17 @@ class Header:
                 consts.append((offset + item.index(name.strip()), name.strip(), value, m.group(1)))
                 offset += len(item) + 1
         consts.sort()
-        # consecutive constants of one group (with nothing between them) form one entry
-        last_end = None
+        # consecutive constants of one group, with no declaration or section
+        # banner between them, form one entry
+        last = None
         for pos, name, value, group in consts:
-            prev = found[-1][1] if found and last_end is not None else None
-            between = code[last_end:pos] if last_end is not None else ""
-            if prev and prev[0] == "constants" and prev[1][-1][2] == group and \
-                    not re.search(r"\bSNN_API\b|typedef|\}", between):
-                prev[1].append((name, value, group))
+            if last is not None and found[-1][1][1][-1][2] == group and \
+                    not re.search(r"\bSNN_API\b|typedef|\}", code[last:pos]) and \
+                    not re.search(r"/\* =+ \*/", self.raw[last:pos]):
+                found[-1][1][1].append((name, value, group))
             else:
                 found.append((pos, ("constants", [(name, value, group)])))
-            last_end = pos
+            last = pos
         found.sort(key=lambda f: f[0])
         self.items = [f[1] for f in found]
         self.functions = {i[1].name: i[1] for i in self.items if i[0] == "function"}
@@ -360,7 +360,9 @@ def rust_doc(indent, name, header_text):
 def rust_type(p):
     if p.base == "void" and p.depth == 0:
         return "()"
-    base = RUST_SCALARS.get(p.base, p.base)
+    if p.base not in RUST_SCALARS and not p.base.startswith("snn_"):
+        raise KeyError(p.base)
+    base = RUST_SCALARS.get(p.base, p.base)  # the header's own types keep their names
     if p.depth == 0:
         return base
     return "*mut " * (p.depth - 1) + ("*const " if p.const else "*mut ") + base
@@ -673,4 +675,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (OSError, ValueError, KeyError) as e:
+        # 2, not 1: a header or type this script cannot read is not a stale file
+        hint = "" if isinstance(e, OSError) else " (a C type of no table above: add it there)"
+        print("gen_bindings: cannot generate: %s: %s%s" % (type(e).__name__, e, hint))
+        sys.exit(2)

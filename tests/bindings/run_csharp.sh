@@ -22,7 +22,7 @@ export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # Snn.dll and its Mono config (which maps "snn" to libsnn.so.0) into $1.
 build_binding() {
     mkdir -p "$1"
-    mcs -nologo -warnaserror -unsafe -target:library -out:"$1/Snn.dll" src/NativeLibraryName.cs src/NativeMethods.cs src/Snn.cs
+    mcs -nologo -warnaserror -unsafe -target:library -out:"$1/Snn.dll" src/NativeLibraryName.cs src/Handles.cs src/NativeMethods.cs src/Snn.cs
     cp src/snn.dll.config "$1/Snn.dll.config"
 }
 
@@ -79,7 +79,7 @@ case $mode in
         out=$build/bindings-csharp-net5
         mkdir -p "$out"
         mcs -nologo -warnaserror -nowarn:436 -unsafe -d:NET5_0_OR_GREATER -target:library \
-            -out:"$out/Snn.dll" "$src/tests/bindings/fixtures/Net5Stubs.cs" src/NativeLibraryName.cs src/NativeMethods.cs src/Snn.cs
+            -out:"$out/Snn.dll" "$src/tests/bindings/fixtures/Net5Stubs.cs" src/NativeLibraryName.cs src/Handles.cs src/NativeMethods.cs src/Snn.cs
         grep -q 'NativeLibrary.SetDllImportResolver' src/NativeLibraryName.cs
         echo "the NET5_0_OR_GREATER build of the binding compiles"
         exit

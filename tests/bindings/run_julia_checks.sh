@@ -1,6 +1,7 @@
 #!/bin/bash
 # Static checks of bindings/julia with tree-sitter-julia (no Julia needed).
-#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|api|bad-syntax|bad-ccalls|bad-constants|bad-api
+#   run_julia_checks.sh SOURCE_ROOT syntax|ccalls|api|bad-syntax|bad-ccalls|bad-api
+#   run_julia_checks.sh SOURCE_ROOT bad-constants FILE   (FILE from bad_constants.sh)
 set -eu
 src=$1
 tools=$src/bindings/julia/tools
@@ -27,7 +28,7 @@ case $2 in
         "$jl"/src/*.jl "$jl"/ext/*.jl ;;
     bad-syntax) exec node "$tools/check_syntax.js" "$fixtures/bad_syntax.jl" ;;
     bad-ccalls) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" "$fixtures/bad_ccall.jl" ;;
-    bad-constants) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --constants "$fixtures/bad_constants.jl" ;;
+    bad-constants) exec node "$tools/check_ccalls.js" --header "$src/include/snn.h" --constants "${3:?bad-constants needs the file to check}" ;;
     bad-api) exec node "$tools/check_api.js" --tests "$fixtures/julia_api/test/runtests.jl" \
         --clashes "$tools/clashing_names.txt" "$fixtures/julia_api/src/Mini.jl" ;;
 esac

@@ -1,16 +1,15 @@
-// Raw declarations of every function of include/snn.h, one to one.
+// Generated from include/snn.h by tools/gen_bindings.py: do not edit by hand.
 //
+// Raw declarations of every function of include/snn.h, one to one.
 // tools/abi_check.py --csharp compares these with the header (names, argument
 // counts and types), the SNN_ constants below with its numeric #defines, and the
-// public enums of Snn.cs with its enum members (names and values). A function
-// or constant deliberately left out would be listed here in a line
-// "abi-omitted: <name> <reason>"; none is.
+// public enums of Snn.cs with its enum members (names and values).
 //
 // Buffers pass as pointers, which Snn.cs takes from pinned spans (fixed), so
 // arrays, slices of arrays and native memory all reach the library without a
 // copy. Strings pass as NUL-terminated UTF-8 bytes (Library.Utf8z refuses a
-// string holding a NUL). Handles pass as SafeHandles, so a handle cannot be
-// released while a call that uses it runs.
+// string holding a NUL). Handles pass as SafeHandles (SnnHandle, Handles.cs),
+// so a handle cannot be released while a call that uses it runs.
 using System;
 using System.Runtime.InteropServices;
 
@@ -31,41 +30,6 @@ namespace Snn
         public UIntPtr Size;
         public long SequenceLength;
         public long Batch;
-    }
-
-    /// <summary>An owned snn handle; ReleaseHandle calls its destroy function.
-    /// The handle of a cache or optimiser also holds a reference
-    /// (DangerousAddRef) on its model's handle, taken by Own and given back
-    /// after its own destroy: the model's native memory is freed only after
-    /// every handle made from it, whatever order Dispose calls or finalizers
-    /// run in.</summary>
-    internal abstract class SnnHandle : SafeHandle
-    {
-        ModelHandle owner;
-
-        protected SnnHandle() : base(IntPtr.Zero, true) { }
-        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
-
-        /// <summary>Takes a reference on the handle of the model this handle was
-        /// made from (called once, right after the library created it).</summary>
-        internal void Own(ModelHandle model)
-        {
-            bool added = false;
-            model.DangerousAddRef(ref added);
-            if (added) owner = model;
-        }
-
-        protected abstract void Destroy(IntPtr h);
-
-        protected sealed override bool ReleaseHandle()
-        {
-            Destroy(handle);
-            var model = owner;
-            owner = null;
-            if (model != null) model.DangerousRelease();
-            Library.SettleLogReceiverException();
-            return true;
-        }
     }
 
     internal sealed class ModelHandle : SnnHandle
@@ -125,7 +89,7 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern IntPtr snn_last_error();
 
-        // Settings
+        // Settings (process-wide)
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_num_threads(int n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -179,6 +143,8 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_batch(ForwardCacheHandle cache, long batch);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_training(ForwardCacheHandle cache, int on);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_training(ForwardCacheHandle cache, out int on);
@@ -188,8 +154,6 @@ namespace Snn
         internal static extern int snn_cache_rng_state(ForwardCacheHandle cache, out ulong seed, out ulong passes);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_rng_state(ForwardCacheHandle cache, ulong seed, ulong passes);
-        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_cache_batch(ForwardCacheHandle cache, out long batch, out long maxBatch);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_inputs(ForwardCacheHandle cache, float* inputs, UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -271,12 +235,9 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_loss_scaling(BackwardCacheHandle cache, int on);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_set_loss_scaling_state(BackwardCacheHandle cache, double scale, double growthFactor,
-                                                              double backoffFactor, long growthInterval, long goodSteps);
+        internal static extern int snn_set_loss_scaling_state(BackwardCacheHandle cache, double scale, double growthFactor, double backoffFactor, long growthInterval, long goodSteps);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_loss_scaling_state(BackwardCacheHandle cache, out int on, out double scale,
-                                                          out double growthFactor, out double backoffFactor,
-                                                          out long growthInterval, out long goodSteps, out int skipped);
+        internal static extern int snn_loss_scaling_state(BackwardCacheHandle cache, out int on, out double scale, out double growthFactor, out double backoffFactor, out long growthInterval, out long goodSteps, out int skipped);
 
         // Model files and checkpoints
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -287,23 +248,22 @@ namespace Snn
         internal static extern int snn_model_save_to_buffer(ModelHandle model, [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_load_from_buffer([In] byte[] data, UIntPtr size, out ModelHandle model);
+
+        // ONNX
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_export_onnx(ModelHandle model, ref OnnxExportOptionsNative options, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_model_export_onnx_to_buffer(ModelHandle model, ref OnnxExportOptionsNative options,
-                                                                   [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
+        internal static extern int snn_model_export_onnx_to_buffer(ModelHandle model, ref OnnxExportOptionsNative options, [Out] byte[] buf, UIntPtr capacity, out UIntPtr size);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_model_import_onnx([In] byte[] path, ref OnnxImportOptionsNative options, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_model_import_onnx_from_buffer([In] byte[] data, UIntPtr size,
-                                                                     ref OnnxImportOptionsNative options, out ModelHandle model);
+        internal static extern int snn_model_import_onnx_from_buffer([In] byte[] data, UIntPtr size, ref OnnxImportOptionsNative options, out ModelHandle model);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_checkpoint_save(ModelHandle model, OptimiserHandle optimiser, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_checkpoint_load([In] byte[] path, out ModelHandle model, out OptimiserHandle optimiser);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_checkpoint_save_v2(ModelHandle model, OptimiserHandle optimiser,
-                                                          BackwardCacheHandle cache, [In] byte[] path);
+        internal static extern int snn_checkpoint_save_v2(ModelHandle model, OptimiserHandle optimiser, BackwardCacheHandle cache, [In] byte[] path);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_checkpoint_load_loss_scaling([In] byte[] path, BackwardCacheHandle cache);
 
@@ -327,14 +287,15 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_dataset_create(int device, float* samples, UIntPtr sampleCount, UIntPtr features, int* labels, out DatasetHandle dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern int snn_dataset_create_tokens(int device, int* tokens, UIntPtr sampleCount, UIntPtr steps, int* lengths, int* labels, UIntPtr labelsPerSample, out DatasetHandle dataset);
-        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void snn_dataset_destroy(IntPtr dataset);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_inputs_from_dataset(ForwardCacheHandle cache, DatasetHandle dataset, long* indices, UIntPtr n);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_labels_from_dataset(BackwardCacheHandle cache, DatasetHandle dataset, long* indices, UIntPtr n);
-        // Native GPU interoperation: data receives a device pointer.
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_dataset_create_tokens(int device, int* tokens, UIntPtr sampleCount, UIntPtr steps, int* lengths, int* labels, UIntPtr labelsPerSample, out DatasetHandle dataset);
+
+        // Native GPU interoperation
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_gradients_device(BackwardCacheHandle cache, out IntPtr data, out UIntPtr count);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

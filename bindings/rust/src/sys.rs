@@ -1,12 +1,11 @@
-//! Raw declarations of every function of `include/snn.h`, one to one.
+// Generated from include/snn.h by tools/gen_bindings.py: do not edit by hand.
+//! Raw declarations of every function of `include/snn.h`, one to one, and its
+//! constants (enum members and numeric `#define`s) under their C names.
 //!
-//! `tools/abi_check.py --rust` compares these with the header (names, argument
-//! counts and types, const included) and the constants with the header's enum
-//! members and numeric `#define`s (names and values). A function or constant
-//! deliberately left out would be listed here in a line
-//! `abi-omitted: <name> <reason>`; none is. Each item's
-//! line says what it is or does; `snn.h` documents the errors, ownership and
-//! lifetimes of every function.
+//! `tools/abi_check.py --rust` compares these with the header and the library.
+//! Each item's line says what it is or does; `snn.h` documents the errors,
+//! ownership and lifetimes of every function. This file depends on nothing
+//! else of its crate.
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_void};
@@ -60,6 +59,7 @@ pub struct snn_onnx_export_options {
     /// 1: a second graph input "lengths" (int32, one per sample) for sequence models.
     pub lengths: i32,
 }
+
 /// Options of ONNX import (`size` first).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +128,13 @@ pub const SNN_ERR_INTERNAL: snn_status = 21;
 /// A token id outside the model's vocabulary.
 pub const SNN_ERR_TOKEN: snn_status = 22;
 
+/// Log level of a failed call's message.
+pub const SNN_LOG_ERROR: i32 = 0;
+/// Log level of a warning.
+pub const SNN_LOG_WARNING: i32 = 1;
+/// Log level of a note.
+pub const SNN_LOG_INFO: i32 = 2;
+
 /// The device id of the CPU.
 pub const SNN_DEVICE_CPU: i32 = -1;
 /// The most layers (after the input) a spec or model file may declare.
@@ -145,13 +152,6 @@ pub const SNN_LOSS_HUBER: snn_loss = 3;
 pub const SNN_LOSS_SMOOTH_L1: snn_loss = 4;
 /// PyTorch's BCEWithLogitsLoss: logits against float targets.
 pub const SNN_LOSS_BCE_WITH_LOGITS: snn_loss = 5;
-
-/// float32 everywhere (the default).
-pub const SNN_PRECISION_FLOAT32: snn_precision = 0;
-/// Matrix products with bf16 operands and float32 accumulation.
-pub const SNN_PRECISION_BF16: snn_precision = 1;
-/// Matrix products with fp16 operands and float32 accumulation (GPUs only).
-pub const SNN_PRECISION_FP16: snn_precision = 2;
 
 /// SGD: lr 0.01, momentum 0, nesterov 0.
 pub const SNN_OPTIMISER_SGD: snn_optimiser_kind = 1;
@@ -185,12 +185,12 @@ pub const SNN_HP_DAMPENING: snn_hyperparameter = 9;
 /// Clipping by the global gradient norm, [0, FLT_MAX], 0 = off (every kind).
 pub const SNN_HP_MAX_GRAD_NORM: snn_hyperparameter = 10;
 
-/// Log level of a failed call's message.
-pub const SNN_LOG_ERROR: i32 = 0;
-/// Log level of a warning.
-pub const SNN_LOG_WARNING: i32 = 1;
-/// Log level of a note.
-pub const SNN_LOG_INFO: i32 = 2;
+/// float32 everywhere (the default).
+pub const SNN_PRECISION_FLOAT32: snn_precision = 0;
+/// Matrix products with bf16 operands and float32 accumulation.
+pub const SNN_PRECISION_BF16: snn_precision = 1;
+/// Matrix products with fp16 operands and float32 accumulation (GPUs only).
+pub const SNN_PRECISION_FP16: snn_precision = 2;
 
 extern "C" {
     // Version
@@ -209,7 +209,7 @@ extern "C" {
     /// The message of the last failed call on this thread (empty when none failed).
     pub fn snn_last_error() -> *const c_char;
 
-    // Settings
+    // Settings (process-wide)
     /// Bounds the CPU threads the library uses; n >= 1.
     pub fn snn_set_num_threads(n: i32) -> snn_status;
     /// The current CPU thread bound.
@@ -259,8 +259,11 @@ extern "C" {
     /// Re-initialises every parameter from `seed`.
     pub fn snn_model_init(model: *mut snn_model, seed: u64) -> snn_status;
     /// Zero-copy view of a CPU model's flat parameter vector.
-    pub fn snn_parameters(model: *mut snn_model, data: *mut *mut f32, count: *mut usize)
-        -> snn_status;
+    pub fn snn_parameters(
+        model: *mut snn_model,
+        data: *mut *mut f32,
+        count: *mut usize,
+    ) -> snn_status;
     /// Copies the parameters into `dst`; count = parameter count.
     pub fn snn_get_parameters(model: *const snn_model, dst: *mut f32, count: usize) -> snn_status;
     /// Copies the parameters from `src`; count = parameter count.
@@ -290,6 +293,12 @@ extern "C" {
     pub fn snn_forward_cache_destroy(cache: *mut snn_forward_cache);
     /// Sets the batch of the next pass, 1..=max_batch.
     pub fn snn_cache_set_batch(cache: *mut snn_forward_cache, batch: i64) -> snn_status;
+    /// The current and the maximum batch size.
+    pub fn snn_cache_batch(
+        cache: *const snn_forward_cache,
+        batch: *mut i64,
+        max_batch: *mut i64,
+    ) -> snn_status;
     /// Training (1) or inference (0) mode.
     pub fn snn_cache_set_training(cache: *mut snn_forward_cache, on: i32) -> snn_status;
     /// Whether the cache runs in training mode.
@@ -308,15 +317,12 @@ extern "C" {
         seed: u64,
         passes: u64,
     ) -> snn_status;
-    /// The current and the maximum batch size.
-    pub fn snn_cache_batch(
-        cache: *const snn_forward_cache,
-        batch: *mut i64,
-        max_batch: *mut i64,
-    ) -> snn_status;
     /// Copies `count` = batch * features floats of input, `[batch][features]`.
-    pub fn snn_set_inputs(cache: *mut snn_forward_cache, inputs: *const f32, count: usize)
-        -> snn_status;
+    pub fn snn_set_inputs(
+        cache: *mut snn_forward_cache,
+        inputs: *const f32,
+        count: usize,
+    ) -> snn_status;
     /// Gathers samples `indices[0..n)` of `data`; the batch becomes n.
     pub fn snn_set_inputs_gather(
         cache: *mut snn_forward_cache,
@@ -334,17 +340,27 @@ extern "C" {
         count: *mut usize,
     ) -> snn_status;
     /// Copies the outputs into `dst`; count = batch * outputs.
-    pub fn snn_get_outputs(cache: *const snn_forward_cache, dst: *mut f32, count: usize)
-        -> snn_status;
+    pub fn snn_get_outputs(
+        cache: *const snn_forward_cache,
+        dst: *mut f32,
+        count: usize,
+    ) -> snn_status;
 
     // Sequences: token ids and lengths
     /// The input's steps T (0 when not a sequence) and vocabulary V (0 when not token ids).
-    pub fn snn_model_input_sequence(model: *const snn_model, steps: *mut i64, vocab: *mut i64)
-        -> snn_status;
+    pub fn snn_model_input_sequence(
+        model: *const snn_model,
+        steps: *mut i64,
+        vocab: *mut i64,
+    ) -> snn_status;
     /// Copies token ids, `[batch][T]`, count = batch * T, each in `[0, V)`; resets the lengths.
-    pub fn snn_set_tokens(cache: *mut snn_forward_cache, tokens: *const i32, count: usize)
-        -> snn_status;
-    /// Gathers token rows `indices[0..n)` of `tokens` (sample_count rows of T); the batch becomes n.
+    pub fn snn_set_tokens(
+        cache: *mut snn_forward_cache,
+        tokens: *const i32,
+        count: usize,
+    ) -> snn_status;
+    /// Gathers token rows `indices[0..n)` of `tokens` (sample_count rows of T); the batch becomes
+    /// n.
     pub fn snn_set_tokens_gather(
         cache: *mut snn_forward_cache,
         tokens: *const i32,
@@ -353,8 +369,11 @@ extern "C" {
         n: usize,
     ) -> snn_status;
     /// The valid steps of each of the n samples of the inputs set last, each in `[1, T]`.
-    pub fn snn_set_lengths(cache: *mut snn_forward_cache, lengths: *const i32, n: usize)
-        -> snn_status;
+    pub fn snn_set_lengths(
+        cache: *mut snn_forward_cache,
+        lengths: *const i32,
+        n: usize,
+    ) -> snn_status;
     /// Gathers lengths by index: length i is `lengths[indices[i]]`.
     pub fn snn_set_lengths_gather(
         cache: *mut snn_forward_cache,
@@ -374,12 +393,18 @@ extern "C" {
     /// Frees a backward cache; NULL is accepted.
     pub fn snn_backward_cache_destroy(cache: *mut snn_backward_cache);
     /// Targets for `SNN_LOSS_MSE`, `[batch][outputs]`, copied.
-    pub fn snn_set_targets(cache: *mut snn_backward_cache, targets: *const f32, count: usize)
-        -> snn_status;
-    /// 0-based class labels for `SNN_LOSS_LOGIT_CROSSENTROPY`, copied (batch * T for a
-    /// sequence output, -1 ignoring a step).
-    pub fn snn_set_labels(cache: *mut snn_backward_cache, labels: *const i32, n: usize)
-        -> snn_status;
+    pub fn snn_set_targets(
+        cache: *mut snn_backward_cache,
+        targets: *const f32,
+        count: usize,
+    ) -> snn_status;
+    /// 0-based class labels for `SNN_LOSS_LOGIT_CROSSENTROPY`, copied (batch * T for a sequence
+    /// output, -1 ignoring a step).
+    pub fn snn_set_labels(
+        cache: *mut snn_backward_cache,
+        labels: *const i32,
+        n: usize,
+    ) -> snn_status;
     /// Gathers labels by index: label i is `labels[indices[i]]` (the T labels from
     /// `labels[indices[i] * T]` for a sequence output; sample_count counts samples).
     pub fn snn_set_labels_gather(
@@ -392,9 +417,17 @@ extern "C" {
     /// With enabled = 1, backprop also computes the gradient with respect to the inputs.
     pub fn snn_set_input_gradient(cache: *mut snn_backward_cache, enabled: i32) -> snn_status;
     /// Sets the parameter of a loss that has one (Huber's delta, ...) on this cache.
-    pub fn snn_set_loss_parameter(cache: *mut snn_backward_cache, loss: snn_loss, value: f64) -> snn_status;
+    pub fn snn_set_loss_parameter(
+        cache: *mut snn_backward_cache,
+        loss: snn_loss,
+        value: f64,
+    ) -> snn_status;
     /// The parameter of a loss on this cache (its default until set).
-    pub fn snn_get_loss_parameter(cache: *const snn_backward_cache, loss: snn_loss, value: *mut f64) -> snn_status;
+    pub fn snn_get_loss_parameter(
+        cache: *const snn_backward_cache,
+        loss: snn_loss,
+        value: *mut f64,
+    ) -> snn_status;
     /// The loss of the last forward pass and its gradient with respect to every parameter.
     pub fn snn_backprop(
         bwd: *mut snn_backward_cache,
@@ -418,11 +451,17 @@ extern "C" {
         count: *mut usize,
     ) -> snn_status;
     /// Copies the gradient into `dst`; count = parameter count.
-    pub fn snn_get_gradients(cache: *const snn_backward_cache, dst: *mut f32, count: usize)
-        -> snn_status;
+    pub fn snn_get_gradients(
+        cache: *const snn_backward_cache,
+        dst: *mut f32,
+        count: usize,
+    ) -> snn_status;
     /// Overwrites the gradient from `src`; count = parameter count.
-    pub fn snn_set_gradients(cache: *mut snn_backward_cache, src: *const f32, count: usize)
-        -> snn_status;
+    pub fn snn_set_gradients(
+        cache: *mut snn_backward_cache,
+        src: *const f32,
+        count: usize,
+    ) -> snn_status;
     /// Copies the gradient with respect to the inputs; count = batch * features.
     pub fn snn_get_input_gradients(
         cache: *const snn_backward_cache,
@@ -460,18 +499,27 @@ extern "C" {
     /// Zeroes the moments and the step count.
     pub fn snn_optimiser_reset(optimiser: *mut snn_optimiser) -> snn_status;
     /// Steps taken since creation or reset.
-    pub fn snn_optimiser_step_count(optimiser: *const snn_optimiser, steps: *mut i64)
-        -> snn_status;
+    pub fn snn_optimiser_step_count(optimiser: *const snn_optimiser, steps: *mut i64) -> snn_status;
     /// The gradient norm of the last step, which clipped.
     pub fn snn_optimiser_grad_norm(optimiser: *const snn_optimiser, norm: *mut f64) -> snn_status;
 
     // Mixed precision
     /// Sets the precision of the cache's next passes (plans again).
-    pub fn snn_cache_set_precision(cache: *mut snn_forward_cache, precision: snn_precision) -> snn_status;
+    pub fn snn_cache_set_precision(
+        cache: *mut snn_forward_cache,
+        precision: snn_precision,
+    ) -> snn_status;
     /// The precision of the cache's passes.
-    pub fn snn_cache_precision(cache: *const snn_forward_cache, precision: *mut snn_precision) -> snn_status;
+    pub fn snn_cache_precision(
+        cache: *const snn_forward_cache,
+        precision: *mut snn_precision,
+    ) -> snn_status;
     /// `SNN_OK` when `device` can compute in `precision`; `*native` 1 when natively.
-    pub fn snn_precision_support(device: i32, precision: snn_precision, native: *mut i32) -> snn_status;
+    pub fn snn_precision_support(
+        device: i32,
+        precision: snn_precision,
+        native: *mut i32,
+    ) -> snn_status;
     /// Turns dynamic loss scaling on (PyTorch's defaults) or off.
     pub fn snn_set_loss_scaling(cache: *mut snn_backward_cache, on: i32) -> snn_status;
     /// Turns loss scaling on with these settings and state.
@@ -513,6 +561,8 @@ extern "C" {
         size: usize,
         out: *mut *mut snn_model,
     ) -> snn_status;
+
+    // ONNX
     /// Writes the model as an ONNX file (opset 17).
     pub fn snn_model_export_onnx(
         model: *const snn_model,
@@ -560,7 +610,10 @@ extern "C" {
         path: *const c_char,
     ) -> snn_status;
     /// Sets the cache's loss scaling to the checkpoint's (off when it holds none).
-    pub fn snn_checkpoint_load_loss_scaling(path: *const c_char, cache: *mut snn_backward_cache) -> snn_status;
+    pub fn snn_checkpoint_load_loss_scaling(
+        path: *const c_char,
+        cache: *mut snn_backward_cache,
+    ) -> snn_status;
 
     // Devices
     /// Number of usable GPUs (0 without plugin, driver or device).
@@ -592,17 +645,6 @@ extern "C" {
         labels: *const i32,
         out: *mut *mut snn_dataset,
     ) -> snn_status;
-    /// Copies token ids (optional lengths and labels, 1 or `steps` per sample) to a device.
-    pub fn snn_dataset_create_tokens(
-        device: i32,
-        tokens: *const i32,
-        sample_count: usize,
-        steps: usize,
-        lengths: *const i32,
-        labels: *const i32,
-        labels_per_sample: usize,
-        out: *mut *mut snn_dataset,
-    ) -> snn_status;
     /// Frees a data set; NULL is accepted.
     pub fn snn_dataset_destroy(dataset: *mut snn_dataset);
     /// Gathers samples of a data set into a forward cache; the batch becomes n.
@@ -619,8 +661,19 @@ extern "C" {
         indices: *const i64,
         n: usize,
     ) -> snn_status;
+    /// Copies token ids (optional lengths and labels, 1 or `steps` per sample) to a device.
+    pub fn snn_dataset_create_tokens(
+        device: i32,
+        tokens: *const i32,
+        sample_count: usize,
+        steps: usize,
+        lengths: *const i32,
+        labels: *const i32,
+        labels_per_sample: usize,
+        out: *mut *mut snn_dataset,
+    ) -> snn_status;
 
-    // Native GPU interoperation (a device pointer, for CUDA code)
+    // Native GPU interoperation
     /// The device pointer and length of a GPU cache's flat gradient.
     pub fn snn_gradients_device(
         cache: *mut snn_backward_cache,

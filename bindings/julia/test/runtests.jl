@@ -74,6 +74,36 @@ catch err
     err
 end
 
+# The bytes a call allocates once it has run (compiled, buffers grown). The
+# type parameters make Julia compile it for f and the arguments' types, so
+# nothing is boxed by the measuring itself.
+function allocations(f::F, args::Vararg{Any,N}) where {F,N}
+    f(args...)
+    @allocated f(args...)
+end
+
+# Minibatch training steps, as the README writes them: inputs gathered from
+# an array or a Dataset, the loss's labels gathered with the same indices.
+function array_step!(fwd, bwd, model, opt, x, labels, idx)
+    set_inputs!(fwd, x, idx)
+    forward!(fwd, model)
+    backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels, 2, idx))
+    SNN.update!(model, bwd, opt)
+    nothing
+end
+function dataset_step!(fwd, bwd, model, opt, data, idx)
+    set_inputs!(fwd, data, idx)
+    forward!(fwd, model)
+    backprop!(bwd, fwd, model, LogitCrossEntropyLoss(data, idx))
+    SNN.update!(model, bwd, opt)
+    nothing
+end
+function inference_step!(fwd, model, x)
+    set_inputs!(fwd, x)
+    forward!(fwd, model)
+    nothing
+end
+
 @testset "SNN.jl" begin
     @testset "the library" begin
         @test SNN.version() == "0.1.0"
@@ -81,6 +111,10 @@ end
         @test SNN.has_feature("cpu")
         @test !SNN.has_feature("no-such-feature")
         SNN.check_version()
+        @test isfile(SNN.library_path())               # found when loaded, not when precompiled
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => @__DIR__) == [joinpath(@__DIR__, SNN.libsnn)]
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => "/opt/snn/lib/x.so") == ["/opt/snn/lib/x.so"]
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => nothing)[end] == SNN.libsnn
         threads = SNN.get_num_threads()
         SNN.set_num_threads(1)
         @test SNN.get_num_threads() == 1
@@ -507,6 +541,61 @@ end
         @test_throws SNNError SNN.set_state!(model, zeros(Float32, 3))
         @test SNN.state(chain(Static(2), SNN.Dense(1))) == Float32[]
         foreach(close, (fwd, model, again))
+    end
+
+    @testset "inference caches and predict!" begin
+        model = residual_mlp()
+        SNN.initialise!(model; seed=5)
+        x, _ = disc_data()
+        train = preallocate(model, 8)
+        @test SNN.istraining(train)                    # preallocate: training mode
+        e = errorof(() -> predict!(train, model, x[:, 1:8]))
+        @test e isa ArgumentError && occursin("training mode", e.msg) && occursin("inference_cache", e.msg)
+        before = SNN.state(model)
+        fwd = inference_cache(model, 8)
+        @test !SNN.istraining(fwd)                     # inference_cache: inference mode
+        batch = predict!(fwd, model, x[:, 1:8])
+        @test size(batch) == (2, 8)
+        @test batch ≈ model(x[:, 1:8])
+        first_outputs = copy(batch)
+        @test predict!(fwd, model, x[:, 1:8]) == first_outputs   # dropout off: deterministic
+        @test SNN.state(model) == before               # running statistics untouched
+        one = predict!(fwd, model, x[:, 3])            # one sample: its outputs, a vector
+        @test size(one) == (2,) && one ≈ first_outputs[:, 3]
+        cnn = SNN.Model(resnet_chain())
+        images = inference_cache(cnn, 2)
+        image = rand(Float32, 8, 8, 1)
+        @test size(predict!(images, cnn, image)) == (3,)
+        @test size(predict!(images, cnn, rand(Float32, 8, 8, 1, 2))) == (3, 2)
+        @test_throws DimensionMismatch predict!(images, cnn, rand(Float32, 7, 8, 1))
+        foreach(close, (train, fwd, images, cnn, model))
+    end
+
+    @testset "a training step allocates nothing once it runs" begin
+        x, labels = disc_data()
+        data = Dataset(x; labels=labels)
+        model = residual_mlp()
+        SNN.initialise!(model; seed=1)
+        fwd, bwd = preallocate(model, 32), preallocate_grads(model, 32)
+        opt = AdamOptimiser(model; lr=0.01)
+        idx = collect(1:8:256)
+        @test allocations(array_step!, fwd, bwd, model, opt, x, labels, idx) == 0
+        @test allocations(dataset_step!, fwd, bwd, model, opt, data, idx) == 0
+        @test length(bwd.int_staging) == 32 && length(bwd.indices) == 32   # the cache's buffers
+        # the gathered loss is the loss of the gathered labels
+        set_inputs!(fwd, x, idx)
+        forward!(fwd, model)
+        gathered = backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels, 2, idx))
+        @test gathered == backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels[idx], 2))
+        # a bad label is named when it is gathered, a bad index when the loss is made
+        bad = copy(labels)
+        bad[9] = 3
+        e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(bad, 2, idx)))
+        @test e isa ArgumentError && occursin("labels[9] is 3", e.msg) && occursin("1:2", e.msg)
+        @test_throws BoundsError LogitCrossEntropyLoss(labels, 2, [0])
+        test = inference_cache(model, 256)
+        @test allocations(inference_step!, test, model, x) == 0
+        foreach(close, (test, opt, fwd, bwd, data, model))
     end
 
     @testset "a CNN with residual and concat connections" begin

@@ -48,7 +48,7 @@ const PUBLIC = (
     :layer_count,
     :layer_shape, :layer_parameters, :layer_weight, :layer_bias, :initialise!, :get_parameters, :set_parameters!,
     :state_count, :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
-    :export_onnx, :import_onnx,
+    :export_onnx, :import_onnx, :from_flux, :to_flux,
     # devices
     :gpu, :cpu, :device, :move!, :to_best_device!, :gpu_count, :gpu_status, :set_allow_tf32,
     :set_inputs_device!, :synchronize,

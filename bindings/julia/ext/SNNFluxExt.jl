@@ -47,9 +47,9 @@ convert!(layers, weighted, f::Function) = push!(layers, f)
 convert!(layers, weighted, c::Flux.Chain) = foreach(l -> convert!(layers, weighted, l), c.layers)
 
 function convert!(layers, weighted, l::Flux.Dense)
-    out, in = size(l.weight)
+    outputs, inputs = size(l.weight)
     push!(weighted, l)
-    push!(layers, SNN.Dense(in => out, l.σ; bias=l.bias !== false))
+    push!(layers, SNN.Dense(inputs => outputs, l.σ; bias=l.bias !== false))
 end
 
 # Flux keeps 2N paddings (low and high side of each dimension) or N.

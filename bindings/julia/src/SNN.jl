@@ -82,7 +82,7 @@ const libsnn = Sys.iswindows() ? "snn.dll" : Sys.isapple() ? "libsnn.0.dylib" : 
 # Where the package looks before the loader's search path: deps/lib, deps/bin
 # and deps/ of the package (a build step, or a user, may copy the library
 # there).
-const DEPS = joinpath(dirname(@__DIR__), "deps")
+deps_dir() = joinpath(something(pkgdir(SNN), dirname(@__DIR__)), "deps")
 const LIBRARY_PATH = Ref{String}("")
 
 # The files to try, in order: SNN_LIBRARY alone when it is set (a file, or a
@@ -90,7 +90,8 @@ const LIBRARY_PATH = Ref{String}("")
 function library_candidates()
     requested = get(ENV, "SNN_LIBRARY", "")
     isempty(requested) || return [isdir(requested) ? joinpath(requested, libsnn) : requested]
-    found = [joinpath(DEPS, dir, libsnn) for dir in ("lib", "bin", "") if isfile(joinpath(DEPS, dir, libsnn))]
+    deps = deps_dir()
+    found = [joinpath(deps, dir, libsnn) for dir in ("lib", "bin", "") if isfile(joinpath(deps, dir, libsnn))]
     push!(found, libsnn)
 end
 
@@ -113,7 +114,7 @@ function load_library()
     end
     error("SNN: libsnn not found (tried $(join(tried, ", "))). Build and install snn, or set " *
           "ENV[\"SNN_LIBRARY\"] to the library file or its directory before `using SNN`, or copy $libsnn " *
-          "into $(joinpath(DEPS, "lib"))")
+          "into $(joinpath(deps_dir(), "lib"))")
 end
 
 """

@@ -118,6 +118,11 @@ struct LogitCrossEntropyLoss
         new(zero_based_step_labels(labels, num_classes, "LogitCrossEntropyLoss"), Int(num_classes))
 end
 
+# The loss of LogitCrossEntropyLoss(dataset, indices).
+struct DatasetLabelsLoss{I<:AbstractVector{<:Integer}}
+    dataset::Dataset
+    indices::I
+end
 """
     LogitCrossEntropyLoss(dataset, indices)
 
@@ -128,15 +133,17 @@ converts them into the backward cache's index buffer, so a training step
 with it allocates nothing. An index outside the data set throws a
 `BoundsError` here.
 """
-struct DatasetLabelsLoss{I<:AbstractVector{<:Integer}}
-    dataset::Dataset
-    indices::I
-end
 function LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer})
     check_indices(indices, d.count)
     DatasetLabelsLoss(d, indices)
 end
 
+# The loss of LogitCrossEntropyLoss(labels, num_classes, indices).
+struct GatheredLabelsLoss{L<:AbstractVecOrMat,I<:AbstractVector{<:Integer}}
+    labels::L
+    num_classes::Int
+    indices::I
+end
 """
     LogitCrossEntropyLoss(labels, num_classes, indices)
 
@@ -150,11 +157,6 @@ allocates nothing. An index outside the labels throws a `BoundsError` here;
 a gathered label outside `1:num_classes` throws an `ArgumentError` naming it
 in `backprop!`.
 """
-struct GatheredLabelsLoss{L<:AbstractVecOrMat,I<:AbstractVector{<:Integer}}
-    labels::L
-    num_classes::Int
-    indices::I
-end
 function LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer,
                                indices::AbstractVector{<:Integer})
     check_indices(indices, length(labels))

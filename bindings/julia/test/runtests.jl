@@ -565,8 +565,8 @@ end
         first_outputs = copy(batch)
         @test predict!(fwd, model, x[:, 1:8]) == first_outputs   # dropout off: deterministic
         @test SNN.state(model) == before               # running statistics untouched
-        one = predict!(fwd, model, x[:, 3])            # one sample: its outputs, a vector
-        @test size(one) == (2,) && one ≈ first_outputs[:, 3]
+        single = predict!(fwd, model, x[:, 3])         # one sample: its outputs, a vector
+        @test size(single) == (2,) && single ≈ first_outputs[:, 3]
         cnn = SNN.Model(resnet_chain())
         images = inference_cache(cnn, 2)
         image = rand(Float32, 8, 8, 1)

@@ -284,6 +284,9 @@ function flux_chain(m::SNN.Model)
             connection = line.kind == "add" ? (+) : length(SNN.sample_shape(m, i)) == 3 ? concat_channels : vcat
             push!(frames[end].layers, Flux.SkipConnection(Flux.Chain(branch...), connection))
         else
+            # snn's dense takes images as they are, Flux's Dense their flattening
+            line.kind == "dense" && length(SNN.sample_shape(m, i - 1)) == 3 &&
+                push!(frames[end].layers, Flux.MLUtils.flatten)
             push!(frames[end].layers, flux_layer(m, i, line, state))
         end
         haskey(line.options, "name") && push!(frames, (id=line.options["name"], layers=Any[]))

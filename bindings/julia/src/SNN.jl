@@ -18,16 +18,18 @@ Layers, activations, `gpu`/`cpu`, `trainmode!`/`testmode!`, `update!`,
 name (`using SNN: Dense, Chain`) where Flux is not loaded. They are marked
 `public` on Julia 1.11 and later.
 
-The library is `ENV["SNN_LIBRARY"]` (a path or a name) when set, else
-`libsnn` from the loader's search path (`snn`, that is `snn.dll`, on Windows);
-the value is read when the package is precompiled.
+The library is found when the package is loaded (`__init__`), not when it is
+precompiled: `ENV["SNN_LIBRARY"]` (a file, or a directory holding it) when
+set, else the library in the package's `deps/` folder, else `libsnn.so.0`
+(`snn.dll` on Windows) from the loader's search path. `SNN.library_path()`
+says which file was loaded.
 """
 module SNN
 
 using Libdl
 
 export chain, Static, Model, ForwardCache, BackwardCache, Dataset, SNNError,
-       preallocate, preallocate_grads, set_inputs!, set_tokens!, set_lengths!, token_dataset, forward!, get_outputs,
+       preallocate, preallocate_grads, inference_cache, predict!, set_inputs!, set_tokens!, set_lengths!, token_dataset, forward!, get_outputs,
        backprop!, parameters, gradients,
        MSELoss, HuberLoss, SmoothL1Loss, BCEWithLogitsLoss,
        LogitCrossEntropyLoss, AdamOptimiser, AdamWOptimiser, SGDOptimiser, RMSPropOptimiser,
@@ -46,7 +48,7 @@ const PUBLIC = (
     :layer_count,
     :layer_shape, :layer_parameters, :layer_weight, :layer_bias, :initialise!, :get_parameters, :set_parameters!,
     :state_count, :state, :set_state!, :layer_state, :save, :load, :to_bytes, :from_bytes,
-    :export_onnx, :import_onnx,
+    :export_onnx, :import_onnx, :from_flux, :to_flux,
     # devices
     :gpu, :cpu, :device, :move!, :to_best_device!, :gpu_count, :gpu_status, :set_allow_tf32,
     :set_inputs_device!, :synchronize,
@@ -61,15 +63,67 @@ const PUBLIC = (
     :precision!, :cache_precision, :precision_support, :loss_scaling!, :loss_scaling, :load_loss_scaling!,
     # the library
     :version, :build_features, :has_feature, :set_num_threads, :get_num_threads, :set_check_finite,
-    :set_log_callback, :take_log_callback_error, :check_version,
+    :set_log_callback, :take_log_callback_error, :check_version, :library_path,
 )
 @static if VERSION >= v"1.11"
     eval(Expr(:public, PUBLIC...))
 end
 
-# The library's name on the loader's path: libsnn.so / libsnn.dylib, snn.dll.
-const DEFAULT_LIBRARY = Sys.iswindows() ? "snn" : "libsnn"
-const libsnn = get(ENV, "SNN_LIBRARY", DEFAULT_LIBRARY)
+# The library, as the ccalls of libsnn.jl name it: its SONAME on Linux
+# (libsnn.so.0), its install name's file on macOS, snn.dll on Windows. This is
+# a constant, so precompiled code holds no path. `__init__` opens the library
+# from wherever it is found (`load_library`): the loaders match a library
+# already loaded by this name (ELF's SONAME, a DLL's base name), so every
+# ccall then binds to that file, whether or not its folder is on the
+# loader's search path, without rebuilding the package. (The pattern of the
+# JLL packages, whose `libfoo` constants are SONAMEs opened in `__init__`.)
+const libsnn = Sys.iswindows() ? "snn.dll" : Sys.isapple() ? "libsnn.0.dylib" : "libsnn.so.0"
+
+# Where the package looks before the loader's search path: deps/lib, deps/bin
+# and deps/ of the package (a build step, or a user, may copy the library
+# there).
+deps_dir() = joinpath(something(pkgdir(SNN), dirname(@__DIR__)), "deps")
+const LIBRARY_PATH = Ref{String}("")
+
+# The files to try, in order: SNN_LIBRARY alone when it is set (a file, or a
+# directory holding `libsnn`), else deps/ then the loader's search path.
+function library_candidates()
+    requested = get(ENV, "SNN_LIBRARY", "")
+    isempty(requested) || return [isdir(requested) ? joinpath(requested, libsnn) : requested]
+    deps = deps_dir()
+    found = [joinpath(deps, dir, libsnn) for dir in ("lib", "bin", "") if isfile(joinpath(deps, dir, libsnn))]
+    push!(found, libsnn)
+end
+
+function load_library()
+    tried = String[]
+    for candidate in library_candidates()
+        handle = Libdl.dlopen(candidate, Libdl.RTLD_NOW | Libdl.RTLD_GLOBAL; throw_error=false)
+        if handle === nothing
+            push!(tried, candidate)
+            continue
+        end
+        path = Libdl.dlpath(handle)
+        # the ccalls ask for `libsnn`: it must now resolve to this very file
+        bound = Libdl.dlopen(libsnn, Libdl.RTLD_NOW | Libdl.RTLD_GLOBAL; throw_error=false)
+        bound !== nothing && Libdl.dlpath(bound) == path ||
+            error("SNN: $path was loaded but is not named $libsnn (its SONAME, or a DLL's file name), " *
+                  "so the package's calls would not reach it; point SNN_LIBRARY at snn's $libsnn")
+        LIBRARY_PATH[] = path
+        return path
+    end
+    error("SNN: libsnn not found (tried $(join(tried, ", "))). Build and install snn, or set " *
+          "ENV[\"SNN_LIBRARY\"] to the library file or its directory before `using SNN`, or copy $libsnn " *
+          "into $(joinpath(deps_dir(), "lib"))")
+end
+
+"""
+    library_path() -> String
+
+The file of the snn library the package loaded (see `SNN_LIBRARY` in the
+package's docstring).
+"""
+library_path() = LIBRARY_PATH[]
 
 include("libsnn.jl")
 include("errors.jl")
@@ -84,9 +138,7 @@ include("training.jl")
 include("precision.jl")
 
 function __init__()
-    if get(ENV, "SNN_LIBRARY", DEFAULT_LIBRARY) != libsnn
-        @warn "SNN_LIBRARY changed since SNN was precompiled; still using $libsnn (re-precompile SNN to switch)"
-    end
+    load_library()
     check_version()
 end
 

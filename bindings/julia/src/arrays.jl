@@ -58,8 +58,13 @@ end
 # handle's Int32 staging buffer (an InexactError for a value beyond Int32).
 function int32s!(h, x::AbstractArray{<:Integer})
     int32_by_pointer(x) && return x
-    length(h.int_staging) < length(x) && (h.int_staging = Vector{Int32}(undef, length(x)))
-    copyto!(h.int_staging, 1, x, 1, length(x))
+    copyto!(int_staging!(h, length(x)), 1, x, 1, length(x))
+end
+
+# The handle's Int32 staging buffer, grown to at least n elements.
+function int_staging!(h, n::Integer)
+    length(h.int_staging) < n && (h.int_staging = Vector{Int32}(undef, n))
+    h.int_staging
 end
 
 # 1-based indices, each in 1:count, as 0-based Int64 in the handle's index
@@ -73,8 +78,14 @@ function zero_based!(h, indices::AbstractVector{<:Integer}, count::Integer)
     h.indices
 end
 
-# 1-based indices, each in 1:count, as a new 0-based Int64 vector (for losses, made once).
-zero_based(indices, count) = Int64[(1 <= i <= count ? i - 1 : throw(BoundsError(1:count, i))) for i in indices]
+# Throws a BoundsError for the first of the 1-based indices outside 1:count;
+# allocates nothing otherwise.
+function check_indices(indices::AbstractVector{<:Integer}, count::Integer)
+    for i in indices
+        1 <= i <= count || throw(BoundsError(1:count, i))
+    end
+    nothing
+end
 
 """
     zero_based_labels(labels, num_classes, caller) -> Vector{Int32}

@@ -14,18 +14,19 @@ an array of that shape is one sample, one more dimension counts the batch; a
 (values, batch) a batch; a vector's features may also come as one (w, h, c)
 image or a (w, h, c, batch) array. Throws a DimensionMismatch otherwise.
 """
-function batch_of(shape::Tuple, x::AbstractArray)
-    n, k, nd = prod(shape), length(shape), ndims(x)
-    single, batch = if nd == k && size(x) == shape
+function batch_of(shape::NTuple{K,Int}, x::AbstractArray{<:Any,N}) where {K,N}
+    n = prod(shape)
+    # K and N are constants here: no tuple of a size known only at run time
+    single, batch = if N == K && size(x) == shape
         (true, 1)
-    elseif nd == k + 1 && size(x)[1:k] == shape
-        (false, size(x, nd))
-    elseif nd == 1 && length(x) == n
+    elseif N == K + 1 && ntuple(d -> size(x, d), Val(K)) == shape
+        (false, size(x, N))
+    elseif N == 1 && length(x) == n
         (true, 1)
-    elseif nd == 2 && size(x, 1) == n
+    elseif N == 2 && size(x, 1) == n
         (false, size(x, 2))
-    elseif k == 1 && nd in (3, 4) && prod(size(x)[1:3]) == n
-        (nd == 3, nd == 4 ? size(x, 4) : 1)
+    elseif K == 1 && (N == 3 || N == 4) && size(x, 1) * size(x, 2) * size(x, 3) == n
+        (N == 3, N == 4 ? size(x, 4) : 1)
     else
         throw(DimensionMismatch("the model takes samples of shape $shape ($n values): an array of that shape is one " *
                                 "sample and one more dimension is the batch (a Vector and a (values, batch) Matrix " *
@@ -57,6 +58,57 @@ function preallocate(m::Model, max_batch::Integer; precision::Symbol=:float32)
     end
     c
 end
+
+"""
+    inference_cache(model, max_batch; precision=:float32) -> ForwardCache
+
+A forward cache made for inference: `preallocate` then `testmode!`, so
+batchnorm uses the model's running statistics without changing them and
+dropout passes its input through. (A cache from `preallocate` starts in
+training mode.) Give it to `predict!`, or to `set_inputs!`/`forward!`.
+"""
+function inference_cache(m::Model, max_batch::Integer; precision::Symbol=:float32)
+    c = preallocate(m, max_batch; precision)
+    try
+        testmode!(c)
+    catch
+        close(c)
+        rethrow()
+    end
+    c
+end
+
+"""
+    predict!(cache, model, x) -> outputs
+
+One inference pass in one call: `set_inputs!(cache, x)`, `forward!`, and the
+outputs shaped as the model gives them. For a batch (a Matrix of
+(features, batch), a (w, h, c, batch) or (features, steps, batch) array),
+`get_outputs(cache)`: (outputs, batch), (w, h, c, batch) or
+(outputs, steps, batch). For one sample (a Vector, one (w, h, c) image or one
+(features, steps) sequence), that sample's outputs: `(outputs,)`,
+`(w, h, c)` or `(outputs, steps)`. On the CPU these are zero-copy views of
+the cache's memory, valid until its next pass (`copy` keeps them); a GPU
+cache gives host copies.
+
+The cache must be an inference cache (`inference_cache`, or `testmode!`): a
+training cache throws an `ArgumentError`, since its pass would drop
+activations and move batchnorm's running statistics. `model(x)` does the
+same for a one-off call, with a cache of its own.
+"""
+function predict!(c::ForwardCache, m::Model, x::AbstractArray{<:Real})
+    istraining(c) && throw(ArgumentError(
+        "predict! runs inference, but this cache is in training mode (dropout drops, batchnorm updates its " *
+        "running statistics): make it with inference_cache(model, max_batch), or call SNN.testmode!(cache)"))
+    _, one_sample = batch_of(c.input_shape, x)
+    set_inputs!(c, x)
+    forward!(c, m)
+    one_sample ? sample_outputs(get_outputs(c), c.output_shape) : get_outputs(c)
+end
+
+# The outputs of a batch of one, shaped as one sample.
+sample_outputs(out::HostView, shape) = HostView(out.owner, out.ptr, shape)
+sample_outputs(out::Array, shape) = reshape(out, shape)
 
 "The cache's current and maximum batch size, `(batch=..., max_batch=...)`."
 function batch_size(c::ForwardCache)

@@ -46,6 +46,11 @@ end
 Base.close(m::Model) = destroy!(m, snn_model_destroy)
 Base.unsafe_convert(::Type{Ptr{Cvoid}}, m::Model) = live(m)
 
+# The shape of one sample: (n,), (features, steps) or (w, h, c). A field of
+# this small Union (rather than Tuple{Vararg{Int}}) lets every call on it be
+# compiled for the three concrete tuples, so the hot paths box nothing.
+const SampleShape = Union{NTuple{1,Int},NTuple{2,Int},NTuple{3,Int}}
+
 """
 The buffers of forward passes of one model, for batches up to a maximum
 (`preallocate`). Holds its model, and the staging buffers of inputs, token
@@ -56,8 +61,8 @@ mutable struct ForwardCache
     model::Model
     moves::Int
     device::Int32
-    input_shape::Tuple{Vararg{Int}}
-    output_shape::Tuple{Vararg{Int}}
+    input_shape::SampleShape
+    output_shape::SampleShape
     tokens::Bool
     device_inputs::Any
     staging::Vector{Float32}
@@ -73,19 +78,23 @@ Base.unsafe_convert(::Type{Ptr{Cvoid}}, c::ForwardCache) = live(c)
 
 """
 The gradient buffers of one model for batches up to a maximum
-(`preallocate_grads`). Holds its model, and the staging buffer of output
-gradients and gradients that cannot be passed by pointer.
+(`preallocate_grads`). Holds its model, the staging buffer of output
+gradients and gradients that cannot be passed by pointer, and those of the
+labels and indices a gathering loss converts on every step (0-based Int32
+labels, 0-based Int64 indices), grown on first use.
 """
 mutable struct BackwardCache
     ptr::Ptr{Cvoid}
     model::Model
     moves::Int
     device::Int32
-    input_shape::Tuple{Vararg{Int}}
+    input_shape::SampleShape
     parameters::Int
     staging::Vector{Float32}
+    int_staging::Vector{Int32}
+    indices::Vector{Int64}
     function BackwardCache(ptr::Ptr{Cvoid}, model::Model, device::Int32, input_shape, parameters::Int)
-        c = new(ptr, model, 0, device, input_shape, parameters, Float32[])
+        c = new(ptr, model, 0, device, input_shape, parameters, Float32[], Int32[], Int64[])
         finalizer(close, c)
     end
 end

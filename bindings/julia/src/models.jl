@@ -444,3 +444,50 @@ function (m::Model)(x::AbstractArray{<:Real})
         close(c)
     end
 end
+
+# --- Flux models ---------------------------------------------------------------
+# The methods live in the SNNFluxExt extension (ext/SNNFluxExt.jl), loaded with
+# Flux; without it these say so.
+
+"""
+    from_flux(chain::Flux.Chain; input=nothing) -> Model
+
+An snn model with the layers and weights of a Flux chain (load Flux first:
+the method lives in the `SNNFluxExt` extension). `input` is the sample's
+shape, as for `Chain` (`n`, or `(w, h, c)` for images); a chain that begins
+with `Dense` states its own. The layers are Flux's `Dense`, `Conv` and
+`CrossCor` (2-D, no dilation or groups, the same padding on both sides),
+`BatchNorm` (with its running statistics), `LayerNorm`, `MaxPool`,
+`MeanPool`, `GlobalMeanPool`, `Dropout`, `SkipConnection` (`+` or a
+concatenation), nested `Chain`s, activation functions, `flatten` and
+`softmax`; anything else throws an `ArgumentError` naming it.
+
+The weights are copied into snn's layout: a `Dense` weight (out, in) becomes
+snn's `[out][in]`; a `Conv` kernel is flipped in both spatial dimensions, as
+Flux's `Conv` convolves where snn (like PyTorch and Flux's `CrossCor`)
+cross-correlates; a `BatchNorm` gives its scale, shift, running mean and
+variance, ϵ and momentum; a `LayerNorm` its scale and bias (1 and 0 without
+`affine`). The model is on the CPU, and Flux's model in `testmode!` and the
+snn model in inference mode compute the same outputs (to rounding; see the
+README for `LayerNorm`).
+"""
+from_flux(x; input=nothing) =
+    throw(ArgumentError("SNN.from_flux takes a Flux.Chain and needs Flux loaded (`using Flux` or `import Flux`); " *
+                        "got $(typeof(x))"))
+
+"""
+    to_flux(model) -> Flux.Chain
+
+A Flux chain with the layers and weights of an snn model (load Flux first:
+the method lives in the `SNNFluxExt` extension), the inverse of `from_flux`:
+`Dense`, `Conv` (the kernel flipped back: Flux's `Conv` convolves),
+`BatchNorm` with the model's running statistics, `LayerNorm`, `MaxPool`,
+`MeanPool`, `GlobalMeanPool`, `Dropout`, activation functions, `flatten`,
+`softmax` (over the channels of images), and `SkipConnection` for a layer
+named and later added or concatenated. Models of sequences or token ids,
+and layers that read an earlier layer (`from=`), throw an `ArgumentError`.
+The weights are copies: the chain does not share memory with the model.
+"""
+to_flux(x) =
+    throw(ArgumentError("SNN.to_flux takes an SNN.Model and needs Flux loaded (`using Flux` or `import Flux`); " *
+                        "got $(typeof(x))"))

@@ -118,38 +118,101 @@ struct LogitCrossEntropyLoss
         new(zero_based_step_labels(labels, num_classes, "LogitCrossEntropyLoss"), Int(num_classes))
 end
 
-"    LogitCrossEntropyLoss(dataset, indices)  — labels gathered from a Dataset (1-based indices)."
-struct DatasetLabelsLoss
+# The loss of LogitCrossEntropyLoss(dataset, indices).
+struct DatasetLabelsLoss{I<:AbstractVector{<:Integer}}
     dataset::Dataset
-    indices::Vector{Int64}
+    indices::I
 end
-LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer}) = DatasetLabelsLoss(d, zero_based(indices, d.count))
+"""
+    LogitCrossEntropyLoss(dataset, indices)
 
+Cross-entropy against the labels of the `Dataset` samples `indices`
+(1-based), gathered by the library on the data set's device. The loss holds
+`indices` itself (do not change them before `backprop!`); `backprop!`
+converts them into the backward cache's index buffer, so a training step
+with it allocates nothing. An index outside the data set throws a
+`BoundsError` here.
+"""
+function LogitCrossEntropyLoss(d::Dataset, indices::AbstractVector{<:Integer})
+    check_indices(indices, d.count)
+    DatasetLabelsLoss(d, indices)
+end
+
+# The loss of LogitCrossEntropyLoss(labels, num_classes, indices).
+struct GatheredLabelsLoss{L<:AbstractVecOrMat,I<:AbstractVector{<:Integer}}
+    labels::L
+    num_classes::Int
+    indices::I
+end
 """
     LogitCrossEntropyLoss(labels, num_classes, indices)
 
-Cross-entropy against `labels[indices]` (both 1-based), gathered by the library
-without an intermediate copy. With a (steps, n) matrix of step labels
-(`missing` ignoring a step), the columns `indices`.
+Cross-entropy against `labels[indices]` (both 1-based), for a minibatch of
+samples gathered with the same `indices` (`set_inputs!(cache, data,
+indices)`). With a (steps, n) matrix of step labels (`missing` ignoring a
+step), the columns `indices`. The loss holds `labels` and `indices`
+themselves, copying nothing: `backprop!` converts only the gathered labels,
+into the backward cache's Int32 staging buffer, so a training step with it
+allocates nothing. An index outside the labels throws a `BoundsError` here;
+a gathered label outside `1:num_classes` throws an `ArgumentError` naming it
+in `backprop!`.
 """
-struct GatheredLabelsLoss
-    labels::Vector{Int32}
-    samples::Int
-    indices::Vector{Int64}
+function LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer,
+                               indices::AbstractVector{<:Integer})
+    check_indices(indices, length(labels))
+    GatheredLabelsLoss(labels, Int(num_classes), indices)
 end
-LogitCrossEntropyLoss(labels::AbstractVector{<:Integer}, num_classes::Integer, indices::AbstractVector{<:Integer}) =
-    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, length(labels),
-                       zero_based(indices, length(labels)))
-LogitCrossEntropyLoss(labels::AbstractMatrix{<:Union{Missing,Integer}}, num_classes::Integer,
-                      indices::AbstractVector{<:Integer}) =
-    GatheredLabelsLoss(LogitCrossEntropyLoss(labels, num_classes).labels, size(labels, 2),
-                       zero_based(indices, size(labels, 2)))
+function LogitCrossEntropyLoss(labels::AbstractMatrix{<:Union{Missing,Integer}}, num_classes::Integer,
+                               indices::AbstractVector{<:Integer})
+    check_indices(indices, size(labels, 2))
+    GatheredLabelsLoss(labels, Int(num_classes), indices)
+end
+
+# labels[indices] as snn's 0-based labels in the cache's Int32 staging buffer;
+# returns how many were written.
+function gather_labels!(b::BackwardCache, labels::AbstractVector{<:Integer}, num_classes::Int,
+                        indices::AbstractVector{<:Integer})
+    buffer = int_staging!(b, length(indices))
+    n = length(labels)
+    for (k, i) in enumerate(indices)
+        1 <= i <= n || throw(BoundsError(1:n, i))
+        l = labels[i]
+        1 <= l <= num_classes || throw(ArgumentError("LogitCrossEntropyLoss: labels[$i] is $l, but labels are " *
+                                                     "1-based class indices in 1:$num_classes"))
+        buffer[k] = l - 1
+    end
+    length(indices)
+end
+
+# The columns `indices` of (steps, n) step labels, [batch][T], -1 for missing.
+function gather_labels!(b::BackwardCache, labels::AbstractMatrix{<:Union{Missing,Integer}}, num_classes::Int,
+                        indices::AbstractVector{<:Integer})
+    steps, n = size(labels)
+    buffer = int_staging!(b, steps * length(indices))
+    k = 0
+    for i in indices
+        1 <= i <= n || throw(BoundsError(1:n, i))
+        for t in 1:steps
+            l = labels[t, i]
+            k += 1
+            if l === missing
+                buffer[k] = -1
+            elseif 1 <= l <= num_classes
+                buffer[k] = l - 1
+            else
+                throw(ArgumentError("LogitCrossEntropyLoss: labels[$t, $i] is $l, but step labels are 1-based " *
+                                    "class indices in 1:$num_classes, or missing to ignore the step"))
+            end
+        end
+    end
+    k
+end
 
 # Each passes its arrays by pointer, preserved for the duration of the call.
 function set_loss_data!(b::BackwardCache, l::GatheredLabelsLoss)
-    labels, indices = l.labels, l.indices
-    GC.@preserve labels indices check(snn_set_labels_gather(b, pointer(labels), l.samples, pointer(indices),
-                                                            length(indices)))
+    n = gather_labels!(b, l.labels, l.num_classes, l.indices)
+    labels = b.int_staging
+    GC.@preserve labels check(snn_set_labels(b, pointer(labels), n))
     SNN_LOSS_LOGIT_CROSSENTROPY
 end
 
@@ -166,8 +229,8 @@ function set_loss_data!(b::BackwardCache, l::LogitCrossEntropyLoss)
 end
 
 function set_loss_data!(b::BackwardCache, l::DatasetLabelsLoss)
-    indices = l.indices
-    GC.@preserve indices check(snn_set_labels_from_dataset(b, l.dataset, pointer(indices), length(indices)))
+    indices = zero_based!(b, l.indices, l.dataset.count)
+    GC.@preserve indices check(snn_set_labels_from_dataset(b, l.dataset, pointer(indices), length(l.indices)))
     SNN_LOSS_LOGIT_CROSSENTROPY
 end
 

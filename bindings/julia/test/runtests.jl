@@ -74,6 +74,36 @@ catch err
     err
 end
 
+# The bytes a call allocates once it has run (compiled, buffers grown). The
+# type parameters make Julia compile it for f and the arguments' types, so
+# nothing is boxed by the measuring itself.
+function allocations(f::F, args::Vararg{Any,N}) where {F,N}
+    f(args...)
+    @allocated f(args...)
+end
+
+# Minibatch training steps, as the README writes them: inputs gathered from
+# an array or a Dataset, the loss's labels gathered with the same indices.
+function array_step!(fwd, bwd, model, opt, x, labels, idx)
+    set_inputs!(fwd, x, idx)
+    forward!(fwd, model)
+    backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels, 2, idx))
+    SNN.update!(model, bwd, opt)
+    nothing
+end
+function dataset_step!(fwd, bwd, model, opt, data, idx)
+    set_inputs!(fwd, data, idx)
+    forward!(fwd, model)
+    backprop!(bwd, fwd, model, LogitCrossEntropyLoss(data, idx))
+    SNN.update!(model, bwd, opt)
+    nothing
+end
+function inference_step!(fwd, model, x)
+    set_inputs!(fwd, x)
+    forward!(fwd, model)
+    nothing
+end
+
 @testset "SNN.jl" begin
     @testset "the library" begin
         @test SNN.version() == "0.1.0"
@@ -81,6 +111,15 @@ end
         @test SNN.has_feature("cpu")
         @test !SNN.has_feature("no-such-feature")
         SNN.check_version()
+        @test isfile(SNN.library_path())               # found when loaded, not when precompiled
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => @__DIR__) == [joinpath(@__DIR__, SNN.libsnn)]
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => "/opt/snn/lib/x.so") == ["/opt/snn/lib/x.so"]
+        @test withenv(SNN.library_candidates, "SNN_LIBRARY" => nothing)[end] == SNN.libsnn
+        # Flux conversions need a Flux.Chain or an SNN.Model (and Flux loaded)
+        e = errorof(() -> SNN.from_flux(1))
+        @test e isa ArgumentError && occursin("Flux", e.msg)
+        e = errorof(() -> SNN.to_flux(1))
+        @test e isa ArgumentError && occursin("Flux", e.msg)
         threads = SNN.get_num_threads()
         SNN.set_num_threads(1)
         @test SNN.get_num_threads() == 1
@@ -507,6 +546,61 @@ end
         @test_throws SNNError SNN.set_state!(model, zeros(Float32, 3))
         @test SNN.state(chain(Static(2), SNN.Dense(1))) == Float32[]
         foreach(close, (fwd, model, again))
+    end
+
+    @testset "inference caches and predict!" begin
+        model = residual_mlp()
+        SNN.initialise!(model; seed=5)
+        x, _ = disc_data()
+        train = preallocate(model, 8)
+        @test SNN.istraining(train)                    # preallocate: training mode
+        e = errorof(() -> predict!(train, model, x[:, 1:8]))
+        @test e isa ArgumentError && occursin("training mode", e.msg) && occursin("inference_cache", e.msg)
+        before = SNN.state(model)
+        fwd = inference_cache(model, 8)
+        @test !SNN.istraining(fwd)                     # inference_cache: inference mode
+        batch = predict!(fwd, model, x[:, 1:8])
+        @test size(batch) == (2, 8)
+        @test batch ≈ model(x[:, 1:8])
+        first_outputs = copy(batch)
+        @test predict!(fwd, model, x[:, 1:8]) == first_outputs   # dropout off: deterministic
+        @test SNN.state(model) == before               # running statistics untouched
+        single = predict!(fwd, model, x[:, 3])         # one sample: its outputs, a vector
+        @test size(single) == (2,) && single ≈ first_outputs[:, 3]
+        cnn = SNN.Model(resnet_chain())
+        images = inference_cache(cnn, 2)
+        image = rand(Float32, 8, 8, 1)
+        @test size(predict!(images, cnn, image)) == (3,)
+        @test size(predict!(images, cnn, rand(Float32, 8, 8, 1, 2))) == (3, 2)
+        @test_throws DimensionMismatch predict!(images, cnn, rand(Float32, 7, 8, 1))
+        foreach(close, (train, fwd, images, cnn, model))
+    end
+
+    @testset "a training step allocates nothing once it runs" begin
+        x, labels = disc_data()
+        data = Dataset(x; labels=labels)
+        model = residual_mlp()
+        SNN.initialise!(model; seed=1)
+        fwd, bwd = preallocate(model, 32), preallocate_grads(model, 32)
+        opt = AdamOptimiser(model; lr=0.01)
+        idx = collect(1:8:256)
+        @test allocations(array_step!, fwd, bwd, model, opt, x, labels, idx) == 0
+        @test allocations(dataset_step!, fwd, bwd, model, opt, data, idx) == 0
+        @test length(bwd.int_staging) == 32 && length(bwd.indices) == 32   # the cache's buffers
+        # the gathered loss is the loss of the gathered labels
+        set_inputs!(fwd, x, idx)
+        forward!(fwd, model)
+        gathered = backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels, 2, idx))
+        @test gathered == backprop!(bwd, fwd, model, LogitCrossEntropyLoss(labels[idx], 2))
+        # a bad label is named when it is gathered, a bad index when the loss is made
+        bad = copy(labels)
+        bad[9] = 3
+        e = errorof(() -> backprop!(bwd, fwd, model, LogitCrossEntropyLoss(bad, 2, idx)))
+        @test e isa ArgumentError && occursin("labels[9] is 3", e.msg) && occursin("1:2", e.msg)
+        @test_throws BoundsError LogitCrossEntropyLoss(labels, 2, [0])
+        test = inference_cache(model, 256)
+        @test allocations(inference_step!, test, model, x) == 0
+        foreach(close, (test, opt, fwd, bwd, data, model))
     end
 
     @testset "a CNN with residual and concat connections" begin
@@ -1286,5 +1380,89 @@ if WITH_CUDA
         @test e isa ArgumentError && occursin("GPU model", e.msg)
         @test_throws ArgumentError model(cx)
         foreach(close, (fwd, bwd, g, model))
+    end
+end
+
+# The Flux extension, where Flux is installed (it is not a test dependency:
+# add it to the environment to run these). It is imported, not used, so its
+# exports stay out of this file's names; loading it loads SNNFluxExt.
+const WITH_FLUX = Base.find_package("Flux") !== nothing
+WITH_FLUX && @eval import Flux
+
+if WITH_FLUX
+    @testset "Flux chains to snn models and back" begin
+        # an MLP: Dense, BatchNorm with running statistics, a residual Dense,
+        # LayerNorm, Dropout, a Dense without bias
+        mlp = Flux.Chain(Flux.Dense(3 => 8, Flux.relu), Flux.BatchNorm(8, tanh),
+                         Flux.SkipConnection(Flux.Dense(8 => 8, Flux.sigmoid), +),
+                         Flux.LayerNorm(8), Flux.Dropout(0.3), Flux.Dense(8 => 2; bias=false))
+        bn = mlp[2]
+        bn.μ .= Float32[0.1 * j for j in 1:8]
+        bn.σ² .= Float32[0.5 + 0.25 * j for j in 1:8]
+        bn.γ .= Float32[1 + 0.1 * j for j in 1:8]
+        bn.β .= Float32[0.05 * j - 0.2 for j in 1:8]
+        Flux.testmode!(mlp)                                  # running statistics, no dropout
+        x = reshape(Float32[2 * sin(1.7f0 * i) for i in 1:15], 3, 5)
+        model = SNN.from_flux(mlp)
+        @test SNN.parameter_count(model) == 3 * 8 + 8 + 2 * 8 + 8 * 8 + 8 + 2 * 8 + 8 * 2
+        @test SNN.layer_weight(model, 1) == mlp[1].weight   # (out, in) both
+        # Flux versions differ in where LayerNorm adds ϵ (σ + ϵ or √(σ² + ϵ)): hence 1e-3
+        @test model(x) ≈ mlp(x) rtol=1e-3 atol=1e-5
+        back = SNN.to_flux(model)
+        Flux.testmode!(back)
+        @test back(x) ≈ mlp(x) rtol=1e-3 atol=1e-5
+        @test back[1].weight == mlp[1].weight && back[4] isa Flux.SkipConnection   # back[3] is tanh
+
+        # a CNN: Conv (a true convolution: its kernel is flipped), CrossCor
+        # (kept), padding, strides, pooling, flatten
+        cnn = Flux.Chain(Flux.Conv((3, 2), 2 => 4, Flux.relu; pad=(1, 1, 0, 0), stride=(1, 2)), Flux.BatchNorm(4),
+                         Flux.CrossCor((3, 3), 4 => 3; pad=1), Flux.MaxPool((2, 2)), Flux.MLUtils.flatten,
+                         Flux.Dense(18 => 5))
+        cnn[2].μ .= Float32[0.1, -0.2, 0.3, 0]
+        cnn[2].σ² .= Float32[1, 2, 0.5, 1.5]
+        Flux.testmode!(cnn)
+        images = reshape(Float32[cos(0.37f0 * i) for i in 1:6 * 8 * 2 * 3], 6, 8, 2, 3)   # (w, h, c, batch)
+        snn_cnn = SNN.from_flux(cnn; input=(6, 8, 2))
+        @test SNN.output_shape(snn_cnn) == (5,)
+        @test SNN.layer_weight(snn_cnn, 1) == cnn[1].weight[end:-1:1, end:-1:1, :, :]   # flipped
+        @test SNN.layer_weight(snn_cnn, 3) == cnn[3].weight                              # CrossCor: as is
+        @test snn_cnn(images) ≈ cnn(images) rtol=1e-4 atol=1e-5
+        again = SNN.to_flux(snn_cnn)
+        Flux.testmode!(again)
+        @test again(images) ≈ cnn(images) rtol=1e-4 atol=1e-5
+        @test again[1].weight == cnn[1].weight                                           # flipped back
+        e = errorof(() -> SNN.from_flux(Flux.Chain(Flux.Dense(2 => 3), Flux.GroupNorm(3, 1))))
+        @test e isa ArgumentError && occursin("GroupNorm", e.msg)
+        e = errorof(() -> SNN.from_flux(Flux.Chain(Flux.Conv((2, 2), 1 => 1; pad=Flux.SamePad())); input=(4, 4, 1)))
+        @test e isa ArgumentError && occursin("both sides", e.msg)
+
+        # an snn model with a residual add, a channel concat and a softmax, to Flux
+        m = SNN.Model("input 6x6x2; conv 3 4 relu pad=1 name=a; conv 3 4 pad=1 nobias; batchnorm; relu; add a; " *
+                      "maxpool 2 name=p; conv 1 2 sigmoid; concat p; globalavgpool; flatten; dropout 0.5; " *
+                      "dense 6; layernorm; dense 3 tanh; softmax")
+        SNN.initialise!(m; seed=3)
+        SNN.layer_weight(m, 3) .= Float32[0.5, 1, 1.5, 2]                     # batchnorm's scale
+        SNN.layer_bias(m, 3) .= Float32[0.1, 0, -0.1, 0.2]
+        st = SNN.state(m)
+        r = SNN.layer_state(m, 3)
+        st[r[1:4]] .= Float32[0.2, -0.1, 0, 0.3]                            # running mean
+        st[r[5:8]] .= Float32[1.5, 0.5, 2, 1]                               # running variance
+        SNN.set_state!(m, st)
+        SNN.layer_weight(m, 13) .= Float32[0.5, 1, 1.5, 2, -1, 1]           # layernorm
+        SNN.layer_bias(m, 13) .= 0.1f0
+        SNN.layer_weight(m, 12) .*= 4                                       # a wide spread into layernorm
+        f = SNN.to_flux(m)
+        Flux.testmode!(f)
+        @test f[2] isa Flux.SkipConnection && f[4] isa Flux.SkipConnection
+        @test size(f[4].connection(ones(Float32, 1, 1, 2, 1), ones(Float32, 1, 1, 4, 1))) == (1, 1, 6, 1)
+        x = reshape(Float32[3 * sin(0.61f0 * i) for i in 1:6 * 6 * 2 * 4], 6, 6, 2, 4)
+        @test f(x) ≈ m(x) rtol=1e-3 atol=1e-5
+        # and back: the same spec, parameters and state, bit for bit
+        round_trip = SNN.from_flux(f; input=(6, 6, 2))
+        @test SNN.get_parameters(round_trip) == SNN.get_parameters(m)
+        @test SNN.state(round_trip) == SNN.state(m)
+        e = errorof(() -> SNN.to_flux(SNN.Model("input seq 4x3; lstm 5 last; dense 2")))
+        @test e isa ArgumentError && occursin("sequences", e.msg)
+        foreach(close, (model, snn_cnn, m, round_trip))
     end
 end

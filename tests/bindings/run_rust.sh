@@ -1,6 +1,7 @@
 #!/bin/bash
 # The Rust binding's checks against the libsnn built by Meson.
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT            cargo test of bindings/rust
+#       (the workspace: snn-sys and snn)
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT clippy     cargo clippy -D warnings
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT doc        cargo doc with rustdoc's warnings
 #       (broken intra-doc links among them) as errors
@@ -8,7 +9,8 @@
 #       has the dependency line and SNN_LIB_DIR (tests/bindings/rust_dependent),
 #       with no LD_LIBRARY_PATH
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT no-lib-dir  the build without SNN_LIB_DIR
-#       nor pkg-config must fail, saying what to set
+#       nor pkg-config must fail, saying what to set, when it may not build
+#       libsnn (SNN_NO_BUILD=1) or cannot (no meson)
 # Every test binary runs even after one fails (each prints its counts); the
 # exit status is cargo's, non-zero when any test failed. 77: skipped.
 set -eu
@@ -35,15 +37,25 @@ dependent)
 no-lib-dir)
     cd "$src/tests/bindings/rust_dependent"
     export CARGO_TARGET_DIR=$build/rust-no-lib-dir-target
-    set +e
-    output=$(env -u SNN_LIB_DIR PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent cargo build --offline 2>&1)
-    status=$?
-    set -e
-    echo "$output"
-    if [ "$status" -eq 0 ]; then echo "the build succeeded without SNN_LIB_DIR"; exit 1; fi
-    grep -qF "Set SNN_LIB_DIR to the directory holding libsnn.a or libsnn.so" <<< "$output" ||
-        { echo "the build failed without saying what to set"; exit 1; }
-    echo "without SNN_LIB_DIR the build fails and says what to set" ;;
+    # Each case: the environment it builds in, then the reason the message gives.
+    for case in "SNN_NO_BUILD=1|SNN_NO_BUILD is set" \
+                "MESON=$build/no-such-meson|meson setup could not be started"; do
+        setting=${case%%|*}; reason=${case#*|}
+        set +e
+        output=$(env -u SNN_LIB_DIR -u SNN_NO_BUILD -u MESON "$setting" PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/nonexistent \
+                 cargo build --offline 2>&1)
+        status=$?
+        set -e
+        echo "$output"
+        if [ "$status" -eq 0 ]; then echo "the build succeeded without SNN_LIB_DIR ($setting)"; exit 1; fi
+        grep -qF "Set SNN_LIB_DIR to the directory holding libsnn.a or libsnn.so" <<< "$output" ||
+            { echo "the build failed without saying what to set ($setting)"; exit 1; }
+        grep -qF "snn: building libsnn from source: $reason" <<< "$output" ||
+            { echo "the build failed without saying why it built no libsnn ($setting)"; exit 1; }
+        # The next case must run the build script again.
+        rm -rf "$CARGO_TARGET_DIR"
+    done
+    echo "without SNN_LIB_DIR the build fails and says what to set, and why it built no libsnn" ;;
 *)
     echo "unknown mode $3"; exit 2 ;;
 esac

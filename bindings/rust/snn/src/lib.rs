@@ -2,7 +2,8 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod sys;
+/// The raw declarations of `snn.h` (the `snn-sys` crate).
+pub use snn_sys as sys;
 
 use std::any::Any;
 use std::borrow::Cow;

@@ -6,9 +6,9 @@
 //! 2. an installed snn that `pkg-config --libs --cflags snn` knows (its `-L`
 //!    directories, or the linker's default path);
 //! 3. snn built from its sources with Meson and Ninja (both run as programs,
-//!    `MESON` and `NINJA` name others) into this crate's `OUT_DIR`: the sources
-//!    bundled in the package (`native/`) or, for the crate inside snn's
-//!    repository, the repository itself. The build is static, CPU only
+//!    `MESON` and `NINJA` name others) into this crate's `OUT_DIR`: for the
+//!    crate inside snn's repository, the repository itself, else the sources
+//!    bundled in the package (`native/`, copied by `vendor_sources.sh`). The build is static, CPU only
 //!    (OpenBLAS where Meson finds it), and is reused by the next `cargo
 //!    build` of the same target directory. `SNN_NO_BUILD=1` skips it.
 //!
@@ -58,18 +58,20 @@ fn pkg_config_knows(package: &str) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// snn's source tree: the copy bundled in the package, else the repository
-/// this crate sits in (bindings/rust/snn-sys).
+/// snn's source tree: the repository this crate sits in (as
+/// bindings/rust/snn-sys), else the copy bundled in the package.
 fn source_tree(manifest_dir: &Path) -> Option<PathBuf> {
     let is_snn = |dir: &Path| {
         dir.join("include/snn.h").is_file()
             && dir.join("lib").is_dir()
             && fs::read_to_string(dir.join("meson.build")).is_ok_and(|text| text.contains("project('snn'"))
     };
-    [manifest_dir.join("native"), manifest_dir.join("../../..")]
+    let repository = manifest_dir.join("../../..");
+    let in_repository = repository.join("bindings/rust/snn-sys").canonicalize().ok() == manifest_dir.canonicalize().ok();
+    [(repository, in_repository), (manifest_dir.join("native"), true)]
         .into_iter()
-        .find(|dir| is_snn(dir))
-        .map(|dir| dir.canonicalize().unwrap_or(dir))
+        .find(|(dir, candidate)| *candidate && is_snn(dir))
+        .map(|(dir, _)| dir.canonicalize().unwrap_or(dir))
 }
 
 /// Runs a build step, its output kept in `log`; on failure, says which step

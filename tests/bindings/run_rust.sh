@@ -11,6 +11,15 @@
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT no-lib-dir  the build without SNN_LIB_DIR
 #       nor pkg-config must fail, saying what to set, when it may not build
 #       libsnn (SNN_NO_BUILD=1) or cannot (no meson)
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT from-source  a crate made by `cargo new`
+#       in a clean folder outside the repository, with one dependency line
+#       and no environment variables, builds libsnn from the repository's
+#       sources (reused between runs: BUILD_ROOT/rust-from-source-target)
+#       and runs a classifier (tests/bindings/rust_classifier.rs)
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT package  `cargo package --offline` of
+#       both crates (a copy in BUILD_ROOT/rust-package), snn-sys with its
+#       bundled sources (vendor_sources.sh), each verified by a build against
+#       SNN_LIB_DIR
 # Every test binary runs even after one fails (each prints its counts); the
 # exit status is cargo's, non-zero when any test failed. 77: skipped.
 set -eu
@@ -56,6 +65,43 @@ no-lib-dir)
         rm -rf "$CARGO_TARGET_DIR"
     done
     echo "without SNN_LIB_DIR the build fails and says what to set, and why it built no libsnn" ;;
+from-source)
+    if pkg-config --exists snn 2>/dev/null; then
+        echo "pkg-config knows an installed snn, which the crate would link: skipped"; exit 77
+    fi
+    command -v meson >/dev/null && command -v ninja >/dev/null || { echo "meson or ninja not found: skipped"; exit 77; }
+    export CARGO_TARGET_DIR=$build/rust-from-source-target
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    cd "$dir"
+    # The README's set-up, word for word: cargo new and one dependency line.
+    env -u SNN_LIB_DIR cargo new --offline --vcs none --quiet classifier
+    cd classifier
+    echo "snn = { path = \"$src/bindings/rust/snn\" }" >> Cargo.toml
+    cp "$src/tests/bindings/rust_classifier.rs" src/main.rs
+    unset SNN_LIB_DIR
+    exec env -u LD_LIBRARY_PATH cargo run --offline -j 2 ;;
+package)
+    # On a copy of bindings/rust, so that the bundled sources stay out of
+    # the checkout.
+    copy=$build/rust-package
+    rm -rf "$copy"
+    mkdir -p "$copy"
+    (cd "$src/bindings/rust" && tar cf - --exclude=./target --exclude=./snn-sys/native .) | (cd "$copy" && tar xf -)
+    bash "$copy/vendor_sources.sh" "$src"
+    cd "$copy"
+    export CARGO_TARGET_DIR=$build/rust-package-target
+    cargo package --offline --workspace
+    # The bundled sources hold what the Meson build reads.
+    listing=$(cargo package --offline --list -p snn-sys)
+    for file in native/meson.build native/meson_options.txt native/include/snn.h native/lib/snn.map \
+                native/lib/api/api_core.cpp native/cuda/meson.build native/dist/meson.build src/lib.rs build.rs; do
+        grep -qxF "$file" <<< "$listing" || { echo "snn-sys's package lacks $file"; exit 1; }
+    done
+    size=$(stat -c %s "$CARGO_TARGET_DIR/package/snn-sys-0.1.0.crate")
+    echo "snn-sys-0.1.0.crate: $size bytes"
+    # crates.io takes crates up to 10 MB.
+    [ "$size" -lt 10000000 ] || { echo "snn-sys's package is over 10 MB"; exit 1; } ;;
 *)
     echo "unknown mode $3"; exit 2 ;;
 esac

@@ -11,6 +11,11 @@
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT no-lib-dir  the build without SNN_LIB_DIR
 #       nor pkg-config must fail, saying what to set, when it may not build
 #       libsnn (SNN_NO_BUILD=1) or cannot (no meson)
+#   run_rust.sh SOURCE_ROOT BUILD_ROOT pkg-config  without SNN_LIB_DIR, libsnn
+#       from pkg-config (BUILD_ROOT's snn-uninstalled.pc): the dependent crate
+#       linked statically, and the safe crate's tests linked to libsnn.so
+#       (SNN_STATIC=0) run through the rpath snn-sys passes on, without
+#       LD_LIBRARY_PATH
 #   run_rust.sh SOURCE_ROOT BUILD_ROOT from-source  a crate made by `cargo new`
 #       in a clean folder outside the repository, with one dependency line
 #       and no environment variables, builds libsnn from the repository's
@@ -65,6 +70,17 @@ no-lib-dir)
         rm -rf "$CARGO_TARGET_DIR"
     done
     echo "without SNN_LIB_DIR the build fails and says what to set, and why it built no libsnn" ;;
+pkg-config)
+    command -v pkg-config >/dev/null || { echo "pkg-config not found: skipped"; exit 77; }
+    [ -f "$build/meson-uninstalled/snn-uninstalled.pc" ] || { echo "no snn-uninstalled.pc in $build: skipped"; exit 77; }
+    unset SNN_LIB_DIR LD_LIBRARY_PATH
+    # No build from source to fall back on: pkg-config must give libsnn.
+    export SNN_NO_BUILD=1 PKG_CONFIG_PATH=$build/meson-uninstalled
+    [[ " $(pkg-config --libs-only-L snn) " == *" -L$build "* ]] || { echo "pkg-config does not give -L$build"; exit 1; }
+    cd "$src/tests/bindings/rust_dependent"
+    CARGO_TARGET_DIR=$build/rust-pkg-config-target cargo run --offline
+    cd "$src/bindings/rust"
+    SNN_STATIC=0 CARGO_TARGET_DIR=$build/rust-pkg-config-target cargo test --offline -p snn --test predict ;;
 from-source)
     if pkg-config --exists snn 2>/dev/null; then
         echo "pkg-config knows an installed snn, which the crate would link: skipped"; exit 77

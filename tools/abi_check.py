@@ -2,7 +2,7 @@
 """Checks that include/snn.h, the built library and the language bindings agree.
 
   abi_check.py --header include/snn.h [--lib build/libsnn.so]
-               [--rust bindings/rust/src/sys.rs]
+               [--rust bindings/rust/snn-sys/src/lib.rs]
                [--csharp bindings/csharp/src/NativeMethods.cs bindings/csharp/src/Snn.cs]
                [--constants-only]
 

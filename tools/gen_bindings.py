@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The generated files, relative to the repository root.
 OUTPUTS = {
-    "rust": "bindings/rust/src/sys.rs",
+    "rust": "bindings/rust/snn-sys/src/lib.rs",
     "csharp": "bindings/csharp/src/NativeMethods.cs",
     "julia": "bindings/julia/src/libsnn.jl",
 }

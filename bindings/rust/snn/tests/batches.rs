@@ -29,7 +29,7 @@ fn the_partial_last_batch_of_an_epoch_runs_without_set_batch() {
         let loss = bwd.backprop(&mut fwd, &model, Loss::LogitCrossEntropy).unwrap();
         // the same samples gathered by index give the same bits
         let indices: Vec<i64> = (4 * b as i64..).take(batch_labels.len()).collect();
-        gather_fwd.set_inputs_gather(&model, &x, &indices).unwrap();
+        gather_fwd.set_inputs_gather(&x, &indices).unwrap();
         gather_bwd.set_labels_gather(&labels, &indices).unwrap();
         gather_fwd.forward(&model).unwrap();
         let gather_loss = gather_bwd.backprop(&mut gather_fwd, &model, Loss::LogitCrossEntropy).unwrap();

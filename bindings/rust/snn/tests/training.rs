@@ -147,7 +147,7 @@ fn gather_and_batch_resize_reuse_the_cache() {
     let data = images(5);
     let mut fwd = model.preallocate(4).unwrap();
     assert_eq!(fwd.batch().unwrap(), (4, 4));
-    fwd.set_inputs_gather(&model, &data, &[4, 0]).unwrap();
+    fwd.set_inputs_gather(&data, &[4, 0]).unwrap();
     assert_eq!(fwd.batch().unwrap(), (2, 4));
     fwd.forward(&model).unwrap();
     let gathered = fwd.outputs().unwrap().to_vec();

@@ -125,7 +125,7 @@ fn gathered_samples_lengths_and_labels_equal_the_direct_ones() {
     let direct = run(&model, &mut fwd, &mut bwd, &pick(&x, T * F), Some(&direct_lengths), &direct_labels);
 
     let indices: Vec<i64> = order.iter().map(|&s| s as i64).collect();
-    fwd.set_inputs_gather(&model, &x, &indices).unwrap();
+    fwd.set_inputs_gather(&x, &indices).unwrap();
     fwd.set_lengths_gather(&LENGTHS, &indices).unwrap();
     fwd.forward(&model).unwrap();
     bwd.set_labels_gather(&labels, &indices).unwrap();

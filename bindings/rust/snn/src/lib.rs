@@ -2,7 +2,8 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod sys;
+/// The raw declarations of `snn.h` (the `snn-sys` crate).
+pub use snn_sys as sys;
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -1015,7 +1016,9 @@ impl Model {
     }
 
     /// A forward cache for batches up to `max_batch`, on the model's device,
-    /// in training mode. Each [`ForwardCache::set_inputs`] sets the batch
+    /// in training mode (batchnorm updates the model's running statistics,
+    /// dropout drops: [`Model::preallocate_inference`] makes one for
+    /// inference). Each [`ForwardCache::set_inputs`] sets the batch
     /// of the passes that follow to its number of samples, `max_batch` at most.
     pub fn preallocate(&self, max_batch: usize) -> Result<ForwardCache, Error> {
         let max_batch = to_i64("Model::preallocate: max_batch", max_batch, ErrorKind::Batch)?;
@@ -1025,6 +1028,62 @@ impl Model {
         // SAFETY: live handle, valid out pointer.
         let status = unsafe { sys::snn_preallocate(self.ptr(), max_batch, &mut out) };
         Ok(ForwardCache { raw: take(status, out)?, features, tokens, _not_sync: PhantomData })
+    }
+
+    /// A forward cache for batches up to `max_batch` in inference mode:
+    /// batchnorm uses the running statistics and leaves them alone, dropout
+    /// passes everything through. [`Model::preallocate`]'s caches start in
+    /// training mode instead; this is `preallocate` then
+    /// `set_training(false)`.
+    pub fn preallocate_inference(&self, max_batch: usize) -> Result<ForwardCache, Error> {
+        let mut fwd = self.preallocate(max_batch)?;
+        fwd.set_training(false)?;
+        Ok(fwd)
+    }
+
+    /// Runs the model in inference mode on `inputs`, `[batch][features]`
+    /// (`[batch][T][F]` for `input seq TxF`), and returns the outputs with
+    /// their shape. One call: it allocates a cache for the batch each time,
+    /// so a loop over many batches is faster with one cache of
+    /// [`Model::preallocate_inference`]. A slice that is not a whole number
+    /// of samples is [`ErrorKind::Count`], an empty one [`ErrorKind::Batch`];
+    /// a model of token ids takes [`Model::predict_tokens`].
+    pub fn predict(&self, inputs: &[f32]) -> Result<Prediction, Error> {
+        let samples = whole_samples("Model::predict: inputs", inputs.len(), self.input_size()?)?;
+        if samples == 0 {
+            return Err(Error::new(ErrorKind::Batch, "Model::predict: inputs hold no sample".to_owned()));
+        }
+        let mut fwd = self.preallocate_inference(samples)?;
+        fwd.set_inputs(inputs)?;
+        self.run_prediction(&mut fwd, samples)
+    }
+
+    /// [`Model::predict`] for a model of token ids (`input tokens T vocab=V`):
+    /// `tokens` is `[batch][T]`, errors as [`ForwardCache::set_tokens`].
+    pub fn predict_tokens(&self, tokens: &[i32]) -> Result<Prediction, Error> {
+        let steps = self.input_sequence()?.steps.max(1);
+        let samples = whole_ids("Model::predict_tokens: tokens", tokens.len(), steps)?;
+        if samples == 0 {
+            return Err(Error::new(ErrorKind::Batch, "Model::predict_tokens: tokens hold no sample".to_owned()));
+        }
+        let mut fwd = self.preallocate_inference(samples)?;
+        fwd.set_tokens(tokens)?;
+        self.run_prediction(&mut fwd, samples)
+    }
+
+    fn run_prediction(&self, fwd: &mut ForwardCache, batch: usize) -> Result<Prediction, Error> {
+        fwd.forward(self)?;
+        let mut values = vec![0.0; batch * self.output_size()?];
+        fwd.get_outputs(&mut values)?;
+        let (c, h, w) = self.layer_shape(self.layer_count()? - 1)?;
+        let shape = if h == 1 && w == 1 {
+            vec![batch, c]
+        } else if w == 1 && self.input_sequence()?.steps > 0 {
+            vec![batch, h, c]
+        } else {
+            vec![batch, c, h, w]
+        };
+        Ok(Prediction { values, shape })
     }
 
     /// Gradient buffers for batches up to `max_batch`.
@@ -1058,6 +1117,30 @@ impl Drop for Model {
 impl fmt::Debug for Model {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Model").field("spec", &self.describe().unwrap_or_default()).finish()
+    }
+}
+
+/// The outputs of [`Model::predict`] and their shape: `[batch, outputs]`
+/// for vectors, `[batch, T, features]` for a sequence output (`[batch][T][F]`
+/// as the inputs), `[batch, channels, height, width]` for an image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// The outputs, row-major in `shape`.
+    pub values: Vec<f32>,
+    /// The batch first, then each sample's dimensions.
+    pub shape: Vec<usize>,
+}
+
+impl Prediction {
+    /// The index of the largest output of each row of the last dimension:
+    /// each sample's class for a classifier (each step's for a sequence
+    /// output). The first wins a tie.
+    pub fn classes(&self) -> Vec<usize> {
+        let width = self.shape.last().copied().unwrap_or(1).max(1);
+        self.values
+            .chunks(width)
+            .map(|row| row.iter().enumerate().fold(0, |best, (i, v)| if *v > row[best] { i } else { best }))
+            .collect()
     }
 }
 
@@ -1225,9 +1308,12 @@ impl ForwardCache {
 
     /// Gathers samples `indices` of `data`, which holds whole samples of
     /// the model's input size (anything else is [`ErrorKind::Count`]); the
-    /// batch becomes `indices.len()`.
-    pub fn set_inputs_gather(&mut self, model: &Model, data: &[f32], indices: &[i64]) -> Result<(), Error> {
-        let samples = whole_samples("ForwardCache::set_inputs_gather: data", data.len(), model.input_size()?)?;
+    /// batch becomes `indices.len()`. As every gather
+    /// ([`ForwardCache::set_tokens_gather`], [`ForwardCache::set_lengths_gather`],
+    /// [`BackwardCache::set_labels_gather`]), it takes the data and the
+    /// indices only: the cache knows its model's input size.
+    pub fn set_inputs_gather(&mut self, data: &[f32], indices: &[i64]) -> Result<(), Error> {
+        let samples = whole_samples("ForwardCache::set_inputs_gather: data", data.len(), self.features)?;
         // SAFETY: data holds `samples` whole samples; indices are checked by the library.
         check(unsafe { sys::snn_set_inputs_gather(self.ptr(), data.as_ptr(), samples, indices.as_ptr(), indices.len()) })
     }

@@ -78,12 +78,12 @@ fn wrong_sizes_are_count_errors() {
 fn a_partial_trailing_sample_is_refused_not_dropped() {
     let model = Model::new("input 3; dense 2").unwrap();
     let mut fwd = model.preallocate(4).unwrap();
-    let e = fwd.set_inputs_gather(&model, &[0.0; 10], &[0, 1]).unwrap_err();
+    let e = fwd.set_inputs_gather(&[0.0; 10], &[0, 1]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Count);
     assert!(e.message().contains("10 floats") && e.message().contains("3 features"), "{e}");
-    fwd.set_inputs_gather(&model, &[0.0; 9], &[0, 2]).unwrap();
-    assert_eq!(fwd.set_inputs_gather(&model, &[0.0; 9], &[3]).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(fwd.set_inputs_gather(&model, &[0.0; 9], &[-1]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    fwd.set_inputs_gather(&[0.0; 9], &[0, 2]).unwrap();
+    assert_eq!(fwd.set_inputs_gather(&[0.0; 9], &[3]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(fwd.set_inputs_gather(&[0.0; 9], &[-1]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 
     let e = Dataset::new(Device::Cpu, &[0.0; 7], 2, None).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Count);

@@ -27,7 +27,7 @@ omit='abi-omitted: SNN_LOG_INFO this binding logs only errors and warnings'
 case $lang in
     rust)
         f=$tmp/sys.rs
-        cp "$src/bindings/rust/src/sys.rs" "$f"
+        cp "$src/bindings/rust/snn-sys/src/lib.rs" "$f"
         plant "$f" '/^pub const SNN_ERR_INTERNAL:/d' '^pub const SNN_ERR_TOKEN:'
         plant "$f" 's/^(pub const SNN_HP_ALPHA: [a-z_0-9]+ = )8;/\19;/' '^pub const SNN_HP_ALPHA: .* = 9;'
         plant "$f" 's/^pub const SNN_OK: snn_status = 0;/&\npub const SNN_ERR_TIMEOUT: snn_status = 23;/' 'SNN_ERR_TIMEOUT'

@@ -47,7 +47,8 @@ build_counter() {
 
 case $mode in
     game-loop)
-        out=$build/bindings-csharp-game-loop
+        # A folder for each set of arguments: meson runs the three at once.
+        out=$build/bindings-csharp-game-loop$(printf '%s' "$*" | tr -c 'a-z-' '_')
         build_binding "$out"
         mcs -nologo -warnaserror -out:"$out/GameLoop.exe" -r:"$out/Snn.dll" tests/GameLoop.cs
         build_counter "$out/alloc_counter.so"

@@ -111,13 +111,25 @@ if not m or m.group(1) != version:
     problems.append('the nuspec version is %s, the header says %s' % (m.group(1) if m else None, version))
 if not re.search(r'<id>Snn</id>', nuspec):
     problems.append('the nuspec id is not Snn')
+# The machine each file is built for, from its runtime identifier.
+elf_machines = {'x64': 62, 'arm64': 183}
+pe_machines = {'x64': 0x8664, 'arm64': 0xAA64}
 for n in names:
     if n.startswith('runtimes/') and n.endswith(('.so', '.dll', '.dylib')):
-        head = z.read(n)[:4]
-        if n.endswith('.so') and head != b'\x7fELF':
-            problems.append(n + ' is not an ELF file')
-        if n.endswith('.dll') and head[:2] != b'MZ':
-            problems.append(n + ' is not a PE file')
+        data = z.read(n)
+        arch = n.split('/')[1].rsplit('-', 1)[-1]
+        if n.endswith('.so'):
+            if data[:4] != b'\x7fELF':
+                problems.append(n + ' is not an ELF file')
+            elif arch in elf_machines and int.from_bytes(data[18:20], 'little') != elf_machines[arch]:
+                problems.append(n + ' is not built for ' + arch)
+        if n.endswith('.dll'):
+            if data[:2] != b'MZ':
+                problems.append(n + ' is not a PE file')
+            else:
+                pe = int.from_bytes(data[0x3c:0x40], 'little')
+                if arch in pe_machines and int.from_bytes(data[pe + 4:pe + 6], 'little') != pe_machines[arch]:
+                    problems.append(n + ' is not built for ' + arch)
 if z.read('lib/netstandard2.1/Snn.dll')[:2] != b'MZ':
     problems.append('lib/netstandard2.1/Snn.dll is not an assembly')
 for n in sorted(names):

@@ -10,6 +10,8 @@ packages=(
   wamerican wfrench wngerman witalian wspanish wportuguese wdutch wswedish wpolish
   valgrind clang libclang-rt-14-dev
   mono-mcs nunit-console libnunit-cil-dev
+  # NuGet 2.8: restores the C# binding's .nupkg from a folder feed (its test).
+  nuget
   libopenmpi-dev openmpi-bin
   nodejs
   python3-onnx

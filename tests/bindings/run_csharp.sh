@@ -9,11 +9,23 @@
 #                                                  the binding as .NET 5 compiles it
 #                                                  (its library-name resolver), type-checked
 #                                                  against .NET's signatures
+#   run_csharp.sh SOURCE_ROOT BUILD_ROOT game-loop [ARGS...]
+#                                                  tests/GameLoop.cs with the allocation
+#                                                  counter preloaded: 0 managed bytes and
+#                                                  0 native allocations per frame
+#                                                  (ARGS: --allocate-per-frame or
+#                                                  --malloc-per-frame, which must fail)
+#   run_csharp.sh SOURCE_ROOT BUILD_ROOT package   pack.sh's .nupkg, restored from a local
+#                                                  folder feed by `nuget install`, and the
+#                                                  game loop built against it, run without
+#                                                  any environment variable (the library
+#                                                  found in the package layout)
 # Exit status 0 only when everything ran and passed: nunit-console's status
 # (its count of failures, taken modulo 256) and its XML result must both say so,
 # every run of the exit program and every README program must exit with 0.
 set -eu
 src=$1; build=$2; mode=${3:-nunit}
+shift $(( $# < 3 ? $# : 3 ))
 command -v mcs >/dev/null || { echo "mcs not found: skipped"; exit 77; }
 command -v mono >/dev/null || { echo "mono not found: skipped"; exit 77; }
 cd "$src/bindings/csharp"
@@ -26,7 +38,74 @@ build_binding() {
     cp src/snn.dll.config "$1/Snn.dll.config"
 }
 
+# tests/core/alloc_counter.c as a library to preload: it counts every heap
+# allocation of the process while counting is on (the game loop turns it on).
+build_counter() {
+    command -v "${CC:-cc}" >/dev/null || { echo "no C compiler for the allocation counter: skipped"; exit 77; }
+    "${CC:-cc}" -shared -fPIC -O2 -o "$1" "$src/tests/core/alloc_counter.c"
+}
+
 case $mode in
+    game-loop)
+        # A folder for each set of arguments: meson runs the three at once.
+        out=$build/bindings-csharp-game-loop$(printf '%s' "$*" | tr -c 'a-z-' '_')
+        build_binding "$out"
+        mcs -nologo -warnaserror -out:"$out/GameLoop.exe" -r:"$out/Snn.dll" tests/GameLoop.cs
+        build_counter "$out/alloc_counter.so"
+        LD_PRELOAD=$out/alloc_counter.so mono "$out/GameLoop.exe" --require-native-count "$@"
+        exit
+        ;;
+    package)
+        out=$build/bindings-csharp-package
+        rm -rf "$out"
+        mkdir -p "$out/feed" "$out/app" "$out/home"
+        # The package, from the library of this build, checked by pack.sh.
+        bash pack.sh "$out/feed" "$build"
+        version=$(sed -n 's|.*<Version>\(.*\)</Version>.*|\1|p' Snn.csproj)
+        nupkg=$(ls "$out"/feed/Snn.*.nupkg)
+        [ "$nupkg" = "$out/feed/Snn.$version.nupkg" ] ||
+            { echo "Snn.csproj's version $version is not the package's ($nupkg)"; exit 1; }
+        # Restored as a program's package reference is: from the folder feed
+        # alone, with a NuGet client when Debian's nuget is installed.
+        if command -v nuget >/dev/null; then
+            HOME=$out/home timeout 120 nuget install Snn -Version "$version" -Source "$out/feed" \
+                -OutputDirectory "$out/packages" -NonInteractive </dev/null
+        else
+            echo "nuget not found: the package is unzipped instead of restored"
+            mkdir -p "$out/packages/Snn.$version"
+            python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+                "$nupkg" "$out/packages/Snn.$version"
+        fi
+        restored=$out/packages/Snn.$version
+        [ -f "$restored/lib/netstandard2.1/Snn.dll" ] || { echo "the restore left no lib/netstandard2.1/Snn.dll"; exit 1; }
+        # The build output of a program referencing the package, as the .NET SDK
+        # lays it out: the assembly (and Mono's config) beside the program, the
+        # native libraries under runtimes/RID/native/.
+        cp "$restored"/lib/netstandard2.1/* "$out/app/"
+        cp -r "$restored/runtimes" "$out/app/"
+        mcs -nologo -warnaserror -out:"$out/app/GameLoop.exe" -r:"$out/app/Snn.dll" tests/GameLoop.cs
+        build_counter "$out/alloc_counter.so"
+        # No LD_LIBRARY_PATH nor any other variable: the binding must find the
+        # library in the package layout (--require-package checks it did).
+        cd /
+        env -i PATH=/usr/bin:/bin HOME="$out/home" mono "$out/app/GameLoop.exe" --require-package
+        # The same with the allocation counter preloaded, for the native count.
+        env -i PATH=/usr/bin:/bin HOME="$out/home" LD_PRELOAD="$out/alloc_counter.so" \
+            mono "$out/app/GameLoop.exe" --require-package --require-native-count
+        # Without the runtimes folder the same program must not find the
+        # library: it was the package layout that made it work.
+        mkdir "$out/bare"
+        cp "$out"/app/*.dll "$out"/app/*.config "$out"/app/*.exe "$out/bare/"
+        status=0
+        bare=$(env -i PATH=/usr/bin:/bin HOME="$out/home" mono "$out/bare/GameLoop.exe" 2>&1) || status=$?
+        if [ "$status" -eq 0 ] || ! grep -q DllNotFoundException <<< "$bare"; then
+            echo "without runtimes/ the program exited with $status:"
+            echo "$bare" | head -5
+            exit 1
+        fi
+        echo "without runtimes/: DllNotFoundException, as it should"
+        exit
+        ;;
     exit-runs)
         out=$build/bindings-csharp-exit
         build_binding "$out"

@@ -185,6 +185,213 @@ namespace Snn
         public long Offset, Count;
     }
 
+    /// <summary>Marks a static method that native code calls through a
+    /// delegate. Unity's IL2CPP (ahead-of-time) recognises the attribute by
+    /// its name, in any namespace, and makes the method callable from native
+    /// code; on Mono and .NET it is only a marker. The binding's tests check
+    /// that every such method carries it.</summary>
+    [AttributeUsage(AttributeTargets.Method, Inherited = false)]
+    public sealed class MonoPInvokeCallbackAttribute : Attribute
+    {
+        public MonoPInvokeCallbackAttribute(Type delegateType) { DelegateType = delegateType; }
+        public Type DelegateType { get; private set; }
+    }
+
+    /// <summary>What a view checks on each read: whether its owner was
+    /// disposed, and whether the owner's memory changed since (its version).</summary>
+    internal interface IViewOwner
+    {
+        int ViewVersion { get; }
+        bool IsDisposed { get; }
+        string ViewOwnerName { get; }
+    }
+
+    internal static class ViewCheck
+    {
+        internal static void Check(IViewOwner owner, int version)
+        {
+            if (owner == null) throw new InvalidOperationException("the view is empty (default)");
+            if (owner.IsDisposed)
+                throw new ObjectDisposedException(owner.ViewOwnerName,
+                    "the view's owner was disposed: its memory is gone (copy with ToArray or Get... to keep values)");
+            if (owner.ViewVersion != version)
+                throw new InvalidOperationException("the view is stale: its " + owner.ViewOwnerName +
+                    " ran Forward, changed its batch or precision, or moved to another device since it was taken");
+        }
+    }
+
+    /// <summary>A read-only, checked view of the library's memory (a cache's
+    /// outputs, a gradient), without a copy. Every read checks that the owner
+    /// is alive and unchanged since the view was taken: a read after the owner
+    /// was disposed throws ObjectDisposedException, after a later Forward (for
+    /// outputs) InvalidOperationException, instead of reading freed or
+    /// rewritten memory. Span gives the raw span (checked once, when taken) for
+    /// loops that want no check per element. Outputs are [Batch][SampleSize];
+    /// a gradient is one row (Batch 1).</summary>
+    public struct ReadOnlyFloatView
+    {
+        readonly IViewOwner owner;
+        readonly int version;
+        readonly IntPtr data;
+        readonly int length, batch;
+
+        internal ReadOnlyFloatView(IViewOwner owner, IntPtr data, int length, int batch)
+        {
+            this.owner = owner;
+            version = owner.ViewVersion;
+            this.data = data;
+            this.length = length;
+            this.batch = batch;
+        }
+
+        public int Length { get { return length; } }
+        /// <summary>The samples of an outputs view (1 for a gradient).</summary>
+        public int Batch { get { return batch; } }
+        /// <summary>Values per sample: Length / Batch (the model's OutputSize for outputs).</summary>
+        public int SampleSize { get { return batch == 0 ? 0 : length / batch; } }
+        /// <summary>False once the owner is disposed or changed: reading would throw.</summary>
+        public bool IsValid { get { return owner != null && !owner.IsDisposed && owner.ViewVersion == version; } }
+
+        public unsafe float this[int index]
+        {
+            get
+            {
+                ViewCheck.Check(owner, version);
+                if ((uint)index >= (uint)length) throw new IndexOutOfRangeException();
+                return ((float*)data)[index];
+            }
+        }
+
+        /// <summary>Value j of sample b: this[b * SampleSize + j].</summary>
+        public float this[int sample, int j]
+        {
+            get
+            {
+                int size = SampleSize;
+                if ((uint)j >= (uint)size || (uint)sample >= (uint)batch) throw new IndexOutOfRangeException();
+                return this[sample * size + j];
+            }
+        }
+
+        /// <summary>The raw span over the same memory, checked once now. It is
+        /// not checked again: reading it after the owner is disposed or changed
+        /// reads freed or rewritten memory. Keep it within the loop that takes it.</summary>
+        public unsafe ReadOnlySpan<float> Span
+        {
+            get
+            {
+                ViewCheck.Check(owner, version);
+                return new ReadOnlySpan<float>((void*)data, length);
+            }
+        }
+
+        public float[] ToArray() { return Span.ToArray(); }
+        public void CopyTo(Span<float> destination) { Span.CopyTo(destination); }
+        /// <summary>The index of the largest value of sample b (a classifier's
+        /// prediction), or -1 for an empty sample.</summary>
+        public int ArgMax(int sample)
+        {
+            int size = SampleSize;
+            if ((uint)sample >= (uint)batch) throw new IndexOutOfRangeException();
+            var row = Span.Slice(sample * size, size);
+            int best = -1;
+            for (int j = 0; j < row.Length; j++)
+                if (best < 0 || row[j] > row[best]) best = j;
+            return best;
+        }
+    }
+
+    /// <summary>A writable, checked view of a CPU model's parameters, without a
+    /// copy: every read and write checks that the model is alive and still on
+    /// the CPU (ObjectDisposedException, InvalidOperationException otherwise).
+    /// Span gives the raw span, checked once when taken.</summary>
+    public struct FloatView
+    {
+        readonly IViewOwner owner;
+        readonly int version;
+        readonly IntPtr data;
+        readonly int length;
+
+        internal FloatView(IViewOwner owner, IntPtr data, int length)
+        {
+            this.owner = owner;
+            version = owner.ViewVersion;
+            this.data = data;
+            this.length = length;
+        }
+
+        public int Length { get { return length; } }
+        public bool IsValid { get { return owner != null && !owner.IsDisposed && owner.ViewVersion == version; } }
+
+        public unsafe float this[int index]
+        {
+            get
+            {
+                ViewCheck.Check(owner, version);
+                if ((uint)index >= (uint)length) throw new IndexOutOfRangeException();
+                return ((float*)data)[index];
+            }
+            set
+            {
+                ViewCheck.Check(owner, version);
+                if ((uint)index >= (uint)length) throw new IndexOutOfRangeException();
+                ((float*)data)[index] = value;
+            }
+        }
+
+        /// <summary>The raw span, checked once now (see ReadOnlyFloatView.Span).</summary>
+        public unsafe Span<float> Span
+        {
+            get
+            {
+                ViewCheck.Check(owner, version);
+                return new Span<float>((void*)data, length);
+            }
+        }
+
+        public float[] ToArray() { return Span.ToArray(); }
+        public void CopyTo(Span<float> destination) { Span.CopyTo(destination); }
+    }
+
+    /// <summary>What Model.Predict returns: the outputs, copied, with their shape.</summary>
+    public sealed class Prediction
+    {
+        internal Prediction(float[] values, int batch, int[] sampleShape)
+        {
+            Values = values;
+            Batch = batch;
+            SampleShape = sampleShape;
+        }
+
+        /// <summary>[Batch][SampleSize], row-major.</summary>
+        public float[] Values { get; private set; }
+        public int Batch { get; private set; }
+        /// <summary>The output layer's shape per sample, (channels, height, width)
+        /// as Model.LayerShape gives it: (n, 1, 1) for a dense output of n.</summary>
+        public int[] SampleShape { get; private set; }
+        public int SampleSize { get { return Batch == 0 ? 0 : Values.Length / Batch; } }
+        public float this[int sample, int j] { get { return Values[sample * SampleSize + j]; } }
+        /// <summary>The index of the largest value of sample b (a classifier's prediction).</summary>
+        public int ArgMax(int sample)
+        {
+            int size = SampleSize, best = 0;
+            for (int j = 1; j < size; j++)
+                if (Values[sample * size + j] > Values[sample * size + best]) best = j;
+            return best;
+        }
+    }
+
+    /// <summary>The mode a new forward cache starts in.</summary>
+    public enum CacheMode
+    {
+        /// <summary>Batchnorm uses and updates batch statistics, dropout drops
+        /// (what Model.Preallocate gives).</summary>
+        Training = 0,
+        /// <summary>Batchnorm uses the running statistics, dropout passes its
+        /// input through, a pass only reads the model (Model.PreallocateInference).</summary>
+        Inference = 1
+    }
+
     /// <summary>Library-wide functions and settings.</summary>
     public static class Library
     {
@@ -206,6 +413,20 @@ namespace Snn
         [ThreadStatic] static Exception receiverExceptionOfThisCall;
         // What it threw on any other message, for TakeLogCallbackException.
         static Exception recordedReceiverException;
+
+        // Mono resolves a [DllImport] when it compiles the method that calls it,
+        // so the library must be loaded from a package layout (when one is
+        // beside Snn.dll) before the first method calling into it is compiled.
+        // Every path into the library starts at Library, Model, Checkpoint or
+        // Dataset, and each has an explicit static constructor that does it:
+        // explicit, the runtime runs it before the class's first use (a call
+        // of its constructor or of a static method), ahead of compiling them.
+        static Library()
+        {
+#if !NET5_0_OR_GREATER
+            NativeLibraryName.Preload();
+#endif
+        }
 
         /// <summary>A NUL-terminated UTF-8 string from the library (null gives "").</summary>
         internal static string Utf8(IntPtr p)
@@ -303,36 +524,56 @@ namespace Snn
         public static void CheckVersion()
         {
             if (versionChecked) return;
-            int loaded = NativeMethods.snn_version_number();
+            int loaded = VersionNumber;
             if (loaded / 1000000 != BindingMajor)
                 throw new SnnException(Status.Unsupported, "libsnn " + VersionString +
                     " is loaded but this binding needs major version " + BindingMajor);
             versionChecked = true;
         }
 
-        public static int VersionNumber { get { return NativeMethods.snn_version_number(); } }
-        public static string VersionString { get { return Utf8(NativeMethods.snn_version_string()); } }
+        // The public static members below call into the library through the
+        // methods of Calls, never directly: Mono resolves a [DllImport] when it
+        // compiles the method calling it, and these members may be a program's
+        // first use of snn, whose static constructor (the package preload) runs
+        // only once the member itself has been compiled.
+        public static int VersionNumber { get { return Calls.VersionNumber(); } }
+        public static string VersionString { get { return Utf8(Calls.VersionString()); } }
         /// <summary>The features of this build separated by spaces, e.g. "cpu openblas cuda-plugin".</summary>
-        public static string BuildFeatures { get { return Utf8(NativeMethods.snn_build_features()); } }
-        public static bool HasFeature(string feature)
-        {
-            return NativeMethods.snn_has_feature(Utf8z(feature, "feature")) != 0;
-        }
-        public static string StatusString(Status status) { return Utf8(NativeMethods.snn_status_string((int)status)); }
+        public static string BuildFeatures { get { return Utf8(Calls.BuildFeatures()); } }
+        public static bool HasFeature(string feature) { return Calls.HasFeature(Utf8z(feature, "feature")) != 0; }
+        public static string StatusString(Status status) { return Utf8(Calls.StatusString((int)status)); }
 
         /// <summary>The bound on the CPU threads the library uses (OpenBLAS included).</summary>
         public static int NumThreads
         {
-            get { return NativeMethods.snn_get_num_threads(); }
-            set { Check(NativeMethods.snn_set_num_threads(value)); }
+            get { return Calls.GetNumThreads(); }
+            set { Check(Calls.SetNumThreads(value)); }
         }
 
         /// <summary>With on, backprops and optimiser steps refuse NaN or Inf
         /// (Status.NotFinite) instead of poisoning the model.</summary>
-        public static void SetCheckFinite(bool on) { Check(NativeMethods.snn_set_check_finite(on ? 1 : 0)); }
+        public static void SetCheckFinite(bool on) { Check(Calls.SetCheckFinite(on ? 1 : 0)); }
 
         /// <summary>Lets GPU caches created afterwards use TF32 tensor-core math.</summary>
-        public static void SetAllowTf32(bool on) { Check(NativeMethods.snn_set_allow_tf32(on ? 1 : 0)); }
+        public static void SetAllowTf32(bool on) { Check(Calls.SetAllowTf32(on ? 1 : 0)); }
+
+        /// <summary>The library calls of Library's static members (see above).</summary>
+        static class Calls
+        {
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int VersionNumber() { return NativeMethods.snn_version_number(); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static IntPtr VersionString() { return NativeMethods.snn_version_string(); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static IntPtr BuildFeatures() { return NativeMethods.snn_build_features(); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int HasFeature(byte[] f) { return NativeMethods.snn_has_feature(f); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static IntPtr StatusString(int s) { return NativeMethods.snn_status_string(s); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int GetNumThreads() { return NativeMethods.snn_get_num_threads(); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int SetNumThreads(int n) { return NativeMethods.snn_set_num_threads(n); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int SetCheckFinite(int on) { return NativeMethods.snn_set_check_finite(on); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int SetAllowTf32(int on) { return NativeMethods.snn_set_allow_tf32(on); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int SetLogCallback(LogCallback c) { return NativeMethods.snn_set_log_callback(c, IntPtr.Zero); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int GpuCount() { return NativeMethods.snn_gpu_count(); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int GpuStatus(int d) { return NativeMethods.snn_gpu_status(d); }
+            [MethodImpl(MethodImplOptions.NoInlining)] internal static int PrecisionSupport(int d, int p, out int n) { return NativeMethods.snn_precision_support(d, p, out n); }
+        }
 
         /// <summary>Installs (or with null removes) the log receiver: every failed
         /// call's message (LogLevel.Error) and the library's notes. It runs on the
@@ -350,12 +591,12 @@ namespace Snn
         {
             if (receiver == null)
             {
-                Check(NativeMethods.snn_set_log_callback(null, IntPtr.Zero));
+                Check(Calls.SetLogCallback(null));
                 logReceiver = null;
                 return;
             }
             logReceiver = receiver;
-            Check(NativeMethods.snn_set_log_callback(logTrampoline, IntPtr.Zero));
+            Check(Calls.SetLogCallback(logTrampoline));
         }
 
         /// <summary>The last exception the log receiver threw on a message that
@@ -365,6 +606,9 @@ namespace Snn
             return Interlocked.Exchange(ref recordedReceiverException, null);
         }
 
+        // Unity's IL2CPP compiles ahead of time and can only hand native code a
+        // static method marked with MonoPInvokeCallback naming its delegate type.
+        [MonoPInvokeCallback(typeof(LogCallback))]
         static void Log(IntPtr userData, int level, IntPtr message)
         {
             try
@@ -383,19 +627,19 @@ namespace Snn
 
         /// <summary>The number of GPUs snn can use; 0 without the CUDA plugin,
         /// a driver or a device (GpuStatus says which).</summary>
-        public static int GpuCount { get { return NativeMethods.snn_gpu_count(); } }
+        public static int GpuCount { get { return Calls.GpuCount(); } }
 
         /// <summary>Status.Ok when GPU `device` can be used, otherwise the reason
         /// (GpuPluginNotFound, GpuDriver, NoGpu, GpuIndex).</summary>
         public static Status GpuStatus(int device)
         {
-            int status = NativeMethods.snn_gpu_status(device);
+            int status = Calls.GpuStatus(device);
             SettleLogReceiverException();
             return (Status)status;
         }
 
         /// <summary>Throws an SnnException with the reason when GPU `device` cannot be used.</summary>
-        public static void RequireGpu(int device) { Check(NativeMethods.snn_gpu_status(device)); }
+        public static void RequireGpu(int device) { Check(Calls.GpuStatus(device)); }
 
         /// <summary>Status.Ok when `device` (CpuDevice or a GPU index) can compute in
         /// `precision`, with native true when it runs natively and false when emulated
@@ -404,7 +648,7 @@ namespace Snn
         public static Status PrecisionSupport(int device, Precision precision, out bool native)
         {
             int n = 0;
-            int status = NativeMethods.snn_precision_support(device, (int)precision, out n);
+            int status = Calls.PrecisionSupport(device, (int)precision, out n);
             SettleLogReceiverException();
             native = status == (int)Status.Ok && n != 0;
             return (Status)status;
@@ -415,7 +659,7 @@ namespace Snn
         public static bool RequirePrecision(int device, Precision precision)
         {
             int native;
-            Check(NativeMethods.snn_precision_support(device, (int)precision, out native));
+            Check(Calls.PrecisionSupport(device, (int)precision, out native));
             return native != 0;
         }
     }
@@ -452,8 +696,17 @@ namespace Snn
     /// ToCpu and ToBestDevice. Readers run together: inference passes,
     /// training passes of a model without state, backprops, the Get methods,
     /// saves. ParametersView is not covered: a span outlives the call.</summary>
-    public sealed class Model : IDisposable
+    public sealed class Model : IDisposable, IViewOwner
     {
+        // See Library's static constructor: the first use of the class loads
+        // the library from a package layout, before its methods are compiled.
+        static Model()
+        {
+#if !NET5_0_OR_GREATER
+            NativeLibraryName.Preload();
+#endif
+        }
+
         internal readonly ModelHandle Handle;
         // Never disposed: a cache on another thread may be waiting on it when
         // the model is disposed, and it holds nothing the collector cannot free.
@@ -496,6 +749,12 @@ namespace Snn
         /// <summary>Loads a model file (safetensors) onto the CPU.</summary>
         public static Model Load(string path)
         {
+            return LoadCalls(path);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Model LoadCalls(string path)
+        {
             var p = Library.Utf8z(path, "path");
             Library.CheckVersion();
             ModelHandle h;
@@ -505,6 +764,12 @@ namespace Snn
 
         /// <summary>Loads a model from the bytes of a model file.</summary>
         public static Model FromBytes(byte[] bytes)
+        {
+            return FromBytesCalls(bytes);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Model FromBytesCalls(byte[] bytes)
         {
             if (bytes == null) throw new ArgumentNullException("bytes");
             Library.CheckVersion();
@@ -520,6 +785,12 @@ namespace Snn
         /// a broken file Status.FileFormat.</summary>
         public static Model ImportOnnx(string path, OnnxImportOptions options = null)
         {
+            return ImportOnnxCalls(path, options);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Model ImportOnnxCalls(string path, OnnxImportOptions options)
+        {
             var p = Library.Utf8z(path, "path");
             Library.CheckVersion();
             var o = (options ?? new OnnxImportOptions()).Native();
@@ -530,6 +801,12 @@ namespace Snn
 
         /// <summary>ImportOnnx from the bytes of an ONNX file.</summary>
         public static Model ImportOnnx(byte[] bytes, OnnxImportOptions options = null)
+        {
+            return ImportOnnxCalls(bytes, options);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Model ImportOnnxCalls(byte[] bytes, OnnxImportOptions options)
         {
             if (bytes == null) throw new ArgumentNullException("bytes");
             Library.CheckVersion();
@@ -745,13 +1022,17 @@ namespace Snn
         /// It is valid until the model is disposed or moved to a GPU; reading it
         /// after that reads freed memory, so keep it in a local and do not
         /// hold it across those calls. On a GPU: Status.DeviceMismatch.</summary>
-        public unsafe Span<float> ParametersView()
+        public FloatView ParametersView()
         {
             IntPtr data;
             UIntPtr n;
             Library.Check(NativeMethods.snn_parameters(Live, out data, out n));
-            return new Span<float>((void*)data, Library.SpanLength(n));
+            return new FloatView(this, data, Library.SpanLength(n));
         }
+
+        int viewVersion;
+        int IViewOwner.ViewVersion { get { return Volatile.Read(ref viewVersion); } }
+        string IViewOwner.ViewOwnerName { get { return "Snn.Model"; } }
 
         /// <summary>The parameters (any device), copied into a new array.</summary>
         public float[] GetParameters()
@@ -820,12 +1101,14 @@ namespace Snn
         public void ToGpu(int device)
         {
             var m = Live;
+            Interlocked.Increment(ref viewVersion);
             using (Writing()) Library.Check(NativeMethods.snn_to_gpu(m, device));
         }
 
         public void ToCpu()
         {
             var m = Live;
+            Interlocked.Increment(ref viewVersion);
             using (Writing()) Library.Check(NativeMethods.snn_to_cpu(m));
         }
 
@@ -834,12 +1117,51 @@ namespace Snn
         {
             var m = Live;
             int d;
+            Interlocked.Increment(ref viewVersion);
             using (Writing()) Library.Check(NativeMethods.snn_to_best_device(m, out d));
             return d;
         }
 
-        /// <summary>A forward cache for batches of 1 to maxBatch samples.</summary>
+        /// <summary>A forward cache for batches of 1 to maxBatch samples, in
+        /// training mode: batchnorm uses the batch's statistics and updates the
+        /// running ones, dropout drops. For inference use PreallocateInference
+        /// (or set Training to false).</summary>
         public ForwardCache Preallocate(int maxBatch) { return new ForwardCache(this, maxBatch); }
+        /// <summary>A forward cache in inference mode (Training false): batchnorm
+        /// uses the running statistics, dropout passes its input through, and a
+        /// pass only reads the model.</summary>
+        public ForwardCache PreallocateInference(int maxBatch) { return Preallocate(maxBatch, CacheMode.Inference); }
+        /// <summary>A forward cache in the mode given.</summary>
+        public ForwardCache Preallocate(int maxBatch, CacheMode mode)
+        {
+            var cache = new ForwardCache(this, maxBatch);
+            if (mode == CacheMode.Inference)
+            {
+                try { cache.Training = false; }
+                catch { cache.Dispose(); throw; }
+            }
+            return cache;
+        }
+
+        /// <summary>Runs the model in inference mode on whole samples of inputs
+        /// ([batch][InputSize]) and returns the outputs with their shape. It makes
+        /// an inference cache for the call (an allocation); a loop that predicts
+        /// every frame keeps a cache from PreallocateInference and calls its
+        /// Predict instead.</summary>
+        public Prediction Predict(ReadOnlySpan<float> inputs)
+        {
+            long size = InputSizeLong;
+            if (size == 0 || inputs.Length % size != 0 || inputs.Length == 0)
+                throw new SnnException(Status.Count, "Model.Predict: " + inputs.Length +
+                    " floats are not a whole, non-zero number of samples of " + size);
+            int batch = (int)(inputs.Length / size);
+            using (var cache = PreallocateInference(batch))
+            {
+                var outputs = cache.Predict(inputs);
+                var shape = LayerShape(LayerCount - 1);
+                return new Prediction(outputs.ToArray(), batch, shape);
+            }
+        }
         /// <summary>A backward cache for batches of 1 to maxBatch samples.</summary>
         public BackwardCache PreallocateGrads(int maxBatch) { return new BackwardCache(this, maxBatch); }
         public Optimiser CreateOptimiser(OptimiserKind kind) { return new Optimiser(this, kind); }
@@ -850,6 +1172,7 @@ namespace Snn
         public void Dispose()
         {
             disposed = true;
+            Interlocked.Increment(ref viewVersion);
             Handle.Dispose();
         }
 
@@ -898,7 +1221,7 @@ namespace Snn
     /// MaxBatch. A cache starts in training mode (batchnorm uses the batch's
     /// statistics and updates the model's state, dropout drops); set Training to
     /// false for inference.</summary>
-    public sealed class ForwardCache : IDisposable
+    public sealed class ForwardCache : IDisposable, IViewOwner
     {
         internal readonly ForwardCacheHandle Handle;
         readonly long inputSize, outputSize;
@@ -935,7 +1258,11 @@ namespace Snn
         public int Batch
         {
             get { long b, m; Library.Check(NativeMethods.snn_cache_batch(Live, out b, out m)); return (int)b; }
-            set { Library.Check(NativeMethods.snn_cache_set_batch(Live, value)); }
+            set
+            {
+                Interlocked.Increment(ref viewVersion);
+                Library.Check(NativeMethods.snn_cache_set_batch(Live, value));
+            }
         }
 
         /// <summary>The largest batch, given to Model.Preallocate.</summary>
@@ -962,7 +1289,11 @@ namespace Snn
         public Precision Precision
         {
             get { int p; Library.Check(NativeMethods.snn_cache_precision(Live, out p)); return (Precision)p; }
-            set { Library.Check(NativeMethods.snn_cache_set_precision(Live, (int)value)); }
+            set
+            {
+                Interlocked.Increment(ref viewVersion);
+                Library.Check(NativeMethods.snn_cache_set_precision(Live, (int)value));
+            }
         }
 
         /// <summary>Seeds the dropout masks of the training passes that follow
@@ -998,7 +1329,11 @@ namespace Snn
             if (samples < 1 || samples > max)
                 throw new SnnException(Status.Batch, what + ": " + count + values + " hold " + samples +
                     " samples; the cache takes 1 to " + max);
-            if (samples != batch) Library.Check(NativeMethods.snn_cache_set_batch(Live, samples));
+            if (samples != batch)
+            {
+                Interlocked.Increment(ref viewVersion);
+                Library.Check(NativeMethods.snn_cache_set_batch(Live, samples));
+            }
         }
 
         /// <summary>Copies whole samples of inputs, [batch][features] ([batch][T][F]
@@ -1111,21 +1446,43 @@ namespace Snn
         {
             var cache = Live;
             var m = Model.Live;
+            Interlocked.Increment(ref viewVersion);
             using (Model.HasState && Training ? Model.Writing() : Model.Reading())
                 Library.Check(NativeMethods.snn_forward(cache, m));
         }
 
+        /// <summary>SetInputs, Forward and OutputsView in one call: the outputs
+        /// of these inputs, [Batch][SampleSize], as a checked view valid until
+        /// the next Forward. Allocates nothing (a per-frame call); the mode is
+        /// the cache's (PreallocateInference for inference).</summary>
+        public ReadOnlyFloatView Predict(ReadOnlySpan<float> inputs)
+        {
+            SetInputs(inputs);
+            Forward();
+            return OutputsView();
+        }
+
         /// <summary>A read-only view of a CPU cache's outputs, [batch][outputs],
         /// without a copy. It is valid until the next Forward or the cache's
-        /// disposal; do not hold it across those calls. On a GPU:
+        /// disposal: a read after either throws (InvalidOperationException,
+        /// ObjectDisposedException) instead of returning other or freed memory.
+        /// Its Span is the raw span, unchecked after it is taken. On a GPU:
         /// Status.DeviceMismatch (use GetOutputs).</summary>
-        public unsafe ReadOnlySpan<float> OutputsView()
+        public ReadOnlyFloatView OutputsView()
         {
             IntPtr data;
             UIntPtr n;
-            Library.Check(NativeMethods.snn_outputs(Live, out data, out n));
-            return new ReadOnlySpan<float>((void*)data, Library.SpanLength(n));
+            var cache = Live;
+            Library.Check(NativeMethods.snn_outputs(cache, out data, out n));
+            int length = Library.SpanLength(n);
+            long b, max;
+            Library.Check(NativeMethods.snn_cache_batch(cache, out b, out max));
+            return new ReadOnlyFloatView(this, data, length, (int)b);
         }
+
+        int viewVersion;
+        int IViewOwner.ViewVersion { get { return Volatile.Read(ref viewVersion); } }
+        string IViewOwner.ViewOwnerName { get { return "Snn.ForwardCache"; } }
 
         /// <summary>The outputs, [batch][outputs], copied into a new array (any device).</summary>
         public float[] GetOutputs()
@@ -1151,7 +1508,7 @@ namespace Snn
     }
 
     /// <summary>The gradient buffers of one model, for batches up to a maximum.</summary>
-    public sealed class BackwardCache : IDisposable
+    public sealed class BackwardCache : IDisposable, IViewOwner
     {
         internal readonly BackwardCacheHandle Handle;
         readonly long parameterCount;
@@ -1318,14 +1675,19 @@ namespace Snn
         }
 
         /// <summary>A read-only view of a CPU cache's gradient, without a copy; valid
-        /// until the cache is disposed. On a GPU: Status.DeviceMismatch.</summary>
-        public unsafe ReadOnlySpan<float> GradientsView()
+        /// until the cache is disposed: a read after that throws
+        /// ObjectDisposedException. On a GPU: Status.DeviceMismatch.</summary>
+        public ReadOnlyFloatView GradientsView()
         {
             IntPtr data;
             UIntPtr n;
             Library.Check(NativeMethods.snn_gradients(Live, out data, out n));
-            return new ReadOnlySpan<float>((void*)data, Library.SpanLength(n));
+            return new ReadOnlyFloatView(this, data, Library.SpanLength(n), 1);
         }
+
+        int viewVersion;
+        int IViewOwner.ViewVersion { get { return Volatile.Read(ref viewVersion); } }
+        string IViewOwner.ViewOwnerName { get { return "Snn.BackwardCache"; } }
 
         /// <summary>The gradient (any device), copied into a new array.</summary>
         public float[] GetGradients()
@@ -1482,6 +1844,15 @@ namespace Snn
     /// by one, and either may outlive the Checkpoint.</summary>
     public sealed class Checkpoint : IDisposable
     {
+        // See Library's static constructor: the first use of the class loads
+        // the library from a package layout, before its methods are compiled.
+        static Checkpoint()
+        {
+#if !NET5_0_OR_GREATER
+            NativeLibraryName.Preload();
+#endif
+        }
+
         public Model Model { get; private set; }
         public Optimiser Optimiser { get; private set; }
 
@@ -1496,6 +1867,12 @@ namespace Snn
         /// A failed load throws (SnnException with Status.Io, FileFormat, ...;
         /// ArgumentException for a NUL in path) and leaves nothing to dispose.</summary>
         public static Checkpoint Load(string path)
+        {
+            return LoadCalls(path);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static Checkpoint LoadCalls(string path)
         {
             var p = Library.Utf8z(path, "path");
             Library.CheckVersion();
@@ -1527,6 +1904,15 @@ namespace Snn
     /// from which batches are gathered by index.</summary>
     public sealed class Dataset : IDisposable
     {
+        // See Library's static constructor: the first use of the class loads
+        // the library from a package layout, before its methods are compiled.
+        static Dataset()
+        {
+#if !NET5_0_OR_GREATER
+            NativeLibraryName.Preload();
+#endif
+        }
+
         internal readonly DatasetHandle Handle;
         volatile bool disposed;
 
@@ -1574,6 +1960,13 @@ namespace Snn
         /// labels is empty, one 0-based label per sample, or one per step
         /// (steps per sample, -1 ignoring a step) for a sequence output.</summary>
         public static unsafe Dataset Tokens(int device, ReadOnlySpan<int> ids, int steps, ReadOnlySpan<int> lengths,
+                                            ReadOnlySpan<int> labels)
+        {
+            return TokensCalls(device, ids, steps, lengths, labels);   // see Library.Calls
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static unsafe Dataset TokensCalls(int device, ReadOnlySpan<int> ids, int steps, ReadOnlySpan<int> lengths,
                                             ReadOnlySpan<int> labels)
         {
             if (steps < 1) throw new ArgumentOutOfRangeException("steps", steps, "must be at least 1");

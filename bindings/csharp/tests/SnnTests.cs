@@ -131,7 +131,9 @@ namespace Snn.Tests
                 Assert.AreEqual(3, maxBatch);
                 fwd.SetInputs(new float[batch * inputs]);
                 fwd.Forward();
-                ReadOnlySpan<float> y = fwd.OutputsView();
+                ReadOnlyFloatView y = fwd.OutputsView();
+                Assert.AreEqual(batch, y.Batch);
+                Assert.AreEqual(outputs, y.SampleSize);
                 Assert.AreEqual(batch * outputs, y.Length);
                 Assert.AreEqual(y[(batch - 1) * outputs], fwd.GetOutputs()[(batch - 1) * outputs]);
                 long parameters = model.ParameterCount;
@@ -228,7 +230,7 @@ namespace Snn.Tests
                 Assert.AreEqual(2, fwd.MaxBatch);
                 fwd.Forward();
                 float[] copied = fwd.GetOutputs();
-                ReadOnlySpan<float> outputs = fwd.OutputsView();
+                ReadOnlySpan<float> outputs = fwd.OutputsView().Span;   // the raw span
                 Assert.AreEqual(copied, outputs.ToArray());
 
                 // A slice of an array is a span: sample 4 alone, without a copy.
@@ -240,7 +242,7 @@ namespace Snn.Tests
                 Assert.AreEqual(copied.Take(3).ToArray(), first.Skip(1).ToArray());
 
                 // Writing through the parameter view changes the model at once.
-                Span<float> view = model.ParametersView();
+                FloatView view = model.ParametersView();
                 Assert.AreEqual(model.ParameterCount, view.Length);
                 var parameters = model.GetParameters();
                 parameters[0] = 0.25f;

@@ -2,6 +2,9 @@
 # Compiles bindings/csharp with Mono's mcs and runs it against the libsnn built
 # by Meson.
 #   run_csharp.sh SOURCE_ROOT BUILD_ROOT           the NUnit 2.6 tests
+#   run_csharp.sh SOURCE_ROOT BUILD_ROOT package [RID=FILE ...]
+#                                                  the package (other platforms'
+#                                                  libraries added), restored and run
 #   run_csharp.sh SOURCE_ROOT BUILD_ROOT exit-runs tests/ExitProgram.cs, 20 times
 #   run_csharp.sh SOURCE_ROOT BUILD_ROOT readme    every ```csharp block of README.md,
 #                                                  compiled as written and run
@@ -60,7 +63,7 @@ case $mode in
         rm -rf "$out"
         mkdir -p "$out/feed" "$out/app" "$out/home"
         # The package, from the library of this build, checked by pack.sh.
-        bash pack.sh "$out/feed" "$build"
+        bash pack.sh "$out/feed" "$build" "$@"
         version=$(sed -n 's|.*<Version>\(.*\)</Version>.*|\1|p' Snn.csproj)
         nupkg=$(ls "$out"/feed/Snn.*.nupkg)
         [ "$nupkg" = "$out/feed/Snn.$version.nupkg" ] ||

@@ -373,6 +373,17 @@ SNN_API int32_t snn_get_num_threads(void);
  * the loops the compiler builds in several versions, which the loader picks
  * by processor. The CPU backend's name in messages ends with the level in
  * force, e.g. "cpu (OpenBLAS Cooperlake, snn kernels avx2)". */
+/* Sets the instruction-set cap for the process instead of SNN_CPU_ISA:
+ * "portable", "avx2", "avx512" or "avx512_bf16"; NULL returns to
+ * SNN_CPU_ISA. Products follow at once; a forward or backward cache keeps
+ * the convolution kernels it chose when it was made (make caches after the
+ * call). Call it between passes, not while another thread runs one.
+ * Errors: SNN_ERR_INVALID_ARGUMENT for any other name. */
+SNN_API snn_status snn_set_cpu_isa(const char *level);
+/* The level in force, the cap and the processor together: "avx512_bf16",
+ * "avx512", "avx2", "portable", or "neon" (aarch64). Static text, never
+ * NULL. */
+SNN_API const char *snn_cpu_isa(void);
 
 /* Log levels passed to the log callback. */
 enum { SNN_LOG_ERROR = 0, SNN_LOG_WARNING = 1, SNN_LOG_INFO = 2 };

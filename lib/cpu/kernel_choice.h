@@ -56,9 +56,9 @@ bool cpu_isa_from_name(const char *name, CpuIsa *isa);
 // The cap asked for (not lowered to what the processor has).
 CpuIsa cpu_isa_cap();
 
-// For a program that links snn statically (the kernel tests): the cap for
-// the whole process instead of SNN_CPU_ISA, until
-// cpu_cap_isa_from_environment(). Change it between passes, on one thread.
+// The cap for the whole process instead of SNN_CPU_ISA, until
+// cpu_cap_isa_from_environment() (snn_set_cpu_isa in the C API). Change it
+// between passes, on one thread.
 void cpu_cap_isa(CpuIsa isa);
 void cpu_cap_isa_from_environment();
 

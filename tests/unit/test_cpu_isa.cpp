@@ -184,6 +184,28 @@ TEST_F(CpuIsaTest, TheEnvironmentNamesTheCap) {
     EXPECT_STREQ(snn::cpu_isa_in_force(), expected_at(want).in_force);
 }
 
+// The C API: snn_set_cpu_isa sets the cap (NULL: back to SNN_CPU_ISA),
+// rejects other names and leaves the cap as it was; snn_cpu_isa names the
+// level in force.
+TEST_F(CpuIsaTest, TheCApiSetsAndNamesTheCap) {
+    unsetenv("SNN_CPU_KERNELS");
+    for (CpuIsa level : kLevels) {
+        ASSERT_EQ(snn_set_cpu_isa(level_name(level)), SNN_OK) << snn_last_error();
+        EXPECT_EQ(snn::cpu_isa_cap(), level);
+        EXPECT_STREQ(snn_cpu_isa(), expected_at(level).in_force);
+    }
+    ASSERT_EQ(snn_set_cpu_isa("avx2"), SNN_OK);
+    EXPECT_EQ(snn_set_cpu_isa("avx512bf16"), SNN_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(snn_last_error()).find("avx512bf16"), std::string::npos) << snn_last_error();
+    EXPECT_EQ(snn::cpu_isa_cap(), CpuIsa::avx2);
+    ASSERT_EQ(snn_set_cpu_isa(nullptr), SNN_OK);
+    const char *v = std::getenv("SNN_CPU_ISA");
+    CpuIsa want = CpuIsa::avx512_bf16;
+    if (v != nullptr) snn::cpu_isa_from_name(v, &want);
+    EXPECT_EQ(snn::cpu_isa_cap(), want);
+    EXPECT_STREQ(snn_cpu_isa(), expected_at(want).in_force);
+}
+
 struct Result {
     std::vector<float> y, grads, dx;
 };

@@ -364,6 +364,27 @@ SNN_API snn_status snn_set_num_threads(int32_t n);
 /* The current CPU thread bound. */
 SNN_API int32_t snn_get_num_threads(void);
 
+/* The environment variable SNN_CPU_ISA caps the instruction sets of snn's
+ * own CPU kernels, read once at first use: portable (no SIMD kernels of
+ * snn's own), avx2 (AVX2 and FMA), avx512 (AVX-512 F and BW, no BF16: bf16
+ * is then emulated), avx512_bf16 (all; the default). The cap only lowers:
+ * above what the processor has, the processor rules; an unknown name is no
+ * cap. It does not reach OpenBLAS (OPENBLAS_CORETYPE picks its kernels) nor
+ * the loops the compiler builds in several versions, which the loader picks
+ * by processor. The CPU backend's name in messages ends with the level in
+ * force, e.g. "cpu (OpenBLAS Cooperlake, snn kernels avx2)". */
+/* Sets the instruction-set cap for the process instead of SNN_CPU_ISA:
+ * "portable", "avx2", "avx512" or "avx512_bf16"; NULL returns to
+ * SNN_CPU_ISA. Products follow at once; a forward or backward cache keeps
+ * the convolution kernels it chose when it was made (make caches after the
+ * call). Call it between passes, not while another thread runs one.
+ * Errors: SNN_ERR_INVALID_ARGUMENT for any other name. */
+SNN_API snn_status snn_set_cpu_isa(const char *level);
+/* The level in force, the cap and the processor together: "avx512_bf16",
+ * "avx512", "avx2", "portable", or "neon" (aarch64). Static text, never
+ * NULL. */
+SNN_API const char *snn_cpu_isa(void);
+
 /* Log levels passed to the log callback. */
 enum { SNN_LOG_ERROR = 0, SNN_LOG_WARNING = 1, SNN_LOG_INFO = 2 };
 
@@ -909,8 +930,9 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * Where each runs:
  *   SNN_PRECISION_FLOAT32  everywhere (the default).
  *   SNN_PRECISION_BF16     CPU: natively on processors with AVX-512 BF16
- *                          (vdpbf16ps); elsewhere, and with
- *                          SNN_CPU_KERNELS=reference, emulated (the same
+ *                          (vdpbf16ps); elsewhere, with
+ *                          SNN_CPU_KERNELS=reference and under an
+ *                          SNN_CPU_ISA cap below avx512_bf16, emulated (the same
  *                          rounding of operands, float32 products: the same
  *                          accuracy, no speed-up); snn_precision_support
  *                          tells which. GPU: compute capability 8.0 or newer

@@ -235,6 +235,8 @@ RUST_DOCS = {
     'snn_last_error': 'The message of the last failed call on this thread (empty when none failed).',
     'snn_set_num_threads': 'Bounds the CPU threads the library uses; n >= 1.',
     'snn_get_num_threads': 'The current CPU thread bound.',
+    'snn_set_cpu_isa': "Caps the instruction sets of snn's CPU kernels (`SNN_CPU_ISA`'s levels); NULL returns to the environment.",
+    'snn_cpu_isa': 'The instruction-set level in force, e.g. `avx2`.',
     'snn_set_log_callback': 'Installs (or with `None` removes) the process-wide log callback.',
     'snn_set_check_finite': 'With on = 1, backprop and steps fail with `SNN_ERR_NOT_FINITE` on NaN or Inf.',
     'snn_model_create': 'Parses a model spec into a new CPU model.',

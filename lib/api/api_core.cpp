@@ -5,6 +5,7 @@
 
 #include "api/guard.h"
 #include "common/log.h"
+#include "cpu/kernel_choice.h"
 #include "device/devices.h"
 
 namespace snn {
@@ -176,6 +177,21 @@ SNN_API snn_status snn_set_num_threads(int32_t n) {
         set_threads(n);
     });
 }
+
+SNN_API snn_status snn_set_cpu_isa(const char *level) {
+    return guarded(__func__, [&] {
+        if (level == nullptr) {
+            cpu_cap_isa_from_environment();
+            return;
+        }
+        CpuIsa isa;
+        if (!cpu_isa_from_name(level, &isa))
+            fail(SNN_ERR_INVALID_ARGUMENT, "level must be portable, avx2, avx512 or avx512_bf16, got '%s'", level);
+        cpu_cap_isa(isa);
+    });
+}
+
+SNN_API const char *snn_cpu_isa(void) { return cpu_isa_in_force(); }
 
 SNN_API int32_t snn_gpu_count(void) { return gpu_count(); }
 

@@ -23,17 +23,99 @@
 
 namespace snn {
 
+namespace {
+
+// The processor's features without those above `cap`.
+CpuFeatures capped(CpuIsa cap) {
+    CpuFeatures f = cpu_features();
+    if (cap < CpuIsa::avx512_bf16) f.avx512bf16 = false;
+    if (cap < CpuIsa::avx512) f.avx512f = f.avx512bw = false;
+    if (cap < CpuIsa::avx2) f.avx2_fma = f.neon = false;
+    return f;
+}
+
+// SNN_CPU_ISA, read once: the named level, or avx512_bf16 (no cap) when unset
+// or unknown.
+CpuIsa environment_cap() {
+    static const CpuIsa cap = [] {
+        CpuIsa isa = CpuIsa::avx512_bf16;
+        const char *v = std::getenv("SNN_CPU_ISA");
+        if (v != nullptr) cpu_isa_from_name(v, &isa);
+        return isa;
+    }();
+    return cap;
+}
+
+constexpr int32_t kIsaFromEnvironment = -1;
+std::atomic<int32_t> g_cpu_isa{kIsaFromEnvironment};
+
+}  // namespace
+
+bool cpu_isa_from_name(const char *name, CpuIsa *isa) {
+    static const struct {
+        const char *name;
+        CpuIsa isa;
+    } kNames[] = {{"portable", CpuIsa::portable},
+                  {"avx2", CpuIsa::avx2},
+                  {"avx512", CpuIsa::avx512},
+                  {"avx512_bf16", CpuIsa::avx512_bf16}};
+    if (name == nullptr) return false;
+    for (const auto &n : kNames)
+        if (std::strcmp(name, n.name) == 0) {
+            *isa = n.isa;
+            return true;
+        }
+    return false;
+}
+
+void cpu_cap_isa(CpuIsa isa) { g_cpu_isa.store(int32_t(isa), std::memory_order_relaxed); }
+void cpu_cap_isa_from_environment() { g_cpu_isa.store(kIsaFromEnvironment, std::memory_order_relaxed); }
+
+CpuIsa cpu_isa_cap() {
+    const int32_t chosen = g_cpu_isa.load(std::memory_order_relaxed);
+    CpuIsa cap = chosen == kIsaFromEnvironment ? environment_cap() : CpuIsa(chosen);
+    // SNN_CPU_KERNELS=avx2 (read on every call) is the cap avx2.
+    const char *v = std::getenv("SNN_CPU_KERNELS");
+    if (v != nullptr && std::strcmp(v, "avx2") == 0 && cap > CpuIsa::avx2) cap = CpuIsa::avx2;
+    return cap;
+}
+
+const CpuFeatures &cpu_kernel_features() {
+    static const CpuFeatures levels[] = {capped(CpuIsa::portable), capped(CpuIsa::avx2), capped(CpuIsa::avx512),
+                                         capped(CpuIsa::avx512_bf16)};
+    return levels[size_t(cpu_isa_cap())];
+}
+
+namespace {
+
+const char *isa_name(const CpuFeatures &f) {
+    if (f.avx512f && f.avx512bw && f.avx512bf16) return "avx512_bf16";
+    if (f.avx512f) return "avx512";
+    if (f.avx2_fma) return "avx2";
+    if (f.neon) return "neon";
+    return "portable";
+}
+
+// The backend's name at the level f: "cpu (OpenBLAS Cooperlake, snn kernels
+// avx2)", or without OpenBLAS "cpu (snn sgemm avx2, snn kernels avx2)".
+std::string describe(const CpuFeatures &f) {
 #ifdef SNN_HAVE_OPENBLAS
-const char *CpuBackend::name() const {
-    static const std::string n = std::string("cpu (OpenBLAS ") + openblas_get_corename() + ")";
-    return n.c_str();
-}
+    return std::string("cpu (OpenBLAS ") + openblas_get_corename() + ", snn kernels " + isa_name(f) + ")";
 #else
-const char *CpuBackend::name() const {
-    static const std::string n = std::string("cpu (snn sgemm ") + sgemm_kernel_name(sgemm_kernel()) + ")";
-    return n.c_str();
-}
+    return std::string("cpu (snn sgemm ") + sgemm_kernel_name(sgemm_kernel_for(f)) + ", snn kernels " +
+           isa_name(f) + ")";
 #endif
+}
+
+}  // namespace
+
+const char *cpu_isa_in_force() { return isa_name(cpu_kernel_features()); }
+
+const char *CpuBackend::name() const {
+    static const std::string names[] = {describe(capped(CpuIsa::portable)), describe(capped(CpuIsa::avx2)),
+                                        describe(capped(CpuIsa::avx512)), describe(capped(CpuIsa::avx512_bf16))};
+    return names[size_t(cpu_isa_cap())].c_str();
+}
 
 void *CpuBackend::alloc(size_t bytes) {
     // 64-byte alignment: a cache line and an AVX-512 vector.
@@ -97,7 +179,9 @@ PrecisionSupport CpuBackend::precision_support(Precision p, const char **why) co
     } else if (p == Precision::bf16 && !cpu_has_bf16()) {
         support = PrecisionSupport::emulated;
         reason = cpu_reference_kernels() ? "SNN_CPU_KERNELS=reference: bf16 is emulated (operands rounded, float32 products)"
-                                         : "the processor lacks AVX-512 BF16: bf16 is emulated (operands rounded, float32 products)";
+                 : cpu_features().avx512bf16
+                     ? "the instruction-set cap (SNN_CPU_ISA) rules out AVX-512 BF16: bf16 is emulated (operands rounded, float32 products)"
+                     : "the processor lacks AVX-512 BF16: bf16 is emulated (operands rounded, float32 products)";
     }
     if (why) *why = reason;
     return support;
@@ -186,17 +270,6 @@ bool cpu_reference_kernels() {
         }
         default: return false;
     }
-}
-
-const CpuFeatures &cpu_kernel_features() {
-    static const CpuFeatures all = cpu_features();
-    static const CpuFeatures avx2 = [] {
-        CpuFeatures f = cpu_features();
-        f.avx512f = f.avx512bw = f.avx512bf16 = false;
-        return f;
-    }();
-    const char *v = std::getenv("SNN_CPU_KERNELS");
-    return v != nullptr && std::strcmp(v, "avx2") == 0 ? avx2 : all;
 }
 
 // OpenBLAS runs single-threaded inside each of our workers.

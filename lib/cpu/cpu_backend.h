@@ -94,8 +94,10 @@ bool cpu_reference_kernels();
 bool cpu_has_bf16();
 
 // The processor's features as the CPU kernels see them: cpu_features()
-// (platform/cpu_features.h), without AVX-512 when the environment sets
-// SNN_CPU_KERNELS=avx2 (cpu/kernel_choice.h). Read on every call.
+// (platform/cpu_features.h) without those above the instruction-set cap
+// (SNN_CPU_ISA, or SNN_CPU_KERNELS=avx2: cpu/kernel_choice.h). Every choice
+// of a kernel by instruction set asks this, never cpu_features(). Read on
+// every call.
 const CpuFeatures &cpu_kernel_features();
 
 // Sets the CPU thread bound: grows the pool, gives each thread its packing

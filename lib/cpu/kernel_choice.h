@@ -34,4 +34,36 @@ bool cpu_gemm512_forced();
 // to no_conv512 (or reference).
 bool cpu_conv512_ruled_out();
 
+// The instruction-set cap (in the spirit of oneDNN's ONEDNN_MAX_CPU_ISA):
+// snn's kernels run as on a processor with no more than the level named, so
+// a processor with AVX-512 measures what AVX2-only ones run. Levels, in
+// order: portable (no SIMD kernels of snn's own: the portable micro-kernels
+// and plain loops), avx2 (AVX2 and FMA), avx512 (AVX-512 F and BW, no BF16),
+// avx512_bf16 (all; the default). The cap only lowers: above what the
+// processor has, the processor's features rule. SNN_CPU_ISA in the
+// environment names it, read once at first use (an unknown name is no cap);
+// SNN_CPU_KERNELS=avx2 (read on every call) is the cap avx2. Every kernel
+// table asks cpu_kernel_features() (cpu/cpu_backend.h), which applies it.
+// The loops multiversioned by the compiler (cpu/multiversion.h) are chosen
+// by the dynamic loader before any setting is read, and the cap does not
+// reach them; nor does it reach OpenBLAS, which picks its kernels when it
+// loads (OPENBLAS_CORETYPE).
+enum class CpuIsa : int32_t { portable, avx2, avx512, avx512_bf16 };
+
+// Parses a level's name; false (and *isa untouched) for any other text.
+bool cpu_isa_from_name(const char *name, CpuIsa *isa);
+
+// The cap asked for (not lowered to what the processor has).
+CpuIsa cpu_isa_cap();
+
+// The cap for the whole process instead of SNN_CPU_ISA, until
+// cpu_cap_isa_from_environment() (snn_set_cpu_isa in the C API). Change it
+// between passes, on one thread.
+void cpu_cap_isa(CpuIsa isa);
+void cpu_cap_isa_from_environment();
+
+// The level in force, the cap and the processor together: "avx512_bf16",
+// "avx512", "avx2", "portable", or "neon" on aarch64 without a cap.
+const char *cpu_isa_in_force();
+
 }  // namespace snn

@@ -464,8 +464,9 @@ void reserve_share(void *ctx, int32_t, int32_t workers) {
 
 }  // namespace
 
-SgemmKernel sgemm_kernel() {
-    const CpuFeatures &f = cpu_kernel_features();
+SgemmKernel sgemm_kernel() { return sgemm_kernel_for(cpu_kernel_features()); }
+
+SgemmKernel sgemm_kernel_for(const CpuFeatures &f) {
     for (const SgemmKernelRow &row : kSgemmKernels)
         if (row.eligible(f)) return row.kernel;
     return SgemmKernel::portable;

@@ -27,6 +27,8 @@
 
 namespace snn {
 
+struct CpuFeatures;  // platform/cpu_features.h
+
 enum class SgemmKernel : int32_t {
     avx512,
     avx2,
@@ -37,8 +39,11 @@ enum class SgemmKernel : int32_t {
 // The kernel this processor runs: the first eligible row of the table, read
 // from cpu_kernel_features() (cpu/cpu_backend.h) on every call.
 SgemmKernel sgemm_kernel();
+// The kernel a processor with features f runs.
+SgemmKernel sgemm_kernel_for(const CpuFeatures &f);
 
-// True when the processor can run kernel k (portable: always).
+// True when the processor can run kernel k (portable: always), whatever the
+// instruction-set cap: the tests run each kernel the processor has.
 bool sgemm_kernel_supported(SgemmKernel k);
 
 const char *sgemm_kernel_name(SgemmKernel k);

@@ -95,6 +95,10 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_get_num_threads();
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_set_cpu_isa([In] byte[] level);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr snn_cpu_isa();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_log_callback(LogCallback callback, IntPtr userData);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_set_check_finite(int on);

@@ -84,6 +84,8 @@ snn_last_error() = ccall((:snn_last_error, libsnn), Cstring, ())
 # Settings (process-wide)
 snn_set_num_threads(n) = ccall((:snn_set_num_threads, libsnn), Cint, (Int32,), n)
 snn_get_num_threads() = ccall((:snn_get_num_threads, libsnn), Int32, ())
+snn_set_cpu_isa(level) = ccall((:snn_set_cpu_isa, libsnn), Cint, (Cstring,), level)
+snn_cpu_isa() = ccall((:snn_cpu_isa, libsnn), Cstring, ())
 snn_set_log_callback(callback, user_data) =
     ccall((:snn_set_log_callback, libsnn), Cint, (Ptr{Cvoid}, Ptr{Cvoid}), callback, user_data)
 snn_set_check_finite(on) = ccall((:snn_set_check_finite, libsnn), Cint, (Int32,), on)

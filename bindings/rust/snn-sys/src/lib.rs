@@ -214,6 +214,11 @@ extern "C" {
     pub fn snn_set_num_threads(n: i32) -> snn_status;
     /// The current CPU thread bound.
     pub fn snn_get_num_threads() -> i32;
+    /// Caps the instruction sets of snn's CPU kernels (`SNN_CPU_ISA`'s levels); NULL returns to the
+    /// environment.
+    pub fn snn_set_cpu_isa(level: *const c_char) -> snn_status;
+    /// The instruction-set level in force, e.g. `avx2`.
+    pub fn snn_cpu_isa() -> *const c_char;
     /// Installs (or with `None` removes) the process-wide log callback.
     pub fn snn_set_log_callback(callback: snn_log_fn, user_data: *mut c_void) -> snn_status;
     /// With on = 1, backprop and steps fail with `SNN_ERR_NOT_FINITE` on NaN or Inf.

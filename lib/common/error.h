@@ -22,9 +22,16 @@ private:
 };
 
 // printf-style message formatting (the engine's only use of varargs; never
-// exported).
-std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// exported). It formats with the C library's vsnprintf, which on MinGW is
+// MinGW's own C99 one (libstdc++ asks for it), so %zu and %lld work there
+// too: the check must follow C99 (gnu_printf), not msvcrt's printf.
+#if defined(__MINGW32__) && !defined(__clang__)
+#define SNN_PRINTF gnu_printf
+#else
+#define SNN_PRINTF printf
+#endif
+std::string format(const char *fmt, ...) __attribute__((format(SNN_PRINTF, 1, 2)));
 
-[[noreturn]] void fail(snn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+[[noreturn]] void fail(snn_status status, const char *fmt, ...) __attribute__((format(SNN_PRINTF, 2, 3)));
 
 }  // namespace snn

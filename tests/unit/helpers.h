@@ -14,6 +14,14 @@
 #include <string>
 #include <vector>
 
+#ifdef _WIN32
+#include <stdlib.h>
+// POSIX's setenv and unsetenv through the C runtime's environment, which
+// snn.dll's getenv reads too.
+inline int setenv(const char *name, const char *value, int) { return _putenv_s(name, value); }
+inline int unsetenv(const char *name) { return _putenv_s(name, ""); }
+#endif
+
 namespace snn_test {
 
 using snn_handles::Backward;

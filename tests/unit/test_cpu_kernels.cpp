@@ -14,13 +14,6 @@
 
 #include "helpers.h"
 
-#ifdef _WIN32
-// POSIX's setenv and unsetenv through the C runtime's environment, which
-// snn.dll's getenv reads too.
-static int setenv(const char *name, const char *value, int) { return _putenv_s(name, value); }
-static int unsetenv(const char *name) { return _putenv_s(name, ""); }
-#endif
-
 namespace {
 
 using namespace snn_test;

@@ -140,11 +140,12 @@ void openblas_gemm512_run(const Product &p) { split_product(p, openblas_direct_b
 // OpenBLAS's own choice of kernels and with OPENBLAS_CORETYPE=Haswell, which
 // pack B for such a product (bench/results.md, "Issue 39: batch-1 products on
 // snn's own kernels in the OpenBLAS build": a 1024 x 1000 layer at batch 1,
-// 12x and 6x). The rule: a shape goes to snn's own code only where it is at
+// 14x and 6x). The rule: a shape goes to snn's own code only where it is at
 // least as fast under both settings. Smaller ones stay with OpenBLAS, whose
-// AVX-512 small-matrix kernels were 3% to 35% faster there (its Haswell ones
-// 3 to 7 times slower). The choice depends on the shape alone, not on the
-// kernels OpenBLAS picked. The reference kernels keep OpenBLAS.
+// AVX-512 small-matrix kernels were up to 1.5 times as fast there (8% on a
+// 784 x 128 layer at batch 1) while its Haswell ones were 2 to 7 times
+// slower. The choice depends on the shape alone, not on the kernels OpenBLAS
+// picked. The reference kernels keep OpenBLAS.
 bool openblas_few_rows_eligible(const Product &p) {
     return p.precision == Precision::f32 && !p.trans_a && !cpu_reference_kernels() && p.M <= kSgemmFewRows &&
            multiply_adds(p) > kDirectGemm;

@@ -111,6 +111,12 @@ void small_run(const Product &p) {
         small_gemm_nn(p.M, p.N, p.K, p.A, p.lda, p.B, p.ldb, p.C, p.ldc, p.accumulate);
 }
 
+// Up to kSgemmFewRows rows of C with A not transposed: snn's unpacked product
+// (sgemm_few_rows with the processor's kernel, under the instruction-set cap).
+void few_rows_block(const Product &b) {
+    sgemm_few_rows(sgemm_kernel(), b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+}
+
 #ifdef SNN_HAVE_OPENBLAS
 void openblas_block(const Product &b) {
     cblas_sgemm(CblasRowMajor, b.trans_a ? CblasTrans : CblasNoTrans, b.trans_b ? CblasTrans : CblasNoTrans,
@@ -128,6 +134,23 @@ bool openblas_gemm512_eligible(const Product &p) {
     return p.precision == Precision::f32 && !p.trans_a && !p.trans_b && gemm512_available();
 }
 void openblas_gemm512_run(const Product &p) { split_product(p, openblas_direct_block); }
+
+// Products of up to kSgemmFewRows rows past kDirectGemm multiply-adds go to
+// snn's unpacked product: there it measured faster than OpenBLAS both with
+// OpenBLAS's own choice of kernels and with OPENBLAS_CORETYPE=Haswell, which
+// pack B for such a product (bench/results.md, "Issue 39: batch-1 products on
+// snn's own kernels in the OpenBLAS build": a 1024 x 1000 layer at batch 1,
+// 14x and 6x). The rule: a shape goes to snn's own code only where it is at
+// least as fast under both settings. Smaller ones stay with OpenBLAS, whose
+// AVX-512 small-matrix kernels were up to 1.5 times as fast there (8% on a
+// 784 x 128 layer at batch 1) while its Haswell ones were 2 to 7 times
+// slower. The choice depends on the shape alone, not on the kernels OpenBLAS
+// picked. The reference kernels keep OpenBLAS.
+bool openblas_few_rows_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && !cpu_reference_kernels() && p.M <= kSgemmFewRows &&
+           multiply_adds(p) > kDirectGemm;
+}
+void openblas_few_rows_run(const Product &p) { split_product(p, few_rows_block); }
 
 bool openblas_eligible(const Product &p) { return p.precision == Precision::f32; }
 void openblas_run(const Product &p) { split_product(p, openblas_block); }
@@ -147,13 +170,10 @@ bool builtin_direct_eligible(const Product &p) {
 }
 void builtin_direct_run(const Product &p) { split_product(p, builtin_direct_block); }
 
-void builtin_few_rows_block(const Product &b) {
-    sgemm_few_rows(sgemm_kernel(), b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
-}
 bool builtin_few_rows_eligible(const Product &p) {
     return p.precision == Precision::f32 && !p.trans_a && p.M <= kSgemmFewRows;
 }
-void builtin_few_rows_run(const Product &p) { split_product(p, builtin_few_rows_block); }
+void builtin_few_rows_run(const Product &p) { split_product(p, few_rows_block); }
 
 bool builtin_eligible(const Product &p) { return p.precision == Precision::f32; }
 void builtin_run(const Product &p) { split_product(p, builtin_block); }
@@ -169,6 +189,7 @@ constexpr ProductPathRow kProductPaths[] = {
 #ifdef SNN_HAVE_OPENBLAS
     {ProductPath::openblas_gemm512, "OpenBLAS split, gemm512 direct blocks", openblas_gemm512_eligible,
      openblas_gemm512_run},
+    {ProductPath::openblas_few_rows, "sgemm few rows, split", openblas_few_rows_eligible, openblas_few_rows_run},
     {ProductPath::openblas, "OpenBLAS split", openblas_eligible, openblas_run},
 #else
     {ProductPath::builtin_direct, "sgemm split, gemm512 direct blocks", builtin_direct_eligible, builtin_direct_run},
@@ -186,11 +207,13 @@ static_assert(rows_in_enum_order(), "kProductPaths lists ProductPath in its orde
 
 }  // namespace
 
-void run_product(const Product &p) {
+ProductPath product_path(const Product &p) {
     for (const ProductPathRow &row : kProductPaths)
-        if (row.eligible(p)) return row.run(p);
+        if (row.eligible(p)) return row.path;
     fail(SNN_ERR_INTERNAL, "no product path for precision %s", precision_name(p.precision));
 }
+
+void run_product(const Product &p) { kProductPaths[size_t(product_path(p))].run(p); }
 
 const char *product_path_name(ProductPath path) { return kProductPaths[size_t(path)].name; }
 

@@ -23,6 +23,9 @@ enum class ProductPath : int32_t {
 #ifdef SNN_HAVE_OPENBLAS
     openblas_gemm512,   // A B split over the threads, blocks up to 10^6 multiply-adds by
                         // gemm512_nn_direct, larger ones by OpenBLAS
+    openblas_few_rows,  // up to 4 rows of C past 10^6 multiply-adds, A not
+                        // transposed: snn's sgemm_few_rows, unpacked (not with
+                        // the reference kernels, which keep OpenBLAS)
     openblas,           // split over the threads, each block by OpenBLAS
 #else
     builtin_direct,     // A B split over the threads, blocks up to 10^6 multiply-adds by
@@ -57,6 +60,9 @@ struct ProductPathRow {
     bool (*eligible)(const Product &p);
     void (*run)(const Product &p);
 };
+
+// The first eligible row for p: the one run_product runs.
+ProductPath product_path(const Product &p);
 
 // Runs p by the first eligible row.
 void run_product(const Product &p);

@@ -240,23 +240,43 @@ SNN_INLINE void blocked(const Call &g, float *pack) {
 
 // ---- few rows of C, unpacked -------------------------------------------------
 
+// The lanes of v summed by halves: the upper half added to the lower, and
+// again, down to 4 lanes, then (l0 + l2) + (l1 + l3). A fixed order, in
+// vector additions kept in registers rather than one chain of W - 1 scalar
+// additions read back from memory (where a wide store forwards badly).
+SNN_INLINE float lane_sum(v4 v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+#if defined(__x86_64__)
+SNN_INLINE float lane_sum(v8 v) {
+    return lane_sum(__builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7));
+}
+SNN_INLINE float lane_sum(v16 v) {
+    return lane_sum(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+#endif
+
+// Makes the compiler hold v in a register: a vector of B used by several
+// rows of A is loaded once, not folded into each row's multiply-add as a
+// load of its own (which made two rows take nearly twice one row's time).
 template <typename V>
-SNN_INLINE float lane_sum(V v) {
-    float t[sizeof(V) / sizeof(float)];
-    std::memcpy(t, &v, sizeof v);
-    float s = t[0];
-    for (size_t l = 1; l < sizeof(V) / sizeof(float); ++l) s += t[l];
-    return s;
+SNN_INLINE void in_register(V &v) {
+#if defined(__x86_64__)
+    __asm__("" : "+v"(v));
+#elif defined(__aarch64__)
+    __asm__("" : "+w"(v));
+#else
+    (void)v;
+#endif
 }
 
 // C[R][N] (+)= A[R][K] B[N][K]^T as dot products, 4 columns of C at a time:
-// vectors of W depths, their lanes summed in order, then the last K % W
-// depths one by one.
+// vectors of W depths, their lanes summed by halves, plus the sum of the
+// rest in vectors of 4 depths, then the last K % 4 depths one by one.
 template <typename S, int R>
 SNN_INLINE void few_rows_nt(const Call &g) {
     using V = typename S::V;
     constexpr int W = S::W;
-    const int64_t kv = g.K - g.K % W;
+    const int64_t kv = g.K - g.K % W, k4 = g.K - g.K % 4;
     for (int64_t j = 0; j < g.N; j += 4) {
         const int64_t cols = std::min<int64_t>(4, g.N - j);
         const float *b[4];
@@ -269,7 +289,10 @@ SNN_INLINE void few_rows_nt(const Call &g) {
         for (int64_t k = 0; k < kv; k += W) {
             V bv[4];
 #pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) bv[c] = load<V>(b[c] + k);
+            for (int c = 0; c < 4; ++c) {
+                bv[c] = load<V>(b[c] + k);
+                in_register(bv[c]);
+            }
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
                 const V a = load<V>(g.A + r * g.lda + k);
@@ -279,8 +302,10 @@ SNN_INLINE void few_rows_nt(const Call &g) {
         }
         for (int r = 0; r < R; ++r)
             for (int64_t c = 0; c < cols; ++c) {
-                float sum = lane_sum(acc[r][c]);
-                for (int64_t k = kv; k < g.K; ++k) sum += g.A[r * g.lda + k] * b[c][k];
+                v4 rest{};
+                for (int64_t k = kv; k < k4; k += 4) rest += load<v4>(g.A + r * g.lda + k) * load<v4>(b[c] + k);
+                float sum = lane_sum(acc[r][c]) + lane_sum(rest);
+                for (int64_t k = k4; k < g.K; ++k) sum += g.A[r * g.lda + k] * b[c][k];
                 float &out = g.C[r * g.ldc + j + c];
                 out = g.accumulate ? out + sum : sum;
             }

@@ -117,6 +117,24 @@ void few_rows_block(const Product &b) {
     sgemm_few_rows(sgemm_kernel(), b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
 }
 
+// Products of up to kSgemmFewRows rows of C (a dense layer's forward product
+// at a batch of 1 to 4) go to snn's unpacked product, whatever their size and
+// in both builds: with B transposed (the dense layer's A W^T) always, A B
+// where snn has no AVX-512 product for it. They measured (bench/results.md,
+// "Issue 39: products of few rows") 3.5 times as fast as OpenBLAS with
+// OPENBLAS_CORETYPE=Haswell (the 784-128-64-10 MLP at batch 1: 32.5 against
+// 9.3 us; the default CNN 200 against 110), and at most 4% slower than
+// OpenBLAS's own AVX-512 choice (784 x 128 at batch 1: 3.9 against 3.75
+// us), where the small products' transposition into the scratch cost more
+// than the product. The rule takes the shape alone, never the kernels
+// OpenBLAS picked: the worst of the two settings is what it minimises. The
+// reference kernels keep the paths below.
+bool few_rows_eligible(const Product &p) {
+    return p.precision == Precision::f32 && !p.trans_a && p.M <= kSgemmFewRows && !cpu_reference_kernels() &&
+           (p.trans_b || !gemm512_available());
+}
+void few_rows_run(const Product &p) { split_product(p, few_rows_block); }
+
 #ifdef SNN_HAVE_OPENBLAS
 void openblas_block(const Product &b) {
     cblas_sgemm(CblasRowMajor, b.trans_a ? CblasTrans : CblasNoTrans, b.trans_b ? CblasTrans : CblasNoTrans,
@@ -134,23 +152,6 @@ bool openblas_gemm512_eligible(const Product &p) {
     return p.precision == Precision::f32 && !p.trans_a && !p.trans_b && gemm512_available();
 }
 void openblas_gemm512_run(const Product &p) { split_product(p, openblas_direct_block); }
-
-// Products of up to kSgemmFewRows rows past kDirectGemm multiply-adds go to
-// snn's unpacked product: there it measured faster than OpenBLAS both with
-// OpenBLAS's own choice of kernels and with OPENBLAS_CORETYPE=Haswell, which
-// pack B for such a product (bench/results.md, "Issue 39: batch-1 products on
-// snn's own kernels in the OpenBLAS build": a 1024 x 1000 layer at batch 1,
-// 14x and 6x). The rule: a shape goes to snn's own code only where it is at
-// least as fast under both settings. Smaller ones stay with OpenBLAS, whose
-// AVX-512 small-matrix kernels were up to 1.5 times as fast there (8% on a
-// 784 x 128 layer at batch 1) while its Haswell ones were 2 to 7 times
-// slower. The choice depends on the shape alone, not on the kernels OpenBLAS
-// picked. The reference kernels keep OpenBLAS.
-bool openblas_few_rows_eligible(const Product &p) {
-    return p.precision == Precision::f32 && !p.trans_a && !cpu_reference_kernels() && p.M <= kSgemmFewRows &&
-           multiply_adds(p) > kDirectGemm;
-}
-void openblas_few_rows_run(const Product &p) { split_product(p, few_rows_block); }
 
 bool openblas_eligible(const Product &p) { return p.precision == Precision::f32; }
 void openblas_run(const Product &p) { split_product(p, openblas_block); }
@@ -170,11 +171,6 @@ bool builtin_direct_eligible(const Product &p) {
 }
 void builtin_direct_run(const Product &p) { split_product(p, builtin_direct_block); }
 
-bool builtin_few_rows_eligible(const Product &p) {
-    return p.precision == Precision::f32 && !p.trans_a && p.M <= kSgemmFewRows;
-}
-void builtin_few_rows_run(const Product &p) { split_product(p, few_rows_block); }
-
 bool builtin_eligible(const Product &p) { return p.precision == Precision::f32; }
 void builtin_run(const Product &p) { split_product(p, builtin_block); }
 #endif
@@ -184,16 +180,15 @@ constexpr ProductPathRow kProductPaths[] = {
     {ProductPath::bf16_native, "bf16 native", bf16_native_eligible, bf16_native_run},
     {ProductPath::bf16_emulated, "bf16 emulated", bf16_emulated_eligible, bf16_emulated_run},
     {ProductPath::gemm512_packed, "gemm512 packed", gemm512_packed_eligible, gemm512_packed_run},
+    {ProductPath::few_rows, "sgemm few rows, split", few_rows_eligible, few_rows_run},
     {ProductPath::small_transposed, "small loops, B transposed", small_transposed_eligible, small_transposed_run},
     {ProductPath::small, "small loops", small_eligible, small_run},
 #ifdef SNN_HAVE_OPENBLAS
     {ProductPath::openblas_gemm512, "OpenBLAS split, gemm512 direct blocks", openblas_gemm512_eligible,
      openblas_gemm512_run},
-    {ProductPath::openblas_few_rows, "sgemm few rows, split", openblas_few_rows_eligible, openblas_few_rows_run},
     {ProductPath::openblas, "OpenBLAS split", openblas_eligible, openblas_run},
 #else
     {ProductPath::builtin_direct, "sgemm split, gemm512 direct blocks", builtin_direct_eligible, builtin_direct_run},
-    {ProductPath::builtin_few_rows, "sgemm few rows, split", builtin_few_rows_eligible, builtin_few_rows_run},
     {ProductPath::builtin, "sgemm split", builtin_eligible, builtin_run},
 #endif
 };

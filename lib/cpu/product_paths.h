@@ -18,19 +18,18 @@ enum class ProductPath : int32_t {
     bf16_native,        // bf16 with AVX-512 BF16 (cpu/gemm_bf16.h)
     bf16_emulated,      // bf16: operands rounded into the workspace, the float32 product
     gemm512_packed,     // gemm512 with the packing space the caller planned (cpu/gemm512.h)
+    few_rows,           // up to 4 rows of C, A not transposed, B transposed (or no
+                        // AVX-512 product): snn's sgemm_few_rows, unpacked, split
+                        // over the threads (not with the reference kernels)
     small_transposed,   // a small A B^T: B^T into the scratch, then the plain loops of A B
     small,              // plain loops on the calling thread (cpu/small_gemm.cpp)
 #ifdef SNN_HAVE_OPENBLAS
     openblas_gemm512,   // A B split over the threads, blocks up to 10^6 multiply-adds by
                         // gemm512_nn_direct, larger ones by OpenBLAS
-    openblas_few_rows,  // up to 4 rows of C past 10^6 multiply-adds, A not
-                        // transposed: snn's sgemm_few_rows, unpacked (not with
-                        // the reference kernels, which keep OpenBLAS)
     openblas,           // split over the threads, each block by OpenBLAS
 #else
     builtin_direct,     // A B split over the threads, blocks up to 10^6 multiply-adds by
                         // gemm512_nn_direct, larger ones by snn's sgemm (cpu/sgemm.h)
-    builtin_few_rows,   // up to 4 rows of C, A not transposed: sgemm_few_rows, unpacked
     builtin,            // split over the threads, each block by snn's sgemm
 #endif
 };

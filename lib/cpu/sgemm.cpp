@@ -286,7 +286,23 @@ SNN_INLINE void few_rows_nt(const Call &g) {
         for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) acc[r][c] = V{};
-        for (int64_t k = 0; k < kv; k += W) {
+        int64_t k0 = 0;
+        if (R == 1) {
+            // One row: two sums per column, over alternate vectors of depths,
+            // so that 8 independent sums hide the multiply-add's latency.
+            V odd[4] = {};
+            for (; k0 + 2 * W <= kv; k0 += 2 * W) {
+                const V a0 = load<V>(g.A + k0), a1 = load<V>(g.A + k0 + W);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    acc[0][c] += a0 * load<V>(b[c] + k0);
+                    odd[c] += a1 * load<V>(b[c] + k0 + W);
+                }
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) acc[0][c] += odd[c];
+        }
+        for (int64_t k = k0; k < kv; k += W) {
             V bv[4];
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {

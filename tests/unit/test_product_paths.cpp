@@ -23,13 +23,12 @@ using snn::Precision;
 using snn::Product;
 using snn::ProductPath;
 
+constexpr ProductPath kFewRows = ProductPath::few_rows;
 #ifdef SNN_HAVE_OPENBLAS
 constexpr ProductPath kDirect = ProductPath::openblas_gemm512;
-constexpr ProductPath kFewRows = ProductPath::openblas_few_rows;
 constexpr ProductPath kSplit = ProductPath::openblas;
 #else
 constexpr ProductPath kDirect = ProductPath::builtin_direct;
-constexpr ProductPath kFewRows = ProductPath::builtin_few_rows;
 constexpr ProductPath kSplit = ProductPath::builtin;
 #endif
 
@@ -101,20 +100,16 @@ struct Operands {
 // The instruction-set levels the tests run at; each caps snn's kernels.
 const char *const kLevels[] = {"avx512_bf16", "avx512", "avx2", "portable"};
 
-// The row a float32 product of A (not transposed) takes: the small loops up
-// to 48 * 1024 multiply-adds; past them, A B goes to snn's AVX-512 product
-// where there is one (that row comes first); then snn's unpacked product
-// takes up to kSgemmFewRows rows of C past 10^6 multiply-adds (in a build
-// without OpenBLAS, whatever their size); the rest go to the split product.
+// The row a float32 product of A (not transposed) takes: up to
+// kSgemmFewRows rows of C, snn's unpacked product, whatever their size, for
+// A B^T always and for A B where snn has no AVX-512 product; else the small
+// loops up to 48 * 1024 multiply-adds; past them, A B goes to snn's AVX-512
+// product where there is one; the rest go to the split product.
 ProductPath expected_path(const Product &p) {
     const int64_t multiply_adds = p.M * p.N * p.K;
+    if (p.M <= snn::kSgemmFewRows && (p.trans_b || !snn::gemm512_available())) return kFewRows;
     if (multiply_adds <= 48 * 1024) return ProductPath::small;
     if (!p.trans_b && snn::gemm512_available()) return kDirect;
-#ifdef SNN_HAVE_OPENBLAS
-    if (p.M <= snn::kSgemmFewRows && multiply_adds > 1000 * 1000) return kFewRows;
-#else
-    if (p.M <= snn::kSgemmFewRows) return kFewRows;
-#endif
     return kSplit;
 }
 
@@ -129,10 +124,10 @@ class ProductPathsTest : public ::testing::Test {
 
 // A batch-1 dense layer's forward product (A B^T) of 1024 inputs and 1000
 // outputs takes snn's unpacked product at every level and in every build,
-// whatever kernels OpenBLAS chose; its backward product for the input (A B)
-// takes snn's AVX-512 product where there is one, else the unpacked product.
-// 784 inputs and 128 outputs (10^5 multiply-adds) stay with OpenBLAS in a
-// build with it.
+// whatever kernels OpenBLAS chose, and so do 784 inputs and 128 outputs
+// (10^5 multiply-adds) and the small products below the split's sizes; its
+// backward product for the input (A B) takes snn's AVX-512 product where
+// there is one, else the unpacked product.
 TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
     std::vector<float> A(1024), B(1024 * 1000), C(1000);
     for (const char *level : kLevels) {
@@ -152,11 +147,7 @@ TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
         mnist.K = 784;
         mnist.lda = mnist.ldb = 784;
         mnist.ldc = 128;
-#ifdef SNN_HAVE_OPENBLAS
-        EXPECT_EQ(snn::product_path(mnist), kSplit);
-#else
         EXPECT_EQ(snn::product_path(mnist), kFewRows);
-#endif
         // Five rows, or A transposed, go on down the table.
         Product five = forward;
         five.M = 5;
@@ -164,27 +155,31 @@ TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
         Product ta = forward;
         ta.trans_a = true;
         EXPECT_EQ(snn::product_path(ta), kSplit);
-        // Products of up to 48 * 1024 multiply-adds stay in the small loops.
+        // Small ones too; five rows of a small product stay in the small loops.
         Product small = forward;
         small.K = 40;
+        EXPECT_EQ(snn::product_path(small), kFewRows);
+        small.M = 5;
+        small.N = 100;
         EXPECT_EQ(snn::product_path(small), ProductPath::small);
     }
 }
 
-// The reference kernels (SNN_CPU_KERNELS=reference) keep the split product:
-// in a build with OpenBLAS, OpenBLAS's, against which the tests compare.
+// The reference kernels (SNN_CPU_KERNELS=reference) keep the split product
+// (in a build with OpenBLAS, OpenBLAS's, against which the tests compare)
+// and the small loops.
 TEST_F(ProductPathsTest, ReferenceKernelsKeepTheSplitProduct) {
     std::vector<float> A(1024), B(1024 * 1000), C(1000);
     const Product forward{Precision::f32, false, true, 1, 1000, 1024, A.data(), 1024, B.data(), 1024, C.data(),
                           1000, false, nullptr, nullptr, nullptr};
+    Product small = forward;
+    small.K = 40;
     setenv("SNN_CPU_KERNELS", "reference", 1);
-#ifdef SNN_HAVE_OPENBLAS
     EXPECT_EQ(snn::product_path(forward), kSplit);
-#else
-    EXPECT_EQ(snn::product_path(forward), kFewRows);
-#endif
+    EXPECT_EQ(snn::product_path(small), ProductPath::small);
     unsetenv("SNN_CPU_KERNELS");
     EXPECT_EQ(snn::product_path(forward), kFewRows);
+    EXPECT_EQ(snn::product_path(small), kFewRows);
 }
 
 // M = 1 to 7, N and K off the vector and tile widths, both B layouts, with
@@ -198,8 +193,8 @@ TEST_F(ProductPathsTest, FewRowProductsMatchTheDoubleProduct) {
         for (int32_t threads : {1, 2}) {
             snn::cpu_set_threads(threads);
             for (int64_t M = 1; M <= 7; ++M)
-                for (int64_t N : {13, 67, 517, 1031})
-                    for (int64_t K : {787, 1021})
+                for (int64_t N : {1, 13, 67, 517, 1031})
+                    for (int64_t K : {1, 3, 7, 33, 787, 1021})
                         for (bool tb : {false, true}) {
                             const Operands o(tb, M, N, K);
                             for (bool accumulate : {false, true}) {

@@ -240,18 +240,15 @@ SNN_INLINE void blocked(const Call &g, float *pack) {
 
 // ---- few rows of C, unpacked -------------------------------------------------
 
-// The lanes of v summed by halves: the upper half added to the lower, and
-// again, down to 4 lanes, then (l0 + l2) + (l1 + l3). A fixed order, in
-// vector additions kept in registers rather than one chain of W - 1 scalar
-// additions read back from memory (where a wide store forwards badly).
-SNN_INLINE float lane_sum(v4 v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+// v's lanes added into 4 (lane i: the sum of lanes i, i + 4, ...).
+SNN_INLINE v4 fold4(v4 v) { return v; }
 #if defined(__x86_64__)
-SNN_INLINE float lane_sum(v8 v) {
-    return lane_sum(__builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7));
+SNN_INLINE v4 fold4(v8 v) {
+    return __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
 }
-SNN_INLINE float lane_sum(v16 v) {
-    return lane_sum(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+SNN_INLINE v4 fold4(v16 v) {
+    return fold4(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 #endif
 
@@ -316,15 +313,33 @@ SNN_INLINE void few_rows_nt(const Call &g) {
                 for (int c = 0; c < 4; ++c) acc[r][c] += a * bv[c];
             }
         }
-        for (int r = 0; r < R; ++r)
-            for (int64_t c = 0; c < cols; ++c) {
-                v4 rest{};
-                for (int64_t k = kv; k < k4; k += 4) rest += load<v4>(g.A + r * g.lda + k) * load<v4>(b[c] + k);
-                float sum = lane_sum(acc[r][c]) + lane_sum(rest);
-                for (int64_t k = k4; k < g.K; ++k) sum += g.A[r * g.lda + k] * b[c][k];
-                float &out = g.C[r * g.ldc + j + c];
-                out = g.accumulate ? out + sum : sum;
+        // The four columns' sums together: each vector folded to 4 lanes,
+        // plus the depths past the last full vector in vectors of 4, then
+        // the 4 x 4 lanes transposed and added into one vector of 4 sums,
+        // then the last K % 4 depths. (Columns past N repeat column N - 1
+        // and are not stored; a column's sum is the same wherever it falls.)
+        for (int r = 0; r < R; ++r) {
+            const float *a = g.A + r * g.lda;
+            v4 f[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                v4 sum = fold4(acc[r][c]);
+                for (int64_t k = kv; k < k4; k += 4) sum += load<v4>(a + k) * load<v4>(b[c] + k);
+                f[c] = sum;
             }
+            const v4 t0 = __builtin_shufflevector(f[0], f[1], 0, 4, 1, 5) +
+                          __builtin_shufflevector(f[0], f[1], 2, 6, 3, 7);
+            const v4 t1 = __builtin_shufflevector(f[2], f[3], 0, 4, 1, 5) +
+                          __builtin_shufflevector(f[2], f[3], 2, 6, 3, 7);
+            v4 sums = __builtin_shufflevector(t0, t1, 0, 1, 4, 5) + __builtin_shufflevector(t0, t1, 2, 3, 6, 7);
+            for (int64_t k = k4; k < g.K; ++k) sums += a[k] * v4{b[0][k], b[1][k], b[2][k], b[3][k]};
+            float *out = g.C + r * g.ldc + j;
+            if (cols == 4) {
+                store<v4>(out, g.accumulate ? load<v4>(out) + sums : sums);
+            } else {
+                for (int64_t c = 0; c < cols; ++c) out[c] = g.accumulate ? out[c] + sums[c] : sums[c];
+            }
+        }
     }
 }
 

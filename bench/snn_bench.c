@@ -8,13 +8,16 @@
  * and every preallocation a training loop needs (snn_model_create,
  * snn_preallocate, snn_preallocate_grads, snn_optimiser_create) and count the
  * allocations they make. Threads: SNN_NUM_THREADS (default: all cores).
- * Usage: snn_bench [case ...] [--reps N] [--precision float32|bf16]
- *        snn_bench --spec SPEC [--batch N] [--forward] [--reps N] [--precision P]
+ * Usage: snn_bench [case ...] [--reps N] [--precision float32|bf16] [--rewrites]
+ *        snn_bench --spec SPEC [--batch N] [--forward] [--reps N] [--precision P] [--rewrites]
  * The second form times one training step (or, with --forward, one forward
  * pass) of any model, as the case "custom": a way to see what one layer of
  * a case costs. --precision sets the forward cache's precision
  * (snn_cache_set_precision; its backward pass follows); a precision the CPU
- * cannot run exits with snn's message.
+ * cannot run exits with snn's message. Forward-only cases run in inference
+ * mode (snn_cache_set_training(cache, 0)); --rewrites turns the cache's
+ * inference rewrites on (snn_cache_set_inference_rewrites: batchnorm folded
+ * into the layer before it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -63,6 +66,8 @@ static const bench_case cases[] = {
     {"mlp_inference_1", "input 784; dense 128 relu; dense 64 relu; dense 10", 1, 0, 0, 0},
     /* examples/fashion_mnist's --model resnet */
     {"resnet_train_step", FASHION_MNIST_RESNET_SPEC, 64, 1, SNN_LOSS_LOGIT_CROSSENTROPY, 0},
+    {"resnet_inference_1", FASHION_MNIST_RESNET_SPEC, 1, 0, 0, 0},
+    {"resnet_inference_64", FASHION_MNIST_RESNET_SPEC, 64, 0, 0, 0},
     {"startup_tiny", "input 4; dense 32 tanh; dense 16 tanh; dense 4", 32, 1, SNN_LOSS_MSE, 1},
     {"startup_mlp", "input 784; dense 128 relu; dense 64 relu; dense 10", 64, 1,
      SNN_LOSS_LOGIT_CROSSENTROPY, 1},
@@ -97,7 +102,7 @@ static void run_startup(const bench_case *c, int reps) {
     free(times);
 }
 
-static void run(const bench_case *c, int reps, snn_precision precision) {
+static void run(const bench_case *c, int reps, snn_precision precision, int rewrites) {
     snn_model *m = NULL;
     snn_forward_cache *f = NULL;
     snn_backward_cache *b = NULL;
@@ -108,6 +113,8 @@ static void run(const bench_case *c, int reps, snn_precision precision) {
     CHECK(snn_model_output_size(m, &out));
     CHECK(snn_preallocate(m, c->batch, &f));
     CHECK(snn_cache_set_precision(f, precision));
+    if (!c->train) CHECK(snn_cache_set_training(f, 0));
+    if (rewrites) CHECK(snn_cache_set_inference_rewrites(f, 1));
     float *x = malloc(sizeof(float) * in * (size_t)c->batch);
     float *t = malloc(sizeof(float) * out * (size_t)c->batch);
     int32_t *labels = malloc(sizeof(int32_t) * (size_t)c->batch);
@@ -149,7 +156,7 @@ static void run(const bench_case *c, int reps, snn_precision precision) {
 }
 
 int main(int argc, char **argv) {
-    int reps = 0;
+    int reps = 0, rewrites = 0;
     snn_precision precision = SNN_PRECISION_FLOAT32;
     const char *only[16];
     int n_only = 0;
@@ -159,6 +166,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc) custom.spec = argv[++i];
         else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) custom.batch = atoll(argv[++i]);
         else if (strcmp(argv[i], "--forward") == 0) custom.train = 0;
+        else if (strcmp(argv[i], "--rewrites") == 0) rewrites = 1;
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             const char *p = argv[++i];
             if (strcmp(p, "float32") == 0) precision = SNN_PRECISION_FLOAT32;
@@ -175,7 +183,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "--batch must be at least 1\n");
             return 2;
         }
-        run(&custom, reps > 0 ? reps : 50, precision);
+        run(&custom, reps > 0 ? reps : 50, precision, rewrites);
         return 0;
     }
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
@@ -195,7 +203,7 @@ int main(int argc, char **argv) {
         const int conv = strstr(c->name, "cnn") || strstr(c->name, "resnet");
         const int heavy = c->batch >= 1000 || (conv && c->batch >= 64);
         int r = reps > 0 ? reps : heavy ? 50 : c->train ? 500 : 2000;
-        run(c, r, precision);
+        run(c, r, precision, rewrites);
     }
     return 0;
 }

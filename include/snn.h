@@ -558,6 +558,28 @@ SNN_API snn_status snn_cache_batch(const snn_forward_cache *cache, int64_t *batc
 SNN_API snn_status snn_cache_set_training(snn_forward_cache *cache, int32_t on);
 SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *on);
 
+/* Inference rewrites of the cache's passes (on = 1 or 0; a cache starts with
+ * them off). On, an inference-mode float32 pass of a CPU cache runs every
+ * batchnorm whose input is a convolution or dense layer without activation
+ * that nothing else reads folded into that layer: its weights scaled by
+ * batchnorm weight / sqrt(running_var + eps) per channel, its bias
+ * (bias - running_mean) * that + batchnorm bias, and a relu that alone reads
+ * the batchnorm applied in the same pass (what ONNX Runtime and PyTorch's
+ * fusion for inference do). The model's parameters stay as they are: the
+ * folded copy is the cache's (allocated by this call), made again before a
+ * pass whenever the parameters or the state were written since
+ * (snn_set_parameters, snn_set_state, snn_optimiser_step, a training-mode
+ * pass, a load), and before every pass once snn_parameters gave out its
+ * writable view. Outputs equal the pass without rewrites within float32
+ * rounding (the sums are not the same). Training-mode passes, bf16 and fp16
+ * passes and GPU caches run the network as written. The nodes folded hold no
+ * values after such a pass, so backprop of it is refused (SNN_ERR_STATE):
+ * leave rewrites off in a cache that training or input gradients use.
+ * Errors: SNN_ERR_NULL_ARGUMENT, SNN_ERR_INVALID_ARGUMENT (on not 0 or 1),
+ * SNN_ERR_OUT_OF_MEMORY. */
+SNN_API snn_status snn_cache_set_inference_rewrites(snn_forward_cache *cache, int32_t on);
+SNN_API snn_status snn_cache_inference_rewrites(const snn_forward_cache *cache, int32_t *on);
+
 /* Seeds the cache's dropout generator and restarts its sequence: the masks of
  * the training passes that follow depend only on the seed, the number of
  * passes since this call and the layer, the same on the CPU and a GPU and

@@ -261,6 +261,8 @@ RUST_DOCS = {
     'snn_cache_set_batch': 'Sets the batch of the next pass, 1..=max_batch.',
     'snn_cache_set_training': 'Training (1) or inference (0) mode.',
     'snn_cache_training': 'Whether the cache runs in training mode.',
+    'snn_cache_set_inference_rewrites': "Folds batchnorm (and a relu after it) into the layer before it in inference-mode float32 CPU passes (1) or not (0).",
+    'snn_cache_inference_rewrites': "Whether the cache's inference rewrites are on.",
     'snn_cache_set_seed': 'Seeds the dropout generator and restarts its sequence.',
     'snn_cache_rng_state': "Reads the dropout generator's seed and the training passes run since it was set.",
     'snn_cache_set_rng_state': "Restores the dropout generator's seed and pass count.",

@@ -143,6 +143,7 @@ SNN_API snn_status snn_parameters(snn_model *model, float **data, size_t *count)
                  model->m.device());
         *data = model->m.params_ptr();
         *count = model->m.net.param_count;
+        model->m.params_viewed = true;
     });
 }
 
@@ -248,6 +249,22 @@ SNN_API snn_status snn_cache_training(const snn_forward_cache *cache, int32_t *o
         need(cache, "cache");
         need(on, "on");
         *on = cache->c.training ? 1 : 0;
+    });
+}
+
+SNN_API snn_status snn_cache_set_inference_rewrites(snn_forward_cache *cache, int32_t on) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        if (on != 0 && on != 1) fail(SNN_ERR_INVALID_ARGUMENT, "on is %d; expected 0 (off) or 1 (on)", on);
+        forward_set_rewrites(cache->c, on != 0);
+    });
+}
+
+SNN_API snn_status snn_cache_inference_rewrites(const snn_forward_cache *cache, int32_t *on) {
+    return guarded(__func__, [&] {
+        need(cache, "cache");
+        need(on, "on");
+        *on = cache->c.rewrites ? 1 : 0;
     });
 }
 

@@ -437,6 +437,8 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
     to.training = c.training;
     to.forward_training = c.forward_training;
     to.forward_precision = c.forward_precision;
+    to.forward_rewritten = c.forward_rewritten;
+    if (c.rewrites) forward_set_rewrites(to, true);
     to.seed = c.seed;
     to.passes = c.passes;
     to.forward_key = c.forward_key;
@@ -489,17 +491,33 @@ void forward_pass(ForwardCache &c, Model &m) {
     OpArgs a = pass_args(be, s, m, m.state_ptr(), n, c.training, c.workspace.get());
     a.precision = c.precision;
     a.lengths = c.has_lengths ? c.lengths.i32() : nullptr;
+    // Inference rewrites: folded nodes run as one shadow layer, the nodes
+    // folded into it are skipped, and their readers read its output.
+    const InferenceRewrites *rw = rewrites_for_pass(c, m);
+    const std::vector<float *> &acts = rw ? rw->acts : c.acts;
     for (size_t i = 1; i < layers.size(); ++i) {
         const Layer &l = layers[i];
         if (l.alias) continue;
+        if (rw && rw->skipped[i]) continue;
         a.l = &l;
         a.plan = c.plans[i];
         a.key = dropout_key(c.seed, c.passes, i);
-        for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = c.acts[size_t(l.inputs[j])];
+        for (size_t j = 0; j < l.inputs.size(); ++j) a.x[j] = acts[size_t(l.inputs[j])];
         a.y = c.acts[i];
         a.aux = c.auxes[i];
+        if (rw && rw->fold_of[i] >= 0) {
+            const InferenceFold &f = rw->folds[size_t(rw->fold_of[i])];
+            OpArgs folded = a;
+            folded.l = &f.layer;
+            folded.plan = f.plan;
+            folded.params = rw->params.f();
+            folded.workspace = rw->workspace.get();
+            f.kernels->forward(folded);
+            continue;
+        }
         c.plans.kernels(i)->forward(a);
     }
+    c.forward_rewritten = rw != nullptr;
     c.forward_batch = n;
     c.forward_training = c.training;
     c.forward_precision = c.precision;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <memory>
 
 #include <vector>
 
@@ -137,6 +138,9 @@ struct Model {
     };
     Writes param_writes;
     Writes state_writes;
+    // snn_parameters gave out a writable view: writes through it are not
+    // counted, so what was made from the parameters is made again each time.
+    bool params_viewed = false;
 
     // Const-ness is honest: a const Model gives read-only views, and every
     // writer of the parameters or the state takes a Model& (model_write,
@@ -166,6 +170,37 @@ void model_move(Model &m, Backend &be);
 // Caches and optimisers keep their own copy of the network description, so
 // they never read their model's memory outside calls that are given the
 // model: every destroy order is safe.
+// The inference rewrites of a cache (snn_cache_set_inference_rewrites;
+// engine/rewrites.cpp): each fold runs a convolution or dense layer (node
+// `product`) with the batchnorm that alone reads it (`norm`) folded into its
+// weights and bias, and the relu that alone reads the batchnorm (`act`, 0
+// when none) in its output pass, as one shadow layer over the folded copy of
+// its parameters; the output goes to the product's own buffer (which the
+// batchnorm keeps, so it lives to the end of the pass), and every reader of
+// the last node folded (`last`) reads it there.
+struct InferenceFold {
+    size_t product = 0, norm = 0, act = 0, last = 0;
+    Layer layer;                 // the product with a bias and the folded activation
+    size_t at = 0;               // its parameters' offset in InferenceRewrites::params
+    void *plan = nullptr;        // its forward plan (float32)
+    const OpKernels *kernels = nullptr;
+};
+
+struct InferenceRewrites {
+    InferenceRewrites() = default;
+    InferenceRewrites(const InferenceRewrites &) = delete;
+    InferenceRewrites &operator=(const InferenceRewrites &) = delete;
+    ~InferenceRewrites();
+    Backend *be = nullptr;
+    std::vector<InferenceFold> folds;
+    std::vector<int32_t> fold_of;  // per node: the fold it runs, or -1
+    std::vector<char> skipped;     // per node: folded into a fold that ran before
+    std::vector<float *> acts;     // ForwardCache::acts as the rewritten pass reads them
+    DeviceBuffer params, workspace;
+    // The model's write counts the folded parameters were made from.
+    uint64_t param_writes = UINT64_MAX, state_writes = UINT64_MAX;
+};
+
 struct ForwardCache {
     Network net;
     uint64_t model_id = 0, placement = 0;
@@ -200,6 +235,11 @@ struct ForwardCache {
     // Token models: the floats snn_set_tokens converts ids into (host,
     // max_batch x T), so setting tokens allocates nothing.
     std::vector<float> token_staging;
+    // Inference rewrites: null while off (the default); see InferenceFold.
+    // forward_rewritten: the last pass ran them (its nodes' buffers then
+    // hold what backprop cannot differentiate).
+    std::unique_ptr<InferenceRewrites> rewrites;
+    bool forward_rewritten = false;
 };
 
 void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch);
@@ -217,6 +257,13 @@ void forward_cache_follow(ForwardCache &c, const Model &m);
 // for the current batch) and records what it read (ForwardCache::pass). A
 // training-mode pass updates the running statistics: the model is mutable.
 void forward_pass(ForwardCache &c, Model &m);
+// Turns the cache's inference rewrites on (made for its network, on its
+// backend: a one-off allocation) or off.
+void forward_set_rewrites(ForwardCache &c, bool on);
+// The rewrites that apply to the cache's next pass, their folded parameters
+// made again if the model's parameters or state changed since; null when
+// none apply (off, training mode, not float32, not the CPU, nothing to fold).
+InferenceRewrites *rewrites_for_pass(ForwardCache &c, const Model &m);
 
 struct LossScaler {
     bool enabled = false;

@@ -224,6 +224,11 @@ void check_pass_intact(const BackwardCache &b, const ForwardCache &f, const Mode
     if (f.forward_batch > b.max_batch)
         fail(SNN_ERR_BATCH, "the forward batch %lld is above the backward cache's max_batch %lld",
              (long long)f.forward_batch, (long long)b.max_batch);
+    if (f.forward_rewritten)
+        fail(SNN_ERR_STATE,
+             "the forward pass ran with inference rewrites (batchnorm folded into the layer before it), which "
+             "backprop cannot differentiate (call snn_cache_set_inference_rewrites(cache, 0) and snn_forward "
+             "again)");
     const ForwardCache::PassRecord &p = f.pass;
     if (p.inputs_replaced_by)
         fail(SNN_ERR_STATE, "%s replaced the inputs after the forward pass (call snn_forward again)",

@@ -153,6 +153,10 @@ namespace Snn
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_training(ForwardCacheHandle cache, out int on);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_set_inference_rewrites(ForwardCacheHandle cache, int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int snn_cache_inference_rewrites(ForwardCacheHandle cache, out int on);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_set_seed(ForwardCacheHandle cache, ulong seed);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int snn_cache_rng_state(ForwardCacheHandle cache, out ulong seed, out ulong passes);

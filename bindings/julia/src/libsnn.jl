@@ -156,6 +156,10 @@ snn_cache_set_training(cache, on) =
     ccall((:snn_cache_set_training, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, on)
 snn_cache_training(cache, on) =
     ccall((:snn_cache_training, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), cache, on)
+snn_cache_set_inference_rewrites(cache, on) =
+    ccall((:snn_cache_set_inference_rewrites, libsnn), Cint, (Ptr{Cvoid}, Int32), cache, on)
+snn_cache_inference_rewrites(cache, on) =
+    ccall((:snn_cache_inference_rewrites, libsnn), Cint, (Ptr{Cvoid}, Ptr{Int32}), cache, on)
 snn_cache_set_seed(cache, seed) =
     ccall((:snn_cache_set_seed, libsnn), Cint, (Ptr{Cvoid}, UInt64), cache, seed)
 snn_cache_rng_state(cache, seed, passes) =

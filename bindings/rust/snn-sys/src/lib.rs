@@ -308,6 +308,14 @@ extern "C" {
     pub fn snn_cache_set_training(cache: *mut snn_forward_cache, on: i32) -> snn_status;
     /// Whether the cache runs in training mode.
     pub fn snn_cache_training(cache: *const snn_forward_cache, on: *mut i32) -> snn_status;
+    /// Folds batchnorm (and a relu after it) into the layer before it in inference-mode float32 CPU
+    /// passes (1) or not (0).
+    pub fn snn_cache_set_inference_rewrites(cache: *mut snn_forward_cache, on: i32) -> snn_status;
+    /// Whether the cache's inference rewrites are on.
+    pub fn snn_cache_inference_rewrites(
+        cache: *const snn_forward_cache,
+        on: *mut i32,
+    ) -> snn_status;
     /// Seeds the dropout generator and restarts its sequence.
     pub fn snn_cache_set_seed(cache: *mut snn_forward_cache, seed: u64) -> snn_status;
     /// Reads the dropout generator's seed and the training passes run since it was set.

@@ -1,7 +1,8 @@
 /* From the first step on, snn_forward (in training and in inference mode),
  * snn_backprop and snn_optimiser_step make no heap allocation: an MLP and a
  * CNN, each optimiser (also clipping by the gradient norm), both losses, batch truncation, gathers and input
- * gradients, and the example's networks at batches 1 to 4, whose products
+ * gradients, inference passes with batchnorm folded (inference rewrites),
+ * and the example's networks at batches 1 to 4, whose products
  * are small enough for OpenBLAS's small-matrix kernels (which allocate: the
  * meson test runs this under each core OpenBLAS may pick). */
 #include <stdio.h>
@@ -37,6 +38,10 @@ static void run_case(const char *spec, snn_loss loss, snn_optimiser_kind kind, i
     CHECK(snn_model_input_size(m, &in));
     CHECK(snn_model_output_size(m, &out));
     CHECK(snn_preallocate(m, batch, &f));
+    /* Inference rewrites on: the inference-mode passes below fold the
+       batchnorms (and make the folded copy again after each optimiser step)
+       without allocating; training-mode passes are not rewritten. */
+    CHECK(snn_cache_set_inference_rewrites(f, 1));
     CHECK(snn_cache_set_precision(f, precision));
     CHECK(snn_preallocate_grads(m, batch, &b));
     CHECK(snn_optimiser_create(m, kind, &o));

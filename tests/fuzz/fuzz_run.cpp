@@ -8,7 +8,8 @@
 // the fast ones with the convolutions' products on gemm512 (chosen through
 // cpu/kernel_choice.h: this target links snn statically). The fast runs must
 // match the reference run, and a saved and loaded model must run as the
-// original. The same runs at bf16: the fast bf16 kernels against the
+// original. Each run's inference pass runs again with the inference rewrites
+// (batchnorm folded into the layer before it) and must match the plain one. The same runs at bf16: the fast bf16 kernels against the
 // emulated ones (operands rounded, float32 products). Sizes are bounded so
 // that an input runs in milliseconds.
 //
@@ -278,7 +279,7 @@ std::vector<float> grid(Bytes &b, size_t n, int range) {
 
 struct Run {
     bool ran = false, trained = false;
-    std::vector<float> y_inference, y_training, grads, dx, state;
+    std::vector<float> y_inference, y_rewritten, y_training, grads, dx, state;
 };
 
 // One pass of everything on the kernels chosen.
@@ -305,6 +306,12 @@ Run run(const std::string &spec, snn::CpuKernels kernels, const std::vector<floa
         must(snn_cache_set_training(f, 0), "snn_cache_set_training");
         must(fuzz_check(snn_forward(f, m)), "snn_forward (inference)");
         r.y_inference = outputs(f, size_t(batch) * out);
+        // Again with the inference rewrites (batchnorm folded), then off, so
+        // that the training pass's backprop runs.
+        must(snn_cache_set_inference_rewrites(f, 1), "snn_cache_set_inference_rewrites");
+        must(fuzz_check(snn_forward(f, m)), "snn_forward (inference, rewritten)");
+        r.y_rewritten = outputs(f, size_t(batch) * out);
+        must(snn_cache_set_inference_rewrites(f, 0), "snn_cache_set_inference_rewrites");
         snn_cache_set_training(f, 1);
         must(snn_set_input_gradient(g, 1), "snn_set_input_gradient");
         if (fuzz_check(snn_forward(f, m)) == SNN_OK) {  // SNN_ERR_BATCH: batchnorm over one value
@@ -350,6 +357,20 @@ void expect_match(const char *what, const std::string &spec, const std::vector<f
             abort();
         }
     }
+}
+
+// A rewritten inference pass against the plain one: the same bits where
+// nothing is folded (bf16 passes are never rewritten), else within the
+// tolerance, unless a layernorm may amplify the folded sums' rounding.
+void check_rewrites(const Spec &s, const Run &r, snn_precision precision) {
+    if (!r.ran) return;
+    const bool folds = s.text.find("batchnorm") != std::string::npos && precision == SNN_PRECISION_FLOAT32;
+    if (!folds) {
+        expect_match("rewritten inference outputs", s.text, r.y_rewritten, r.y_inference, true);
+        return;
+    }
+    if (s.compare_outputs && s.text.find("layernorm") == std::string::npos)
+        expect_match("rewritten inference outputs", s.text, r.y_rewritten, r.y_inference, false);
 }
 
 void compare(const Spec &s, const Run &fast, const Run &ref) {
@@ -417,11 +438,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::vector<float> dy = grid(b, size_t(batch) * out, 4);
     must(snn_set_num_threads(threads), "snn_set_num_threads");
     const Run ref = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch);
-    compare(s, run(s.text, snn::CpuKernels::fast, params, x, dy, batch, max_batch), ref);
+    check_rewrites(s, ref, SNN_PRECISION_FLOAT32);
+    const Run fast = run(s.text, snn::CpuKernels::fast, params, x, dy, batch, max_batch);
+    check_rewrites(s, fast, SNN_PRECISION_FLOAT32);
+    compare(s, fast, ref);
     if (snn::cpu_features().avx512f)
         compare(s, run(s.text, snn::CpuKernels::fast_gemm512, params, x, dy, batch, max_batch), ref);
     const Run bf16 = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch, SNN_PRECISION_BF16);
     if (bf16.ran != ref.ran || bf16.trained != ref.trained) abort();  // bf16 runs what float32 runs
+    check_rewrites(s, bf16, SNN_PRECISION_BF16);
     compare(s, run(s.text, snn::CpuKernels::fast, params, x, dy, batch, max_batch, SNN_PRECISION_BF16), bf16);
     check_save_load(s.text, params, x, batch, max_batch);
     return 0;

@@ -39,6 +39,11 @@ struct GoldenCase {
     double abs_tolerance = 1.0;  // a case's own, stricter absolute tolerance
     // Stricter ones still for single arrays ("tolerance_outputs 1e-20").
     std::map<std::string, double> array_abs_tolerance;
+    // Arrays whose elements are sums that cancel ("cancellation_gradients
+    // 1e-06"): an element is also accepted within that fraction of the
+    // array's largest value (a float32 sum that cancels keeps its error
+    // relative to its terms, not to itself).
+    std::map<std::string, double> array_cancellation;
     // params, inputs, targets or labels, outputs, loss_value, gradients,
     // input_gradients, params_after_steps; state and state_after_steps where
     // the model has state.
@@ -49,7 +54,14 @@ struct GoldenCase {
     double abs_tolerance_of(const std::string &name, double abs) const {
         const auto strict = array_abs_tolerance.find(name);
         abs = std::min(abs, abs_tolerance);
-        return strict == array_abs_tolerance.end() ? abs : std::min(abs, strict->second);
+        abs = strict == array_abs_tolerance.end() ? abs : std::min(abs, strict->second);
+        const auto cancels = array_cancellation.find(name);
+        if (cancels != array_cancellation.end() && arrays.count(name)) {
+            double largest = 0.0;
+            for (double v : arrays.at(name)) largest = std::max(largest, std::fabs(v));
+            abs = std::max(abs, cancels->second * largest);
+        }
+        return abs;
     }
 
     std::vector<float> floats(const std::string &name) const {
@@ -131,6 +143,8 @@ inline GoldenCase read_case(const std::string &path) {
             in >> c.abs_tolerance;
         } else if (key.rfind("tolerance_", 0) == 0) {
             in >> c.array_abs_tolerance[key.substr(10)];
+        } else if (key.rfind("cancellation_", 0) == 0) {
+            in >> c.array_cancellation[key.substr(13)];
         } else {
             size_t count = 0;
             in >> count;

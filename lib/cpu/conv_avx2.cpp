@@ -225,10 +225,13 @@ void product(const Product &p, const Weights &wt, int64_t r0, int64_t r1, const 
 // floats, pw zeros and then the row's values, so that the zeros before a
 // row also pad the end of the row above; one extra row of zeros under the
 // map serves the last row's taps. The output gradient's rows, kw - 1 - pw
-// zeros and wout values, have the same pitch.
+// zeros and wout values, have the same pitch. The weight gradient reads the
+// output gradient transposed: dzt[p][co] for the P outputs p, rows of
+// `lanes` floats (cout rounded up to a vector, zeros past cout).
 struct BackwardLayout {
     Padded x, dz;
-    int64_t image;  // floats of one image's two buffers
+    int64_t lanes;  // floats of a row of the transposed gradient
+    int64_t image;  // floats of one image's three buffers
 };
 
 int64_t shared_pitch(const ConvDims &d) { return d.win + d.pw; }
@@ -238,7 +241,8 @@ BackwardLayout backward_layout(const ConvDims &d) {
     BackwardLayout L;
     L.x = {d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw};
     L.dz = {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw};
-    L.image = L.x.floats() + L.dz.floats();
+    L.lanes = ceil_div(d.cout, 8) * 8;
+    L.image = L.x.floats() + L.dz.floats() + d.hout * d.wout * L.lanes;
     return L;
 }
 
@@ -247,12 +251,95 @@ Padded forward_padded(const ConvDims &d) { return {d.cin, d.hin + 2 * d.ph + 1, 
 // Floats of a table of Lanes for `count` values of q.
 int64_t lanes_floats(int64_t count) { return lane_vectors(count) * int64_t(sizeof(Lanes) / sizeof(float)); }
 
+// dzt[p][co] = g[co][p] for one image (zeros for co past cout).
+void transpose_gradient(const ConvDims &d, const BackwardLayout &L, const float *g, float *dzt) {
+    const int64_t P = d.hout * d.wout;
+    for (int64_t p = 0; p < P; ++p) {
+        float *row = dzt + p * L.lanes;
+        for (int64_t co = 0; co < d.cout; ++co) row[co] = g[co * P + p];
+        std::fill(row + d.cout, row + L.lanes, 0.0f);
+    }
+}
+
+constexpr int kTaps = 6;  // taps of a weight gradient tile
+
+// Taps (cin kh kw) up to which the weight gradient sums lanes of the padded
+// output gradient (weight_gradient_sums) instead of transposing it.
+constexpr int64_t kFewTaps = 32;
+
+// dw[co0 + co][k0 + t] += sum over the chunk's images and outputs p of
+// dz[co0 + co][p] x the padded input at tap k0 + t, for 8 NV output channels
+// (those below cout are stored) and nt (at most kTaps; taps past nt repeat
+// tap nt - 1) taps numbered k = (c kh + i) kw + j: each output's gradients
+// of the channels are a vector of dzt, each tap's input a broadcast float,
+// and the sums stay in registers (kTaps NV of the 16) until the end.
+template <int NV>
+SNN_AVX2 void weight_tile(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzt,
+                          int64_t co0, int64_t k0, int64_t nt, float *dw) {
+    const int64_t K = d.cin * d.kh * d.kw, P = d.hout * d.wout, pitch = L.x.pitch;
+    int64_t off[kTaps];
+    for (int t = 0; t < kTaps; ++t) {
+        const int64_t k = k0 + std::min<int64_t>(t, nt - 1), c = k / (d.kh * d.kw), i = k / d.kw % d.kh, j = k % d.kw;
+        off[t] = c * L.x.plane() + i * pitch + j;
+    }
+    __m256 acc[kTaps][NV];
+#pragma GCC unroll 6
+    for (int t = 0; t < kTaps; ++t)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) acc[t][v] = _mm256_setzero_ps();
+    for (int64_t img = 0; img < nb; ++img) {
+        const float *x = xs + img * L.x.floats();
+        const float *z = dzt + img * P * L.lanes + co0;
+        for (int64_t oy = 0; oy < d.hout; ++oy) {
+            const float *xr = x + oy * pitch;
+            const float *zr = z + oy * d.wout * L.lanes;
+            for (int64_t ox = 0; ox < d.wout; ++ox) {
+                __m256 g[NV];
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; ++v) g[v] = _mm256_loadu_ps(zr + ox * L.lanes + 8 * v);
+#pragma GCC unroll 6
+                for (int t = 0; t < kTaps; ++t) {
+                    const __m256 xv = _mm256_broadcast_ss(xr + off[t] + ox);
+#pragma GCC unroll 2
+                    for (int v = 0; v < NV; ++v) acc[t][v] = _mm256_fmadd_ps(xv, g[v], acc[t][v]);
+                }
+            }
+        }
+    }
+    alignas(32) float sums[kTaps][NV * 8];
+#pragma GCC unroll 6
+    for (int t = 0; t < kTaps; ++t)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) _mm256_store_ps(sums[t] + 8 * v, acc[t][v]);
+    const int64_t channels = std::min<int64_t>(8 * NV, d.cout - co0);
+    for (int64_t t = 0; t < nt; ++t)
+        for (int64_t co = 0; co < channels; ++co) dw[(co0 + co) * K + k0 + t] += sums[t][co];
+}
+
+// The weight gradient of a chunk: tiles of 16 (or, for the last 8 or
+// fewer, 8) output channels x kTaps taps.
+void weight_gradient(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzt,
+                     float *dw) {
+    const int64_t K = d.cin * d.kh * d.kw;
+    for (int64_t co = 0; co < d.cout; co += 16)
+        for (int64_t k = 0; k < K; k += kTaps) {
+            const int64_t nt = std::min<int64_t>(kTaps, K - k);
+            if (d.cout - co > 8)
+                weight_tile<2>(d, L, nb, xs, dzt, co, k, nt, dw);
+            else
+                weight_tile<1>(d, L, nb, xs, dzt, co, k, nt, dw);
+        }
+}
+
+// For few taps (the first layers of image networks), where transposing
+// the output gradient would cost as much as the product:
 // dw[co + r][c][i][j0 + b] += sum over the chunk's images and q of
 // dz[co + r] x the padded input shifted by (i, j0 + b), for MR output
 // channels (rows past mr repeat row mr - 1) and NJ taps of a kernel row, the
-// sums kept in registers (MR x NJ + MR + 1 of the 16).
+// sums kept in registers (MR x NJ + MR + 1 of the 16) and their lanes added
+// at the end.
 template <int MR, int NJ>
-SNN_AVX2 void weight_tile(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
+SNN_AVX2 void weight_tile_sums(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
                           int64_t co, int64_t mr, int64_t c, int64_t i, int64_t j0, float *dw) {
     const int64_t count = d.hout * L.x.pitch, K = d.cin * d.kh * d.kw, pitch = L.x.pitch;
     const int64_t dz_at = L.dz.top * L.dz.pitch + L.dz.left;  // q = 0 in the padded gradient
@@ -299,20 +386,20 @@ SNN_AVX2 void weight_tile(const ConvDims &d, const BackwardLayout &L, int64_t nb
             if (r < mr) dw[(co + r) * K + (c * d.kh + i) * d.kw + j0 + b] += lane_total(acc[r][b]);
 }
 
-// The weight gradient of a chunk, 3 output channels and up to 3 taps of a
-// kernel row at a time.
-void weight_gradient(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
+// The weight gradient of a chunk from the padded output gradient, 3 output
+// channels and up to 3 taps of a kernel row at a time.
+void weight_gradient_sums(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
                      float *dw) {
     for (int64_t co = 0; co < d.cout; co += 3) {
         const int64_t mr = std::min<int64_t>(3, d.cout - co);
         for (int64_t c = 0; c < d.cin; ++c)
             for (int64_t i = 0; i < d.kh; ++i) {
                 int64_t j = 0;
-                for (; d.kw - j >= 3; j += 3) weight_tile<3, 3>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
+                for (; d.kw - j >= 3; j += 3) weight_tile_sums<3, 3>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
                 if (d.kw - j == 2)
-                    weight_tile<3, 2>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
+                    weight_tile_sums<3, 2>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
                 else if (d.kw - j == 1)
-                    weight_tile<3, 1>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
+                    weight_tile_sums<3, 1>(d, L, nb, xs, dzs, co, mr, c, i, j, dw);
             }
     }
 }
@@ -366,11 +453,12 @@ void conv_avx2_backward_images(const ConvDims &d, int64_t nb, const float *x, co
                                const float *pre, float *dy, float *dw, float *db, float *dx, float *workspace) {
     const BackwardLayout L = backward_layout(d);
     const int64_t P = d.hout * d.wout, in_map = d.hin * d.win, K = d.cin * d.kh * d.kw;
-    float *xs = workspace, *dzs = workspace + nb * L.x.floats();
+    float *xs = workspace, *dzs = workspace + nb * L.x.floats(), *dzt = dzs + nb * L.dz.floats();
     float *slack = workspace + nb * L.image;
     Lanes *lanes = reinterpret_cast<Lanes *>(slack + slack_floats(d));
     std::fill(slack, slack + slack_floats(d), 0.0f);
     const float *v = pre ? pre : y;
+    const bool few_taps = K <= kFewTaps;
     for (int64_t k = 0; k < nb; ++k) {
         float *g = dy + k * d.cout * P;
         derivative_span(d.act, g, v + k * d.cout * P, g, d.cout * P);
@@ -378,8 +466,12 @@ void conv_avx2_backward_images(const ConvDims &d, int64_t nb, const float *x, co
             for (int64_t co = 0; co < d.cout; ++co) db[co] += sum_span(g + co * P, P);
         pad_maps(L.x, d.hin, d.win, x + k * d.cin * in_map, in_map, xs + k * L.x.floats());
         pad_maps(L.dz, d.hout, d.wout, g, P, dzs + k * L.dz.floats());
+        if (!few_taps) transpose_gradient(d, L, g, dzt + k * P * L.lanes);
     }
-    weight_gradient(d, L, nb, xs, dzs, dw);
+    if (few_taps)
+        weight_gradient_sums(d, L, nb, xs, dzs, dw);
+    else
+        weight_gradient(d, L, nb, xs, dzt, dw);
     if (!dx) return;
     // dx[c] = sum over co and taps of w[co][c][kh-1-i][kw-1-j] dz[co] shifted by (i, j)
     const int64_t count = d.hin * L.dz.pitch;

@@ -10,9 +10,10 @@
 // loads, and the valid columns are packed together (a permutation and a
 // masked store) as they are stored in NCHW.
 // The input gradient is the same product over the padded output gradient
-// with the kernel turned around; the weight gradient sums products of the
-// padded output gradient and shifted runs of the padded input, over the
-// images of a chunk, 3 output channels x up to 3 taps in registers.
+// with the kernel turned around; the weight gradient, over the images of a
+// chunk, is a product of the output gradient transposed (a vector of output
+// channels per output) and broadcast inputs of the padded buffer, in tiles
+// of 16 output channels x 6 taps held in registers.
 // Results do not depend on the thread count: each output, input gradient
 // and (per chunk of images) weight gradient is summed in one fixed order.
 // Built for x86-64 with GCC or Clang outside Windows (whose compilers keep

@@ -1,10 +1,10 @@
 // Convolution on the CPU: the table of its paths (kConvPaths, at the end;
 // cpu/conv_paths.h), and the float32 paths' plans and passes. The direct
 // paths hand each image (or part of one) to cpu/conv_avx512.h's,
-// cpu/conv_avx2.h's or cpu/conv_direct.h's kernels; the lowerings take im2col and sgemm: a chunk
-// of images is lowered at once into col[K][nb*P] (K = cin*kh*kw,
-// P = hout*wout), so one sgemm covers the chunk: Z[cout][nb*P] = W[cout][K]
-// col. A fused pass then adds the bias, applies the activation and scatters
+// cpu/conv_avx2.h's or cpu/conv_direct.h's kernels; the lowerings take
+// im2col and sgemm: a chunk of images is lowered at once into col[K][nb*P]
+// (K = cin*kh*kw, P = hout*wout), so one sgemm covers the chunk:
+// Z[cout][nb*P] = W[cout][K] col. A fused pass then adds the bias, applies the activation and scatters
 // Z into NCHW order. The bf16 paths are cpu/conv_bf16.cpp's.
 #include <algorithm>
 #include <cstdio>
@@ -340,9 +340,9 @@ void padded_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     worker_gradients(j, worker, &dw, &db);
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), at = i0 * d.cout * P;
-        (j.plan->path == ConvPath::avx2_direct ? conv_avx2_backward_images : conv512_backward_images)(d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at, dw,
-                                db, j.dx ? j.dx + i0 * in_size : nullptr,
-                                j.workspace + size_t(worker) * j.plan->slot);
+        (j.plan->path == ConvPath::avx2_direct ? conv_avx2_backward_images : conv512_backward_images)(
+            d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at, dw, db,
+            j.dx ? j.dx + i0 * in_size : nullptr, j.workspace + size_t(worker) * j.plan->slot);
     }
 }
 

@@ -339,8 +339,8 @@ void weight_gradient(const ConvDims &d, const BackwardLayout &L, int64_t nb, con
 // sums kept in registers (MR x NJ + MR + 1 of the 16) and their lanes added
 // at the end.
 template <int MR, int NJ>
-SNN_AVX2 void weight_tile_sums(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
-                          int64_t co, int64_t mr, int64_t c, int64_t i, int64_t j0, float *dw) {
+SNN_AVX2 void weight_tile_sums(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs,
+                               const float *dzs, int64_t co, int64_t mr, int64_t c, int64_t i, int64_t j0, float *dw) {
     const int64_t count = d.hout * L.x.pitch, K = d.cin * d.kh * d.kw, pitch = L.x.pitch;
     const int64_t dz_at = L.dz.top * L.dz.pitch + L.dz.left;  // q = 0 in the padded gradient
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -389,7 +389,7 @@ SNN_AVX2 void weight_tile_sums(const ConvDims &d, const BackwardLayout &L, int64
 // The weight gradient of a chunk from the padded output gradient, 3 output
 // channels and up to 3 taps of a kernel row at a time.
 void weight_gradient_sums(const ConvDims &d, const BackwardLayout &L, int64_t nb, const float *xs, const float *dzs,
-                     float *dw) {
+                          float *dw) {
     for (int64_t co = 0; co < d.cout; co += 3) {
         const int64_t mr = std::min<int64_t>(3, d.cout - co);
         for (int64_t c = 0; c < d.cin; ++c)

@@ -16,8 +16,8 @@
 // of 16 output channels x 6 taps held in registers.
 // Results do not depend on the thread count: each output, input gradient
 // and (per chunk of images) weight gradient is summed in one fixed order.
-// Built for x86-64 with GCC or Clang outside Windows (whose compilers keep
-// the stack 16-byte aligned, short of what spilled 32-byte vectors need);
+// Built for x86-64 with GCC or Clang outside Windows (where GCC keeps the
+// stack 16-byte aligned, short of what spilled 32-byte vectors need);
 // elsewhere conv_avx2_built() is false and the convolution's table never
 // takes these kernels.
 #pragma once

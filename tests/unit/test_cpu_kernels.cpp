@@ -173,9 +173,9 @@ TEST(CpuKernels, ShiftedLoweringMatchesTheGenericLowering) {
     // Stride 1 with as many output as input columns and too many taps for
     // the direct path: the lowering is a shifted copy of each map (and the
     // products gemm512's on a processor with AVX-512 whose OpenBLAS lacks
-    // it; there, SNN_CPU_KERNELS=no_conv512 rules out the AVX-512 direct
-    // kernels, which take these layers first). Stride 2 takes the generic
-    // lowering both times.
+    // it). The AVX-512 direct kernels take these layers first, and under
+    // SNN_CPU_KERNELS=no_conv512 the AVX2 ones: the cap portable rules out
+    // both. Stride 2 takes the generic lowering every time.
     for (const char *spec : {"input 6x6x8; conv 3x3 4 pad=1", "input 7x9x5; conv 3x3 6 relu pad=1",
                              "input 10x19x4; conv 5x5 3 tanh pad=2", "input 5x4x40; conv 1x1 3",
                              "input 9x9x1; conv 3x3 4 stride=2", "input 3x3x16; conv 3x3 2 pad=1",

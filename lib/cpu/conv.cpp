@@ -638,7 +638,7 @@ ConvProcessor conv_processor() {
     cpu.reference = cpu_reference_kernels();
     cpu.avx512 = gemm512_available();
     cpu.conv512 = !cpu_conv512_ruled_out();
-    cpu.avx2 = conv_avx2_built() && cpu_kernel_features().avx2_fma && !cpu.reference;
+    cpu.avx2 = conv_avx2_built() && cpu_kernel_features().avx2_fma && !cpu.reference && !cpu_gemm512_forced();
     cpu.bf16_native = cpu_has_bf16();
     cpu.gemm512_products = gemm512_preferred();
     return cpu;

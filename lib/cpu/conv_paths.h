@@ -29,8 +29,8 @@ struct ConvProcessor {
     bool reference;         // the reference kernels were asked for (cpu_reference_kernels)
     bool avx512;            // AVX-512 (F), not the reference kernels (gemm512_available)
     bool conv512;           // the AVX-512 direct convolutions are not ruled out (cpu_conv512_ruled_out)
-    bool avx2;              // AVX2 and FMA, the AVX2 direct convolutions built (conv_avx2_built), not the
-                            // reference kernels
+    bool avx2;              // AVX2 and FMA, the AVX2 direct convolutions built (conv_avx2_built), neither
+                            // the reference kernels nor the products by gemm512 (cpu_gemm512_forced)
     bool bf16_native;       // AVX-512 BF16, not the reference kernels (cpu_has_bf16)
     bool gemm512_products;  // the lowerings' float32 products by gemm512 (gemm512_preferred)
 };

@@ -1,10 +1,10 @@
 // Convolution on the CPU: the table of its paths (kConvPaths, at the end;
 // cpu/conv_paths.h), and the float32 paths' plans and passes. The direct
-// paths hand each image (or part of one) to cpu/conv_avx512.h's or
-// cpu/conv_direct.h's kernels; the lowerings take im2col and sgemm: a chunk
-// of images is lowered at once into col[K][nb*P] (K = cin*kh*kw,
-// P = hout*wout), so one sgemm covers the chunk: Z[cout][nb*P] = W[cout][K]
-// col. A fused pass then adds the bias, applies the activation and scatters
+// paths hand each image (or part of one) to cpu/conv_avx512.h's,
+// cpu/conv_avx2.h's or cpu/conv_direct.h's kernels; the lowerings take
+// im2col and sgemm: a chunk of images is lowered at once into col[K][nb*P]
+// (K = cin*kh*kw, P = hout*wout), so one sgemm covers the chunk:
+// Z[cout][nb*P] = W[cout][K] col. A fused pass then adds the bias, applies the activation and scatters
 // Z into NCHW order. The bf16 paths are cpu/conv_bf16.cpp's.
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "cpu/activation.h"
+#include "cpu/conv_avx2.h"
 #include "cpu/conv_avx512.h"
 #include "cpu/conv_bf16.h"
 #include "cpu/conv_direct.h"
@@ -35,7 +36,8 @@ namespace {
 constexpr int64_t kColBudget = int64_t(1) << 20;
 
 // The padded inputs and output gradients of a backward chunk on the AVX-512
-// path kept under this many floats (within the second-level cache).
+// and AVX2 direct paths kept under this many floats (within the second-level
+// cache).
 constexpr int64_t kPaddedBudget = int64_t(1) << 17;
 
 // The output columns ox whose input column ox*sw - pw + j lies inside
@@ -196,12 +198,12 @@ void col2im(const ConvDims &d, bool shifted, int64_t nb, float *col, float *dx) 
 
 // The plan of the float32 paths.
 struct ConvPlan : ConvPlanned {
-    int64_t chunk;       // images lowered per sgemm, or per AVX-512 backward step (1 for direct)
+    int64_t chunk;       // images lowered per sgemm, or per AVX-512 or AVX2 backward step (1 for direct)
     int32_t workers;     // workspace slots planned
     size_t slot;         // floats per worker: col[K][chunk*P], z[cout][chunk*P], the packing
     size_t params;       // floats of dW + db accumulated per extra worker
     size_t pack_floats;  // gemm512's packing space at the end of each slot, or 0: products by size
-    std::vector<float> lanes{};  // avx512_direct: conv512_forward_lanes's table
+    std::vector<float> lanes{};  // avx512_direct, avx2_direct: the forward pass's table of lanes
 };
 
 // The lowering copies shifted maps (im2col_same_width, col2im_same_width).
@@ -246,27 +248,28 @@ void direct_forward_worker(void *ctx, int32_t worker, int32_t workers) {
                                   j.workspace + size_t(worker) * j.plan->slot);
 }
 
-// The AVX-512 path: the n images times `parts` ranges of output channels
-// are split into contiguous ranges of (image, part), one per worker; a batch
-// smaller than the workers splits each image's channels.
+// The AVX-512 and AVX2 paths: the n images times `parts` ranges of output
+// channels are split into contiguous ranges of (image, part), one per
+// worker; a batch smaller than the workers splits each image's channels.
 void padded_forward_worker(void *ctx, int32_t worker, int32_t workers) {
     const ConvJob &j = *static_cast<const ConvJob *>(ctx);
     const ConvDims &d = *j.d;
+    const bool avx2 = j.plan->path == ConvPath::avx2_direct;
     const int64_t in_size = d.cin * d.hin * d.win, out_size = d.cout * d.hout * d.wout;
-    const int64_t blocks = (d.cout + kConv512Rows - 1) / kConv512Rows;
+    const int64_t block = avx2 ? kConvAvx2Rows : kConv512Rows;
+    const int64_t blocks = (d.cout + block - 1) / block;
     const int64_t parts = j.n >= workers ? 1 : std::min<int64_t>(blocks, (workers + j.n - 1) / j.n);
     int64_t i0, i1, last = -1;
     split_range(j.n * parts, workers, worker, &i0, &i1);
     float *workspace = j.workspace + size_t(worker) * j.plan->slot;
-    if (i0 < i1) conv512_forward_begin(d, workspace);
+    if (i0 < i1) (avx2 ? conv_avx2_forward_begin : conv512_forward_begin)(d, workspace);
     for (int64_t item = i0; item < i1; ++item) {
         const int64_t img = item / parts;
         int64_t b0, b1;
         split_range(blocks, int32_t(parts), int32_t(item % parts), &b0, &b1);
-        conv512_forward_image(d, j.x + img * in_size, j.w, j.b, j.out + img * out_size,
-                              j.pre ? j.pre + img * out_size : nullptr, b0 * kConv512Rows,
-                              std::min(d.cout, b1 * kConv512Rows), /*padded=*/img == last, j.plan->lanes.data(),
-                              workspace);
+        (avx2 ? conv_avx2_forward_image : conv512_forward_image)(
+            d, j.x + img * in_size, j.w, j.b, j.out + img * out_size, j.pre ? j.pre + img * out_size : nullptr,
+            b0 * block, std::min(d.cout, b1 * block), /*padded=*/img == last, j.plan->lanes.data(), workspace);
         last = img;
     }
 }
@@ -337,9 +340,9 @@ void padded_backward_worker(void *ctx, int32_t worker, int32_t workers) {
     worker_gradients(j, worker, &dw, &db);
     for (int64_t i0 = worker * chunk; i0 < j.n; i0 += workers * chunk) {
         const int64_t nb = std::min(chunk, j.n - i0), at = i0 * d.cout * P;
-        conv512_backward_images(d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at, dw,
-                                db, j.dx ? j.dx + i0 * in_size : nullptr,
-                                j.workspace + size_t(worker) * j.plan->slot);
+        (j.plan->path == ConvPath::avx2_direct ? conv_avx2_backward_images : conv512_backward_images)(
+            d, nb, j.x + i0 * in_size, j.w, j.y + at, j.pre ? j.pre + at : nullptr, j.dy + at, dw, db,
+            j.dx ? j.dx + i0 * in_size : nullptr, j.workspace + size_t(worker) * j.plan->slot);
     }
 }
 
@@ -403,25 +406,30 @@ ConvPlanned *new_plan(ConvPath path, const ConvDims &d, int64_t chunk, int32_t w
 // Workers for a batch of max_batch: the threads, at most one per image.
 int32_t batch_workers(int64_t max_batch) { return std::max<int32_t>(1, std::min<int64_t>(cpu_threads(), max_batch)); }
 
-ConvPlanned *plan_avx512_direct(const Layer &l, const ConvProcessor &, ConvPath path, int64_t max_batch,
+// The AVX-512 and AVX2 direct paths (avx512_direct, avx2_direct): the same
+// plan with each one's kernels.
+ConvPlanned *plan_padded_direct(const Layer &l, const ConvProcessor &, ConvPath path, int64_t max_batch,
                                 bool backward, size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
+    const bool avx2 = path == ConvPath::avx2_direct;
     const int32_t workers = batch_workers(max_batch);
-    const int64_t chunk = std::min(conv512_backward_chunk(d, kPaddedBudget), (max_batch + workers - 1) / workers);
+    const int64_t chunk =
+        std::min((avx2 ? conv_avx2_backward_chunk : conv512_backward_chunk)(d, kPaddedBudget),
+                 (max_batch + workers - 1) / workers);
+    const size_t slot = backward ? (avx2 ? conv_avx2_backward_floats : conv512_backward_floats)(d, chunk)
+                                 : (avx2 ? conv_avx2_forward_floats : conv512_forward_floats)(d);
     // Forward: every thread, to split the channels of a small batch.
-    ConvPlanned *planned =
-        new_plan(path, d, /*chunk=*/backward ? chunk : 1,
-                 /*workers=*/backward ? workers : std::max<int32_t>(1, cpu_threads()),
-                 /*slot=*/backward ? conv512_backward_floats(d, chunk) : conv512_forward_floats(d), backward,
-                 workspace_bytes);
+    ConvPlanned *planned = new_plan(path, d, /*chunk=*/backward ? chunk : 1,
+                                    /*workers=*/backward ? workers : std::max<int32_t>(1, cpu_threads()), slot,
+                                    backward, workspace_bytes);
     ConvPlan *plan = static_cast<ConvPlan *>(planned);
     try {  // a backward plan runs the forward pass too
-        plan->lanes.resize(conv512_forward_lanes_floats(d));
+        plan->lanes.resize((avx2 ? conv_avx2_forward_lanes_floats : conv512_forward_lanes_floats)(d));
     } catch (const std::bad_alloc &) {
         delete plan;
         fail(SNN_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    conv512_forward_lanes(d, plan->lanes.data());
+    (avx2 ? conv_avx2_forward_lanes : conv512_forward_lanes)(d, plan->lanes.data());
     return plan;
 }
 
@@ -491,7 +499,7 @@ void run_forward(const OpArgs &a, const ConvPlan &p, int32_t workers, WorkerFn w
     parallel_run(workers, worker, &job);
 }
 
-void forward_avx512_direct(const OpArgs &a, const ConvPlanned &plan) {
+void forward_padded_direct(const OpArgs &a, const ConvPlanned &plan) {
     const ConvPlan &p = static_cast<const ConvPlan &>(plan);
     run_forward(a, p, std::min(cpu_threads(), p.workers), padded_forward_worker);
 }
@@ -536,7 +544,7 @@ void run_backward(const OpArgs &a, const ConvPlan &p, WorkerFn worker) {
     }
 }
 
-void backward_avx512_direct(const OpArgs &a, const ConvPlanned &plan) {
+void backward_padded_direct(const OpArgs &a, const ConvPlanned &plan) {
     run_backward(a, static_cast<const ConvPlan &>(plan), padded_backward_worker);
 }
 
@@ -574,6 +582,16 @@ bool avx512_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precisi
     return fast_f32(cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
 }
 
+// Every shape the AVX-512 kernels take, the few-taps ones included: on the
+// first layer of an image network (conv 3x3 32 over 28x28x1) the forward
+// pass is 4% slower than the few-taps kernels' and a training step 11%
+// faster; on larger layers level with OpenBLAS's Haswell kernels at one
+// thread and faster than snn's own products (bench/results.md, issue 39:
+// AVX2 direct convolutions).
+bool avx2_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return fast_f32(cpu, precision) && cpu.avx2 && conv512_eligible(d);
+}
+
 bool direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
     return fast_f32(cpu, precision) && conv_direct_eligible(d);
 }
@@ -595,8 +613,10 @@ constexpr ConvPathRow kConvPaths[] = {
      conv_bf16_forward, conv_bf16_backward},
     {ConvPath::bf16_im2col, "bf16 im2col", bf16_im2col_eligible, conv_bf16_plan, conv_bf16_release,
      conv_bf16_forward, conv_bf16_backward},
-    {ConvPath::avx512_direct, "AVX-512 direct", avx512_direct_eligible, plan_avx512_direct, release_f32,
-     forward_avx512_direct, backward_avx512_direct},
+    {ConvPath::avx512_direct, "AVX-512 direct", avx512_direct_eligible, plan_padded_direct, release_f32,
+     forward_padded_direct, backward_padded_direct},
+    {ConvPath::avx2_direct, "AVX2 direct", avx2_direct_eligible, plan_padded_direct, release_f32,
+     forward_padded_direct, backward_padded_direct},
     {ConvPath::direct, "direct (few taps)", direct_eligible, plan_direct, release_f32, forward_direct,
      backward_direct},
     {ConvPath::im2col_shifted, "im2col (shifted copies)", im2col_shifted_eligible, plan_im2col, release_f32,
@@ -618,6 +638,7 @@ ConvProcessor conv_processor() {
     cpu.reference = cpu_reference_kernels();
     cpu.avx512 = gemm512_available();
     cpu.conv512 = !cpu_conv512_ruled_out();
+    cpu.avx2 = conv_avx2_built() && cpu_kernel_features().avx2_fma && !cpu.reference && !cpu_gemm512_forced();
     cpu.bf16_native = cpu_has_bf16();
     cpu.gemm512_products = gemm512_preferred();
     return cpu;

@@ -18,6 +18,7 @@ enum class ConvPath : int32_t {
     bf16_shifted,    // bf16, stride 1, odd kernel, "same" padding: shifted rows read in place
     bf16_im2col,     // bf16: im2col and gemm_bf16 (native or emulated)
     avx512_direct,   // float32, stride 1, AVX-512: cpu/conv_avx512.h
+    avx2_direct,     // float32, stride 1, AVX2 and FMA: cpu/conv_avx2.h
     direct,          // float32, stride 1, few taps: cpu/conv_direct.h
     im2col_shifted,  // float32, stride 1, as many output as input columns: shifted copies
     im2col,          // float32: im2col and sgemm
@@ -28,6 +29,8 @@ struct ConvProcessor {
     bool reference;         // the reference kernels were asked for (cpu_reference_kernels)
     bool avx512;            // AVX-512 (F), not the reference kernels (gemm512_available)
     bool conv512;           // the AVX-512 direct convolutions are not ruled out (cpu_conv512_ruled_out)
+    bool avx2;              // AVX2 and FMA, the AVX2 direct convolutions built (conv_avx2_built), neither
+                            // the reference kernels nor the products by gemm512 (cpu_gemm512_forced)
     bool bf16_native;       // AVX-512 BF16, not the reference kernels (cpu_has_bf16)
     bool gemm512_products;  // the lowerings' float32 products by gemm512 (gemm512_preferred)
 };

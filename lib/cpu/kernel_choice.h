@@ -19,7 +19,7 @@ enum class CpuKernels : int32_t {
     reference,     // the reference paths
     fast_gemm512,  // the fast paths, the convolutions' products by gemm512 on
                    // any processor with AVX-512 (as where OpenBLAS lacks it;
-                   // the AVX-512 direct convolutions are ruled out)
+                   // the AVX-512 and AVX2 direct convolutions are ruled out)
     fast_no_conv512,  // the fast paths but the AVX-512 direct convolutions
                       // (SNN_CPU_KERNELS=no_conv512): what a processor
                       // without AVX-512 runs

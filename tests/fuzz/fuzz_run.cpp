@@ -5,7 +5,8 @@
 // channel counts, batches 1 to 4) and runs it: snn_preallocate,
 // forward in training and inference mode, backward with an input gradient,
 // on the reference kernels, the fast ones and, on a processor with AVX-512,
-// the fast ones with the convolutions' products on gemm512 (chosen through
+// the fast ones with the convolutions' products on gemm512 and those of a
+// processor without AVX-512 (the AVX2 direct convolutions; chosen through
 // cpu/kernel_choice.h: this target links snn statically). The fast runs must
 // match the reference run, and a saved and loaded model must run as the
 // original. Each run's inference pass runs again with the inference rewrites
@@ -444,6 +445,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     compare(s, fast, ref);
     if (snn::cpu_features().avx512f)
         compare(s, run(s.text, snn::CpuKernels::fast_gemm512, params, x, dy, batch, max_batch), ref);
+    if (snn::cpu_features().avx512f && snn::cpu_features().avx2_fma)  // the AVX2 direct convolutions
+        compare(s, run(s.text, snn::CpuKernels::fast_no_conv512, params, x, dy, batch, max_batch), ref);
     const Run bf16 = run(s.text, snn::CpuKernels::reference, params, x, dy, batch, max_batch, SNN_PRECISION_BF16);
     if (bf16.ran != ref.ran || bf16.trained != ref.trained) abort();  // bf16 runs what float32 runs
     check_rewrites(s, bf16, SNN_PRECISION_BF16);

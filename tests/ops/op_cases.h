@@ -87,8 +87,8 @@ constexpr OpCase kCases[] = {
     {OpKind::conv, "silu", "input 5x5x2; conv 3 4 silu", 2, 1e-2f, kMse, {"conv_silu_gelu_inline"}},
     {OpKind::conv, "sigmoid_pad2", "input 4x5x2; conv 3 2 sigmoid pad=2", 2, 1e-2f, kMse,
      {"conv_nobias_sigmoid_pad2"}},
-    // Stride 1 with many taps: the AVX-512 direct kernels where the processor
-    // has them (two tiles of output channels and a remainder, maps narrower
+    // Stride 1 with many taps: the AVX-512 or AVX2 direct kernels where the
+    // processor has them (two tiles of output channels and a remainder, maps narrower
     // than a vector, a kernel taller than wide).
     {OpKind::conv, "channels20_pad1", "input 5x6x20; conv 3 18 tanh pad=1", 2, 1e-2f, kMse,
      {"conv_1to4_stride1_pad0_relu"}},

@@ -1,6 +1,6 @@
 // The instruction-set cap (SNN_CPU_ISA, cpu/kernel_choice.h): at each level,
 // which kernels the tables choose (the products' micro-kernel, gemm512, the
-// AVX-512 direct convolutions, native bf16, the backend's name), that the cap
+// AVX-512 and AVX2 direct convolutions, native bf16, the backend's name), that the cap
 // only lowers what the processor has, that SNN_CPU_KERNELS=avx2 is the cap
 // avx2, and that a small model's forward and backward passes at each level
 // agree with the reference kernels. Linked from the static library; run once
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/conv_avx2.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
 #include "cpu/kernel_choice.h"
@@ -43,6 +44,7 @@ const char *level_name(CpuIsa isa) {
 struct Expected {
     const char *sgemm;
     bool gemm512, bf16;
+    bool conv_avx2;  // the AVX2 direct convolutions (where the build has them)
     const char *in_force;
 };
 
@@ -56,6 +58,7 @@ Expected expected_at(CpuIsa cap) {
     e.sgemm = avx512 ? "avx512" : avx2 ? "avx2" : neon ? "neon" : "portable";
     e.gemm512 = avx512;
     e.bf16 = bf16;
+    e.conv_avx2 = !avx512 && avx2 && snn::conv_avx2_built();
     e.in_force = bf16 ? "avx512_bf16" : avx512 ? "avx512" : avx2 ? "avx2" : neon ? "neon" : "portable";
     return e;
 }
@@ -137,11 +140,15 @@ TEST_F(CpuIsaTest, EachCapRulesTheKernelTables) {
         EXPECT_EQ(snn_precision_support(SNN_DEVICE_CPU, SNN_PRECISION_BF16, &native), SNN_OK) << snn_last_error();
         EXPECT_EQ(native, e.bf16 ? 1 : 0);
         // The convolutions' table: the AVX-512 direct kernels only at
-        // avx512 and above.
+        // avx512 and above, the AVX2 ones at avx2.
         const std::string conv = conv_choice();
-        EXPECT_NE(conv.find(e.gemm512 ? "AVX-512 direct" : "im2col"), std::string::npos) << conv;
+        EXPECT_NE(conv.find(e.gemm512 ? "AVX-512 direct" : e.conv_avx2 ? "AVX2 direct" : "im2col"), std::string::npos)
+            << conv;
         if (!e.gemm512) {
             EXPECT_EQ(conv.find("AVX-512"), std::string::npos) << conv;
+        }
+        if (!e.conv_avx2) {
+            EXPECT_EQ(conv.find("AVX2"), std::string::npos) << conv;
         }
     }
 }

@@ -1,6 +1,7 @@
 // The CPU backend's fast paths against its reference paths
-// (SNN_CPU_KERNELS=reference): the direct convolution for few taps against
-// im2col and sgemm, the shifted lowering against the generic im2col, and the
+// (SNN_CPU_KERNELS=reference): the AVX-512 and AVX2 direct convolutions and
+// the direct convolution for few taps against im2col and sgemm, the shifted
+// lowering against the generic im2col, and the
 // 2x2 max pooling against the generic window loop, on common and on odd
 // geometries; the dense layers' products against OpenBLAS; the recurrent
 // layers' time loop split over 2 threads against 1.
@@ -10,6 +11,7 @@
 // parameter gradients and input gradients.
 #include <stdlib.h>
 
+#include <cstring>
 #include <random>
 
 #include "helpers.h"
@@ -20,21 +22,41 @@ using namespace snn_test;
 
 struct Result {
     std::vector<float> y, grads, dx;
+    std::vector<std::string> convs;  // the path each convolution's plan logged, in order
 };
+
+// The path named by the log's note of a convolution's plan ("conv 3x3 ...,
+// float32, backward: AVX2 direct", or "...: im2col, products by size"),
+// kept in a Result.
+void note_conv_path(void *user, int32_t level, const char *message) {
+    if (level != SNN_LOG_INFO || std::strncmp(message, "conv ", 5) != 0) return;
+    const char *path = std::strstr(message, ": ");
+    if (!path) return;
+    const std::string named = path + 2;
+    static_cast<Result *>(user)->convs.push_back(named.substr(0, named.find(", products")));
+}
 
 // The environment asks for the reference kernels for the whole run
 // (convolutions read it when a cache is made, pooling on every call).
-// fast_kernels: SNN_CPU_KERNELS for the fast side (null: unset).
+// fast_kernels: SNN_CPU_KERNELS for the fast side (null: unset), or
+// "isa=LEVEL": the instruction-set cap LEVEL for the process
+// (snn_set_cpu_isa) while the run's caches are made and run.
 Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t threads,
                 const std::vector<float> *x_override = nullptr, bool training = true,
                 const char *fast_kernels = nullptr) {
     EXPECT_EQ(snn_set_num_threads(threads), SNN_OK);
+    const bool isa = !reference && fast_kernels && std::strncmp(fast_kernels, "isa=", 4) == 0;
     if (reference)
         setenv("SNN_CPU_KERNELS", "reference", 1);
-    else if (fast_kernels)
+    else if (fast_kernels && !isa)
         setenv("SNN_CPU_KERNELS", fast_kernels, 1);
     else
         unsetenv("SNN_CPU_KERNELS");
+    if (isa) {
+        EXPECT_EQ(snn_set_cpu_isa(fast_kernels + 4), SNN_OK);
+    }
+    Result out;
+    EXPECT_EQ(snn_set_log_callback(note_conv_path, &out), SNN_OK);
     Model m = make_model(spec);
     EXPECT_EQ(snn_model_init(m.get(), 7), SNN_OK);
     Forward f = make_forward(m.get(), batch);
@@ -44,7 +66,6 @@ Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t 
     Random r(11);
     const std::vector<float> x =
         x_override ? *x_override : r.uniform_vector(size_t(batch) * input_size(m.get()), -1.0f, 1.0f);
-    Result out;
     out.y = run(f.get(), m.get(), x);
     const std::vector<float> t = r.uniform_vector(out.y.size(), -1.0f, 1.0f);
     EXPECT_EQ(snn_set_targets(b.get(), t.data(), t.size()), SNN_OK) << snn_last_error();
@@ -52,6 +73,10 @@ Result run_case(const std::string &spec, int64_t batch, bool reference, int32_t 
     out.grads = gradients(b.get(), m.get());
     out.dx.resize(x.size());
     EXPECT_EQ(snn_get_input_gradients(b.get(), out.dx.data(), out.dx.size()), SNN_OK) << snn_last_error();
+    EXPECT_EQ(snn_set_log_callback(nullptr, nullptr), SNN_OK);
+    if (isa) {
+        EXPECT_EQ(snn_set_cpu_isa(nullptr), SNN_OK);
+    }
     unsetenv("SNN_CPU_KERNELS");
     return out;
 }
@@ -72,13 +97,19 @@ void expect_close(const char *what, const std::string &spec, const std::vector<f
 }
 
 // fast_kernels: as run_case's (no_conv512: the kernels of a processor
-// without AVX-512, the direct convolution for few taps and the lowerings).
-void compare(const std::string &spec, int64_t batch, bool training = true, const char *fast_kernels = nullptr) {
+// without AVX-512, the AVX2 direct convolution for stride 1 and the
+// lowerings; isa=portable: those of a processor without AVX2 either, the
+// direct convolution for few taps and the lowerings). Returns the paths the
+// fast side's convolutions took (those of the run at 1 thread).
+std::vector<std::string> compare(const std::string &spec, int64_t batch, bool training = true,
+                                 const char *fast_kernels = nullptr) {
+    std::vector<std::string> convs;
     for (int32_t threads : {1, 2}) {
         SCOPED_TRACE(spec + " threads " + std::to_string(threads) + (training ? " training" : " inference") +
                      (fast_kernels ? std::string(" ") + fast_kernels : std::string()));
         const Result ref = run_case(spec, batch, true, threads, nullptr, training);
         const Result fast = run_case(spec, batch, false, threads, nullptr, training, fast_kernels);
+        if (threads == 1) convs = fast.convs;
         expect_close("outputs", spec, fast.y, ref.y, 2e-6);
         expect_close("parameter gradients", spec, fast.grads, ref.grads, 1e-5);
         expect_close("input gradients", spec, fast.dx, ref.dx, 1e-5);
@@ -89,13 +120,37 @@ void compare(const std::string &spec, int64_t batch, bool training = true, const
         EXPECT_EQ(again.dx, fast.dx);
     }
     EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
+    return convs;
+}
+
+// The AVX2 direct convolutions (cpu/conv_avx2.h) are built for x86-64
+// outside Windows, and taken where the processor has AVX2 and FMA.
+bool avx2_direct_expected() {
+#if defined(__x86_64__) && !defined(_WIN32)
+    EXPECT_EQ(snn_set_cpu_isa("avx2"), SNN_OK);
+    const bool avx2 = std::strcmp(snn_cpu_isa(), "avx2") == 0;
+    EXPECT_EQ(snn_set_cpu_isa(nullptr), SNN_OK);
+    return avx2;
+#else
+    return false;
+#endif
+}
+
+// Each of the paths logged is `path` (every convolution's forward and, when
+// training, backward plan).
+void expect_paths(const std::string &spec, const std::vector<std::string> &convs, const char *path) {
+    EXPECT_FALSE(convs.empty()) << spec;
+    for (const std::string &c : convs) EXPECT_EQ(c, path) << spec;
 }
 
 // A layer in front of the convolution, so that its input gradient (dx) is
-// computed too. Each case also with SNN_CPU_KERNELS=no_conv512: on an
-// AVX-512 processor the AVX-512 direct kernels take these layers first.
+// computed too. Each case also with SNN_CPU_KERNELS=no_conv512 and under the
+// cap portable: on an AVX-512 processor the AVX-512 direct kernels take
+// these layers first, on an AVX2 one the AVX2 direct kernels, and the
+// direct kernels for few taps only below AVX2 (there, their loops still run
+// as the loader picked them for the processor, lib/cpu/multiversion.h).
 TEST(CpuKernels, DirectConvolutionMatchesIm2col) {
-    for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512"}) {
+    for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512", "isa=portable"}) {
         compare("input 28x28x1; conv 1x1 1 tanh; conv 3x3 32 relu pad=1", 3, true, kernels);
         // 1 partial block, 2 leftover channels
         compare("input 7x5x1; conv 1x1 1 tanh; conv 3x3 6 relu pad=1", 5, true, kernels);
@@ -118,14 +173,20 @@ TEST(CpuKernels, ShiftedLoweringMatchesTheGenericLowering) {
     // Stride 1 with as many output as input columns and too many taps for
     // the direct path: the lowering is a shifted copy of each map (and the
     // products gemm512's on a processor with AVX-512 whose OpenBLAS lacks
-    // it; there, SNN_CPU_KERNELS=no_conv512 rules out the AVX-512 direct
-    // kernels, which take these layers first). Stride 2 takes the generic
-    // lowering both times.
+    // it). The AVX-512 direct kernels take these layers first, and under
+    // SNN_CPU_KERNELS=no_conv512 the AVX2 ones: the cap portable rules out
+    // both. Stride 2 takes the generic lowering every time.
     for (const char *spec : {"input 6x6x8; conv 3x3 4 pad=1", "input 7x9x5; conv 3x3 6 relu pad=1",
                              "input 10x19x4; conv 5x5 3 tanh pad=2", "input 5x4x40; conv 1x1 3",
                              "input 9x9x1; conv 3x3 4 stride=2", "input 3x3x16; conv 3x3 2 pad=1",
                              "input 14x14x32; conv 3x3 64 relu pad=1"})
-        for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512"}) compare(spec, 3, true, kernels);
+        for (const char *kernels : {static_cast<const char *>(nullptr), "no_conv512", "isa=portable"}) {
+            const std::vector<std::string> convs = compare(spec, 3, true, kernels);
+            // Below AVX2 the stride-1 layers that keep the width take the
+            // shifted lowering.
+            if (std::strcmp(kernels ? kernels : "", "isa=portable") == 0 && !std::strstr(spec, "stride=2"))
+                expect_paths(spec, convs, "im2col (shifted copies)");
+        }
 }
 
 TEST(CpuKernels, MaxPool2x2MatchesTheGenericWindow) {
@@ -237,6 +298,45 @@ TEST(CpuKernels, RandomConvolutionGeometriesMatchTheReference) {
         const bool training = pick(0, 3) != 0;
         compare(spec, batch, training);
         compare(spec, batch, training, "no_conv512");
+        compare(spec, batch, training, "avx2");
+    }
+}
+
+// The AVX2 direct convolutions (SNN_CPU_KERNELS=avx2, the cap avx2, on any
+// processor with AVX2 and FMA; and SNN_CPU_KERNELS=no_conv512, which rules
+// out the AVX-512 ones) against the reference lowering: widths that leave
+// partial vectors of 8 and tiles of 24 or 16 values, 1x1 to 7x7 kernels,
+// padding 0 to k - 1, output channel counts that are not multiples of the
+// tiles' 4 or 6 rows or of the weight gradient's 3, input channels 1 to 37,
+// each activation's epilogue, batch 1 and several, 1 and 2 threads (in
+// compare), training and inference; and that they were the path taken.
+TEST(CpuKernels, Avx2DirectConvolutionMatchesTheReference) {
+    const bool expected = avx2_direct_expected();
+    struct Case {
+        const char *spec;
+        int64_t batch;
+    };
+    for (const Case &c : {
+             Case{"input 28x28x1; conv 3x3 32 relu pad=1", 2},             // the default CNN's first layer
+             Case{"input 14x14x32; conv 3x3 64 relu pad=1", 1},            // its second
+             Case{"input 5x7x40; conv 1x1 13", 3},                         // 1x1, 13 = 3 x 4 + 1 rows
+             Case{"input 9x11x3; conv 5x5 7 tanh pad=2", 2},               // 5x5, 7 rows
+             Case{"input 9x11x3; conv 5x5 5 nobias", 1},                   // 5x5, no padding
+             Case{"input 10x13x2; conv 7x7 9 gelu pad=3", 2},              // 7x7, z kept for gelu
+             Case{"input 8x9x4; conv 7x7 6 silu pad=1x5", 1},              // 7x7, uneven padding
+             Case{"input 6x25x5; conv 3x3 11 relu", 3},                    // 25 columns: tiles of 24 and 1
+             Case{"input 3x17x37; conv 3x3 2 relu pad=2", 2},              // 2 rows, 37 input channels
+             Case{"input 4x33x6; conv 3x5 1 leaky_relu pad=1x4", 2},       // 1 row, padding k - 1
+             Case{"input 1x1x8; conv 3x3 5 pad=2", 3},                     // one pixel, padding k - 1
+             Case{"input 12x4x2; conv 1x7 8 sigmoid pad=0x6", 2},          // 1x7, padding k - 1
+             Case{"input 7x7x64; conv 3x3 18 relu pad=1", 5},              // 7x7 maps: 6 valid lanes of 8
+         }) {
+        for (const char *kernels : {"avx2", "no_conv512"}) {
+            const std::vector<std::string> convs = compare(c.spec, c.batch, /*training=*/true, kernels);
+            if (expected) expect_paths(c.spec, convs, "AVX2 direct");
+        }
+        const std::vector<std::string> inference = compare(c.spec, c.batch, /*training=*/false, "avx2");
+        if (expected) expect_paths(c.spec, inference, "AVX2 direct");
     }
 }
 

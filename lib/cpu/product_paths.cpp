@@ -118,14 +118,23 @@ void small_run(const Product &p) {
 
 // Up to kSgemmFewRows rows of C with A not transposed: snn's unpacked product
 // (sgemm_few_rows with the processor's kernel, under the instruction-set cap).
+// Any number of rows, kSgemmFewRows at a time (a row of C has the same bits
+// in a block of any size).
 void few_rows_block(const Product &b) {
-    sgemm_few_rows(sgemm_kernel(), b.trans_b, b.M, b.N, b.K, b.A, b.lda, b.B, b.ldb, b.C, b.ldc, b.accumulate);
+    const SgemmKernel kernel = sgemm_kernel();
+    for (int64_t i = 0; i < b.M; i += kSgemmFewRows)
+        sgemm_few_rows(kernel, b.trans_b, std::min(kSgemmFewRows, b.M - i), b.N, b.K, b.A + i * b.lda, b.lda, b.B,
+                       b.ldb, b.C + i * b.ldc, b.ldc, b.accumulate);
 }
 
 // Products of up to kSgemmFewRows rows of C (a dense layer's forward product
 // at a batch of 1 to 4) go to snn's unpacked product, whatever their size and
 // in both builds: with B transposed (the dense layer's A W^T) always, A B
-// where snn has no AVX-512 product for it. They measured (bench/results.md,
+// where snn has no AVX-512 product for it. So do the small products with B
+// transposed of any number of rows (the small loops' size), 4 rows at a
+// time: each row of C is then summed in the same order whatever the batch,
+// so a smaller batch gives the bits of the full one's rows, as the small
+// loops did. They measured (bench/results.md,
 // "Issue 39: products of few rows") 3.5 times as fast as OpenBLAS with
 // OPENBLAS_CORETYPE=Haswell (the 784-128-64-10 MLP at batch 1: 32.5 against
 // 9.3 us; the default CNN 200 against 110), and at most 4% slower than
@@ -135,8 +144,9 @@ void few_rows_block(const Product &b) {
 // OpenBLAS picked: the worst of the two settings is what it minimises. The
 // reference kernels keep the paths below.
 bool few_rows_eligible(const Product &p) {
-    return p.precision == Precision::f32 && !p.trans_a && p.M <= kSgemmFewRows && !cpu_reference_kernels() &&
-           (p.trans_b || !gemm512_available());
+    if (p.precision != Precision::f32 || p.trans_a || cpu_reference_kernels()) return false;
+    if (p.trans_b && multiply_adds(p) <= kSmallGemm) return true;
+    return p.M <= kSgemmFewRows && (p.trans_b || !gemm512_available());
 }
 void few_rows_run(const Product &p) { split_product(p, few_rows_block, kParallelFewRows); }
 

@@ -19,8 +19,9 @@ enum class ProductPath : int32_t {
     bf16_emulated,      // bf16: operands rounded into the workspace, the float32 product
     gemm512_packed,     // gemm512 with the packing space the caller planned (cpu/gemm512.h)
     few_rows,           // up to 4 rows of C, A not transposed, B transposed (or no
-                        // AVX-512 product): snn's sgemm_few_rows, unpacked, split
-                        // over the threads (not with the reference kernels)
+                        // AVX-512 product), and small A B^T of any rows, 4 at a
+                        // time: snn's sgemm_few_rows, unpacked, split over the
+                        // threads (not with the reference kernels)
     small_transposed,   // a small A B^T: B^T into the scratch, then the plain loops of A B
     small,              // plain loops on the calling thread (cpu/small_gemm.cpp)
 #ifdef SNN_HAVE_OPENBLAS

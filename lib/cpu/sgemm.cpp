@@ -271,9 +271,12 @@ SNN_INLINE void in_register(V &v) {
 #endif
 }
 
-// C[R][N] (+)= A[R][K] B[N][K]^T as dot products, 4 columns of C at a time:
-// vectors of W depths, their lanes summed by halves, plus the sum of the
-// rest in vectors of 4 depths, then the last K % 4 depths one by one.
+// C[R][N] (+)= A[R][K] B[N][K]^T as dot products, 4 columns of C at a time
+// (each row's sums in the same order whatever R, so that a row of C has the
+// same bits in a product of any number of rows): vectors of W depths, then
+// (below) the four columns' sums folded to 4 lanes each, the depths past the
+// last full vector added in vectors of 4, the lanes transposed and added,
+// and the last K % 4 depths.
 template <typename S, int R>
 SNN_INLINE void few_rows_nt(const Call &g) {
     using V = typename S::V;
@@ -288,23 +291,7 @@ SNN_INLINE void few_rows_nt(const Call &g) {
         for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) acc[r][c] = V{};
-        int64_t k0 = 0;
-        if (R == 1) {
-            // One row: two sums per column, over alternate vectors of depths,
-            // so that 8 independent sums hide the multiply-add's latency.
-            V odd[4] = {};
-            for (; k0 + 2 * W <= kv; k0 += 2 * W) {
-                const V a0 = load<V>(g.A + k0), a1 = load<V>(g.A + k0 + W);
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
-                    acc[0][c] += a0 * load<V>(b[c] + k0);
-                    odd[c] += a1 * load<V>(b[c] + k0 + W);
-                }
-            }
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) acc[0][c] += odd[c];
-        }
-        for (int64_t k = k0; k < kv; k += W) {
+        for (int64_t k = 0; k < kv; k += W) {
             V bv[4];
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {

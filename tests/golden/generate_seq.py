@@ -318,6 +318,9 @@ def write_case(case):
         f.write("batch %d\n" % case["batch"])
         f.write("mode %s\n" % case.get("mode", "train"))
         f.write("steps %d\n" % case.get("steps", 3))
+        # Arrays of sums that cancel (generate.generate_graph's `cancels`).
+        for key, fraction in case.get("cancels", {}).items():
+            f.write("cancellation_%s %r\n" % (key, fraction))
         for key in ("params", "inputs", "tokens", "lengths", "targets", "labels", "outputs", "loss_value",
                     "gradients", "input_gradients", "params_after_steps"):
             if key in arrays:

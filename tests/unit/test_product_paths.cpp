@@ -102,11 +102,13 @@ const char *const kLevels[] = {"avx512_bf16", "avx512", "avx2", "portable"};
 
 // The row a float32 product of A (not transposed) takes: up to
 // kSgemmFewRows rows of C, snn's unpacked product, whatever their size, for
-// A B^T always and for A B where snn has no AVX-512 product; else the small
+// A B^T always and for A B where snn has no AVX-512 product, and so do small
+// A B^T of any number of rows; else the small
 // loops up to 48 * 1024 multiply-adds; past them, A B goes to snn's AVX-512
 // product where there is one; the rest go to the split product.
 ProductPath expected_path(const Product &p) {
     const int64_t multiply_adds = p.M * p.N * p.K;
+    if (p.trans_b && multiply_adds <= 48 * 1024) return kFewRows;
     if (p.M <= snn::kSgemmFewRows && (p.trans_b || !snn::gemm512_available())) return kFewRows;
     if (multiply_adds <= 48 * 1024) return ProductPath::small;
     if (!p.trans_b && snn::gemm512_available()) return kDirect;
@@ -155,12 +157,15 @@ TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
         Product ta = forward;
         ta.trans_a = true;
         EXPECT_EQ(snn::product_path(ta), kSplit);
-        // Small ones too; five rows of a small product stay in the small loops.
+        // Small ones too, of any number of rows with B transposed; a small
+        // A B of five rows stays in the small loops.
         Product small = forward;
         small.K = 40;
         EXPECT_EQ(snn::product_path(small), kFewRows);
         small.M = 5;
         small.N = 100;
+        EXPECT_EQ(snn::product_path(small), kFewRows);
+        small.trans_b = false;
         EXPECT_EQ(snn::product_path(small), ProductPath::small);
     }
 }
@@ -208,6 +213,36 @@ TEST_F(ProductPathsTest, FewRowProductsMatchTheDoubleProduct) {
                                 EXPECT_EQ(o.check(C, accumulate), 0u);
                             }
                         }
+        }
+    }
+}
+
+
+
+// A row of C has the same bits in a product of any number of rows, where the
+// rows take snn's dot products (small A B^T, and up to 4 rows of any size):
+// a batch of 1 to 9 gives the rows of the batch of 9, at every level.
+TEST_F(ProductPathsTest, ARowHasTheSameBitsInAProductOfAnyNumberOfRows) {
+    for (const char *level : kLevels) {
+        SCOPED_TRACE(level);
+        ASSERT_EQ(snn_set_cpu_isa(level), SNN_OK) << snn_last_error();
+        for (int64_t K : {3, 7, 33, 100}) {
+            const int64_t N = 37;
+            const Operands o(true, 9, N, K);
+            std::vector<float> full = o.C0;
+            const Product all = o.product_into(full.data(), false);
+            ASSERT_EQ(snn::product_path(all), kFewRows);
+            snn::run_product(all);
+            for (int64_t M = 1; M < 9; ++M) {
+                std::vector<float> part = o.C0;
+                Product p = o.product_into(part.data(), false);
+                p.M = M;
+                snn::run_product(p);
+                for (int64_t i = 0; i < M; ++i)
+                    for (int64_t j = 0; j < N; ++j)
+                        EXPECT_EQ(part[size_t(i * o.ldc + j)], full[size_t(i * o.ldc + j)])
+                            << "K " << K << " rows " << M << " C[" << i << "][" << j << "]";
+            }
         }
     }
 }

@@ -1280,6 +1280,18 @@ namespace Snn
             set { Library.Check(NativeMethods.snn_cache_set_training(Live, value ? 1 : 0)); }
         }
 
+        /// <summary>Inference rewrites (false for a new cache): an inference-mode float32
+        /// pass on the CPU runs each batchnorm folded into the convolution or dense layer
+        /// before it (and a relu after it in the same output pass), over a folded copy of
+        /// the parameters the cache keeps and makes again when they change. Outputs match
+        /// the plain pass within float32 rounding; backprop of a rewritten pass throws
+        /// SnnException with Status.State. Turning them on allocates once.</summary>
+        public bool InferenceRewrites
+        {
+            get { int on; Library.Check(NativeMethods.snn_cache_inference_rewrites(Live, out on)); return on != 0; }
+            set { Library.Check(NativeMethods.snn_cache_set_inference_rewrites(Live, value ? 1 : 0)); }
+        }
+
         /// <summary>The precision of the cache's passes (Float32 for a new cache).
         /// Setting it makes the layers' plans again (an allocation: set it before the
         /// training loop); a precision the cache's device cannot run, or that a layer

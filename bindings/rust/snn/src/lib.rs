@@ -1230,6 +1230,26 @@ impl ForwardCache {
         check(unsafe { sys::snn_cache_set_training(self.ptr(), i32::from(on)) })
     }
 
+    /// Inference rewrites (off for a new cache): an inference-mode float32
+    /// pass on the CPU runs each batchnorm folded into the convolution or
+    /// dense layer before it (and a relu after it in the same output pass),
+    /// over a folded copy of the parameters the cache keeps and makes again
+    /// when they change. Outputs match the plain pass within float32
+    /// rounding; backprop of a rewritten pass fails with
+    /// [`ErrorKind::State`]. Turning them on allocates once.
+    pub fn set_inference_rewrites(&mut self, on: bool) -> Result<(), Error> {
+        // SAFETY: live handle.
+        check(unsafe { sys::snn_cache_set_inference_rewrites(self.ptr(), i32::from(on)) })
+    }
+
+    /// Whether the cache's inference rewrites are on.
+    pub fn inference_rewrites(&self) -> Result<bool, Error> {
+        let mut on = 0i32;
+        // SAFETY: live handle, valid out pointer.
+        check(unsafe { sys::snn_cache_inference_rewrites(self.ptr(), &mut on) })?;
+        Ok(on != 0)
+    }
+
     /// Whether the cache's passes run in training mode.
     pub fn training(&self) -> Result<bool, Error> {
         let mut on = 0i32;

@@ -166,3 +166,40 @@ fn concat_and_layernorm_build_a_branching_model() {
     let e = Model::new("input 4; dense 3; add nowhere").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Spec, "{e}");
 }
+
+#[test]
+fn inference_rewrites_fold_batchnorm_within_rounding_and_refuse_backprop() {
+    let mut m = model();
+    let mut state = m.state().unwrap();
+    for (i, v) in state.iter_mut().enumerate() {
+        if i % 9 < 4 {
+            *v = 0.3 * (i % 5) as f32 - 0.6; // running means
+        } else if i % 9 < 8 {
+            *v = 0.5 + 0.25 * (i % 3) as f32; // running variances
+        }
+    }
+    m.set_state(&state).unwrap();
+    let x = images(4);
+    let mut plain = m.preallocate_inference(4).unwrap();
+    let mut folded = m.preallocate_inference(4).unwrap();
+    assert!(!folded.inference_rewrites().unwrap());
+    folded.set_inference_rewrites(true).unwrap();
+    assert!(folded.inference_rewrites().unwrap());
+    plain.set_inputs(&x).unwrap();
+    plain.forward(&m).unwrap();
+    folded.set_inputs(&x).unwrap();
+    folded.forward(&m).unwrap();
+    let (a, b) = (plain.outputs().unwrap().to_vec(), folded.outputs().unwrap().to_vec());
+    let scale = a.iter().fold(0.0f32, |s, v| s.max(v.abs()));
+    for (p, f) in a.iter().zip(&b) {
+        assert!((p - f).abs() <= 1e-5 * scale + 1e-6, "plain {p}, folded {f}");
+    }
+    let mut bwd = m.preallocate_grads(4).unwrap();
+    bwd.set_labels(&[0, 1, 2, 0]).unwrap();
+    let e = bwd.backprop(&mut folded, &m, Loss::LogitCrossEntropy).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State);
+    assert!(e.message().contains("inference rewrites"), "{}", e.message());
+    folded.set_inference_rewrites(false).unwrap();
+    folded.forward(&m).unwrap();
+    bwd.backprop(&mut folded, &m, Loss::LogitCrossEntropy).unwrap();
+}

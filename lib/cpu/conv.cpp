@@ -7,6 +7,7 @@
 // col. A fused pass then adds the bias, applies the activation and scatters
 // Z into NCHW order. The bf16 paths are cpu/conv_bf16.cpp's.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <new>
 #include <vector>
@@ -550,40 +551,113 @@ void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
 
 // ---- the table ----
 
-bool native_bf16(const ConvProcessor &cpu, Precision precision) {
-    return precision == Precision::bf16 && cpu.bf16_native;
+// bf16 precision is a request for speed: a layer whose bf16 rows measured
+// slower than the float32 row it would take at float32 takes that float32
+// row at bf16 too, and computes exact float32 (both passes). The rule
+// depends on the layer's shape alone, not on the batch, the pass or the
+// processor, so that which layers round to bf16 is the same everywhere
+// (natively, emulated under an SNN_CPU_ISA cap, with the reference kernels).
+// Measured on one core of a Zen 5 (AVX-512 BF16), the machine shared, with
+// bench/precision_layers
+// (bench/results.md, "Issue 39: bf16 takes float32 where float32 is
+// faster"): float32 time over bf16 time, above 1 where bf16 is faster, for
+// the forward pass and the training step (forward and backprop) at batches
+// 1 and 64; "macs" is the multiply-adds of one image, cout*cin*kh*kw*P for
+// P output pixels, "weights" cout*cin*kh*kw.
+//
+// - Few taps (cin*kh*kw <= 32, stride 1: first layers): always float32. The
+//   bf16 row runs cpu/conv_direct.h's float32 kernels on rounded copies of
+//   the operands, so it costs more than those kernels, and more than the
+//   AVX-512 direct ones: 28x28x1 5x5 to 16 0.62-0.70, 28x28x1 3x3 pad 1 to
+//   32 0.57-0.72, to 16 0.54-0.71, 28x28x16 1x1 to 32 0.53-0.81.
+// - Stride 1 with "same" padding (the bf16 shifted lowering, against the
+//   AVX-512 direct kernels): bf16 from kBf16ShiftedMinWeights weights and
+//   kBf16ShiftedMinMacs up. float32 below: 14x14x8 to 8 (113k macs)
+//   0.64-0.81, 7x7x16 to 16 (113k) 0.66-1.03, 7x7x16 to 32 (226k)
+//   0.78-1.17, 28x28x16 to 16 (2304 weights, 1.8M) 0.81-1.07; bf16 at
+//   12x12x16 to 32 (4608 weights, 663k) 0.97-1.19, 14x14x16 to 32 (903k)
+//   0.97-1.92, 7x7x32 to 64 (903k) 0.87-2.39, 14x14x64 to 16 (9216 weights,
+//   1.8M) 1.04-1.28, 14x14x32 to 64 (3.6M) 1.38-2.31.
+// - Other stride-1 layers with padding narrower than the kernel (the bf16
+//   im2col lowering, against the AVX-512 direct kernels): bf16 from
+//   kBf16LoweredMinMacs up. float32 below:
+//   12x12x16 3x3 to 8 (115k) 0.27-0.42, 14x14x16 5x5 to 16 (640k)
+//   0.40-0.83, 12x12x64 3x3 to 32 (1.8M) 0.42-1.02, 10x10x64 3x3 to 64
+//   (2.4M) 0.61-1.78, 26x26x32 3x3 to 16 (2.7M) 0.73-0.89; bf16 at
+//   26x26x32 3x3 to 32 (5.3M) 1.01-1.08, to 64 (10.6M) 1.31-1.51,
+//   14x14x64 3x3 to 128 (10.6M) 1.36-1.86.
+// - The rest, strided layers (the bf16 im2col lowering, against float32's):
+//   bf16 from kBf16StridedMinMacs up. float32 below: 14x14x16 3x3 stride 2 to 16
+//   (113k) 0.95-1.17, 28x28x8 to 16 (226k) 0.84-1.13; bf16 at 28x28x16 to
+//   32 (903k) 1.03-1.33, 28x28x32 to 64 (3.6M) 1.18-1.37.
+constexpr int64_t kBf16ShiftedMinWeights = 4608;
+constexpr int64_t kBf16ShiftedMinMacs = 512 * 1024;
+constexpr int64_t kBf16LoweredMinMacs = 4 * 1024 * 1024;
+constexpr int64_t kBf16StridedMinMacs = 512 * 1024;
+
+}  // namespace
+
+bool conv_bf16_takes_f32(const ConvDims &d) {
+    if (conv_direct_eligible(d)) return true;
+    const int64_t weights = d.cout * d.cin * d.kh * d.kw, macs = weights * d.hout * d.wout;
+    if (conv_bf16_shifted_eligible(d)) return weights < kBf16ShiftedMinWeights || macs < kBf16ShiftedMinMacs;
+    if (conv512_eligible(d)) return macs < kBf16LoweredMinMacs;
+    return macs < kBf16StridedMinMacs;
+}
+
+namespace {
+
+std::atomic<bool> g_bf16_rule{true};
+
+// At bf16, the float32 rows take the layer.
+bool rule_takes_f32(const ConvDims &d, const ConvProcessor &cpu) { return cpu.bf16_rule && conv_bf16_takes_f32(d); }
+
+// The bf16 rows: at bf16 precision, for the layers the rule leaves to bf16.
+bool bf16_row(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return precision == Precision::bf16 && !rule_takes_f32(d, cpu);
+}
+
+bool native_bf16(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return bf16_row(d, cpu, precision) && cpu.bf16_native;
 }
 
 // The direct kernels' derivative keeps dZ = dy act'(y) rounded only for
 // these activations.
 bool bf16_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return native_bf16(cpu, precision) && conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
+    return native_bf16(d, cpu, precision) && conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
 }
 
 bool bf16_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return native_bf16(cpu, precision) && conv_bf16_shifted_eligible(d);
+    return native_bf16(d, cpu, precision) && conv_bf16_shifted_eligible(d);
 }
 
-bool bf16_im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
-    return precision == Precision::bf16;
+bool bf16_im2col_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return bf16_row(d, cpu, precision);
 }
 
-bool fast_f32(const ConvProcessor &cpu, Precision precision) { return precision == Precision::f32 && !cpu.reference; }
+// The float32 rows: at float32, and at bf16 for the layers the rule gives them.
+bool f32_row(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return precision == Precision::f32 || (precision == Precision::bf16 && rule_takes_f32(d, cpu));
+}
+
+bool fast_f32(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return f32_row(d, cpu, precision) && !cpu.reference;
+}
 
 bool avx512_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
+    return fast_f32(d, cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
 }
 
 bool direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && conv_direct_eligible(d);
+    return fast_f32(d, cpu, precision) && conv_direct_eligible(d);
 }
 
 bool im2col_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && same_width(d);
+    return fast_f32(d, cpu, precision) && same_width(d);
 }
 
-bool im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
-    return precision == Precision::f32;
+bool im2col_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return f32_row(d, cpu, precision);
 }
 
 // Scanned in order when a plan is made; the first eligible row plans and
@@ -620,6 +694,7 @@ ConvProcessor conv_processor() {
     cpu.conv512 = !cpu_conv512_ruled_out();
     cpu.bf16_native = cpu_has_bf16();
     cpu.gemm512_products = gemm512_preferred();
+    cpu.bf16_rule = g_bf16_rule.load(std::memory_order_relaxed);
     return cpu;
 }
 
@@ -636,17 +711,20 @@ void log_choice(const ConvDims &d, Precision precision, bool backward, const Con
     log_message(SNN_LOG_INFO, message);
 }
 
+const ConvPathRow &row_for(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    for (const ConvPathRow &row : kConvPaths)
+        if (row.eligible(d, cpu, precision)) return row;
+    fail(SNN_ERR_INTERNAL, "no convolution path at %s", precision_name(precision));
+}
+
 void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
            size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
     const ConvProcessor cpu = conv_processor();
-    for (const ConvPathRow &row : kConvPaths)
-        if (row.eligible(d, cpu, precision)) {
-            ConvPlanned *planned = row.plan(l, cpu, row.path, max_batch, backward, workspace_bytes);
-            log_choice(d, precision, backward, *planned);
-            return planned;
-        }
-    fail(SNN_ERR_INTERNAL, "no convolution path at %s", precision_name(precision));
+    const ConvPathRow &row = row_for(d, cpu, precision);
+    ConvPlanned *planned = row.plan(l, cpu, row.path, max_batch, backward, workspace_bytes);
+    log_choice(d, precision, backward, *planned);
+    return planned;
 }
 
 void release(Backend &, void *plan) {
@@ -665,6 +743,15 @@ void backward(const OpArgs &a) {
 }
 
 }  // namespace
+
+ConvPath conv_path_for(const ConvDims &d, Precision precision) {
+    return row_for(d, conv_processor(), precision).path;
+}
+
+const char *conv_path_name(ConvPath path) { return kConvPaths[size_t(path)].name; }
+
+void conv_bf16_rule_set(bool applies) { g_bf16_rule.store(applies, std::memory_order_relaxed); }
+bool conv_bf16_rule_applies() { return g_bf16_rule.load(std::memory_order_relaxed); }
 
 extern const OpKernels cpu_op_conv{plan, release, forward, backward,
                                    precision_bit(Precision::f32) | precision_bit(Precision::bf16)};

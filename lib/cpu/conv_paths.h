@@ -30,6 +30,7 @@ struct ConvProcessor {
     bool conv512;           // the AVX-512 direct convolutions are not ruled out (cpu_conv512_ruled_out)
     bool bf16_native;       // AVX-512 BF16, not the reference kernels (cpu_has_bf16)
     bool gemm512_products;  // the lowerings' float32 products by gemm512 (gemm512_preferred)
+    bool bf16_rule;         // conv_bf16_takes_f32 applies (conv_bf16_rule_applies)
 };
 
 // The start of every path's plan.
@@ -49,5 +50,22 @@ struct ConvPathRow {
     void (*forward)(const OpArgs &a, const ConvPlanned &plan);
     void (*backward)(const OpArgs &a, const ConvPlanned &plan);
 };
+
+// At bf16 precision, whether the layer takes the float32 rows (exact float32)
+// because they measured faster than the bf16 ones for its shape (the rule
+// and its figures are in cpu/conv.cpp).
+bool conv_bf16_takes_f32(const ConvDims &d);
+
+// Whether the rule applies (the default). A program that links snn
+// statically (the kernel tests) may turn it off for the whole process, to
+// run every layer at bf16 on the bf16 rows; change it between caches, on
+// one thread.
+void conv_bf16_rule_set(bool applies);
+bool conv_bf16_rule_applies();
+
+// The row a layer's plan takes at `precision` on the processor, under the
+// kernel choice in force, and the row's name (as logged).
+ConvPath conv_path_for(const ConvDims &d, Precision precision);
+const char *conv_path_name(ConvPath path);
 
 }  // namespace snn

@@ -954,9 +954,12 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * the small ones: "same"-padded stride-1 layers of under 4608 weights
  * (cout*cin*kh*kw) or 512k multiply-adds per image, other stride-1 layers
  * of under 4M multiply-adds per image, strided ones of under 512k (the
- * figures behind the rule are in lib/cpu/conv.cpp). The rule depends on
- * the shape alone, so the same layers round on every processor, natively
- * or emulated.
+ * figures behind the rule are in lib/cpu/conv.cpp). Likewise a matrix
+ * product of at most 4 rows or of depth at most 4 runs in float32
+ * (lib/cpu/product_paths.cpp): a dense layer (and the products of conv1d,
+ * attention, lstm and gru) over 1 to 4 rows (samples times steps) computes
+ * float32 at bf16. The rules depend on the shapes alone, so the same layers
+ * round on every processor, natively or emulated.
  *
  * Accuracy at bf16 on the CPU (tests/golden/test_autocast.cpp: one training
  * pass against float64 from the same float32 parameters and inputs,

@@ -7,7 +7,6 @@
 // col. A fused pass then adds the bias, applies the activation and scatters
 // Z into NCHW order. The bf16 paths are cpu/conv_bf16.cpp's.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <new>
 #include <vector>
@@ -607,8 +606,6 @@ bool conv_bf16_takes_f32(const ConvDims &d) {
 
 namespace {
 
-std::atomic<bool> g_bf16_rule{true};
-
 // At bf16, the float32 rows take the layer.
 bool rule_takes_f32(const ConvDims &d, const ConvProcessor &cpu) { return cpu.bf16_rule && conv_bf16_takes_f32(d); }
 
@@ -694,7 +691,7 @@ ConvProcessor conv_processor() {
     cpu.conv512 = !cpu_conv512_ruled_out();
     cpu.bf16_native = cpu_has_bf16();
     cpu.gemm512_products = gemm512_preferred();
-    cpu.bf16_rule = g_bf16_rule.load(std::memory_order_relaxed);
+    cpu.bf16_rule = cpu_bf16_rules_apply();
     return cpu;
 }
 
@@ -749,9 +746,6 @@ ConvPath conv_path_for(const ConvDims &d, Precision precision) {
 }
 
 const char *conv_path_name(ConvPath path) { return kConvPaths[size_t(path)].name; }
-
-void conv_bf16_rule_set(bool applies) { g_bf16_rule.store(applies, std::memory_order_relaxed); }
-bool conv_bf16_rule_applies() { return g_bf16_rule.load(std::memory_order_relaxed); }
 
 extern const OpKernels cpu_op_conv{plan, release, forward, backward,
                                    precision_bit(Precision::f32) | precision_bit(Precision::bf16)};

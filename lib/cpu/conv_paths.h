@@ -30,7 +30,7 @@ struct ConvProcessor {
     bool conv512;           // the AVX-512 direct convolutions are not ruled out (cpu_conv512_ruled_out)
     bool bf16_native;       // AVX-512 BF16, not the reference kernels (cpu_has_bf16)
     bool gemm512_products;  // the lowerings' float32 products by gemm512 (gemm512_preferred)
-    bool bf16_rule;         // conv_bf16_takes_f32 applies (conv_bf16_rule_applies)
+    bool bf16_rule;         // conv_bf16_takes_f32 applies (cpu_bf16_rules_apply, cpu/kernel_choice.h)
 };
 
 // The start of every path's plan.
@@ -55,13 +55,6 @@ struct ConvPathRow {
 // because they measured faster than the bf16 ones for its shape (the rule
 // and its figures are in cpu/conv.cpp).
 bool conv_bf16_takes_f32(const ConvDims &d);
-
-// Whether the rule applies (the default). A program that links snn
-// statically (the kernel tests) may turn it off for the whole process, to
-// run every layer at bf16 on the bf16 rows; change it between caches, on
-// one thread.
-void conv_bf16_rule_set(bool applies);
-bool conv_bf16_rule_applies();
 
 // The row a layer's plan takes at `precision` on the processor, under the
 // kernel choice in force, and the row's name (as logged).

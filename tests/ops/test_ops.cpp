@@ -405,12 +405,13 @@ TEST_P(Op, FileRoundTrip) {
 // AVX-512 BF16) against the emulated path (CpuKernels::reference): the same
 // rounded operands summed in another order, within float32 tolerance.
 //
-// The convolutions whose shape the bf16 rule gives the float32 rows
-// (conv_bf16_takes_f32: every convolution of these small cases) run those
-// rows at bf16: a case whose only product layers they are gives float32's
-// bits at bf16. The bound and the native kernels against the emulated path
-// are checked with the rule turned off (conv_bf16_rule_set), every
-// convolution on the bf16 rows, as a larger layer would run.
+// bf16's rules (cpu_bf16_rules) give float32's kernels to the convolutions
+// whose shape runs faster in float32 (conv_bf16_takes_f32: every
+// convolution of these small cases) and to products of at most 4 rows or
+// depth 4 (a dense layer over at most 4 rows): a case whose product layers
+// are all such gives float32's bits at bf16. The bound and the native
+// kernels against the emulated path are checked with the rules turned off,
+// every product on the bf16 kernels, as larger layers would run.
 
 struct Step {
     Floats y, grads, input_grads;
@@ -419,7 +420,7 @@ struct Step {
 
 Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernels, bool bf16_rule = false) {
     snn::cpu_choose_kernels(kernels);
-    snn::conv_bf16_rule_set(bf16_rule);
+    snn::cpu_bf16_rules(bf16_rule);
     Random rng(42);
     Prepared s = make_setup(c, rng);
     snn_model *model = s.model.get();
@@ -441,18 +442,22 @@ Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernel
         EXPECT_EQ(snn_get_input_gradients(bwd.get(), out.input_grads.data(), out.input_grads.size()), SNN_OK);
     }
     snn::cpu_choose_kernels(snn::CpuKernels::environment);
-    snn::conv_bf16_rule_set(true);
+    snn::cpu_bf16_rules(true);
     return out;
 }
 
 // True when the case's product layers are all convolutions that the bf16
-// rule gives the float32 rows (and there is at least one).
-bool only_convs_ruled_f32(const OpCase &c) {
+// rules give the float32 rows or dense layers over at most 4 rows (and
+// there is at least one).
+bool only_layers_ruled_f32(const OpCase &c) {
     const snn::Network net = snn::parse_spec(c.spec);
     bool any = false;
     for (const snn::Layer &l : net.layers) {
         if (!snn::op_desc(l.kind).products) continue;
-        if (l.kind != OpKind::conv || !snn::conv_bf16_takes_f32(snn::conv_dims(l))) return false;
+        const bool f32 = l.kind == OpKind::conv    ? snn::conv_bf16_takes_f32(snn::conv_dims(l))
+                         : l.kind == OpKind::dense ? snn::rows_of(l, c.batch) <= 4
+                                                   : false;
+        if (!f32) return false;
         any = true;
     }
     return any;
@@ -502,11 +507,11 @@ TEST_P(Op, Bf16) {
     const Products p = products_of(c);
     const Step f32 = train_step(c, SNN_PRECISION_FLOAT32, snn::CpuKernels::environment);
     const Step ruled = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::environment, /*bf16_rule=*/true);
-    if (only_convs_ruled_f32(c)) {
+    if (only_layers_ruled_f32(c)) {
         EXPECT_TRUE(same_bits(ruled.y, f32.y));
         EXPECT_TRUE(same_bits(ruled.grads, f32.grads));
         EXPECT_TRUE(same_bits(ruled.input_grads, f32.input_grads));
-        std::printf("  the rule's float32 convolutions: bf16 bit-identical to float32\n");
+        std::printf("  float32 by the bf16 rules: bf16 bit-identical to float32\n");
     }
     const Step bf16 = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::environment);
     if (p.layers == 0) {

@@ -73,7 +73,7 @@ constexpr Shape kShapes[] = {
 class ConvPaths : public ::testing::Test {
    protected:
     void TearDown() override {
-        snn::conv_bf16_rule_set(true);
+        snn::cpu_bf16_rules(true);
         snn::cpu_choose_kernels(snn::CpuKernels::environment);
     }
 };
@@ -104,9 +104,9 @@ TEST_F(ConvPaths, AtBf16ALayerTakesTheRuleSide) {
         }
         // Off, every layer at bf16 on a bf16 row; the native ones only with
         // AVX-512 BF16 in force (the SNN_CPU_ISA cap).
-        snn::conv_bf16_rule_set(false);
+        snn::cpu_bf16_rules(false);
         const ConvPath off = snn::conv_path_for(d, Precision::bf16);
-        snn::conv_bf16_rule_set(true);
+        snn::cpu_bf16_rules(true);
         EXPECT_TRUE(is_bf16_row(off)) << snn::conv_path_name(off);
         if (!native) {
             EXPECT_EQ(off, ConvPath::bf16_im2col) << snn::conv_path_name(off);

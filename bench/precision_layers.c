@@ -1,12 +1,13 @@
 /* One model at float32 and at bf16 in the same process, the two in
  * alternation, to compare the precisions layer shape by layer shape:
  *
- *   precision_layers SPEC [--batch N] [--forward] [--reps N]
+ *   precision_layers SPEC [--batch N] [--forward] [--dx] [--reps N]
  *
  * Two forward caches of the model (and, for training, two backward caches),
  * one set to each precision; each repetition times a pass at float32 and
  * then one at bf16 (forward, or forward and backprop with a mean squared
- * error loss; no optimiser step). Prints the convolutions' choices as the
+ * error loss; no optimiser step; --dx: with the input gradient, which a
+ * layer inside a model computes and a first layer does not). Prints the convolutions' choices as the
  * library logs them, then "float32 US bf16 US RATIO": the median
  * microseconds of a call at each precision and float32's over bf16's (above
  * 1, bf16 is faster). */
@@ -27,15 +28,16 @@ static void print_choice(void *user, int32_t level, const char *message) {
 int main(int argc, char **argv) {
     const char *spec = NULL;
     int64_t batch = 64;
-    int train = 1, reps = 50;
+    int train = 1, reps = 50, dx = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) batch = atoll(argv[++i]);
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--forward") == 0) train = 0;
+        else if (strcmp(argv[i], "--dx") == 0) dx = 1;
         else spec = argv[i];
     }
     if (!spec || batch < 1 || reps < 1) {
-        fprintf(stderr, "usage: precision_layers SPEC [--batch N] [--forward] [--reps N]\n");
+        fprintf(stderr, "usage: precision_layers SPEC [--batch N] [--forward] [--dx] [--reps N]\n");
         return 2;
     }
     CHECK(snn_set_log_callback(print_choice, NULL));
@@ -59,6 +61,7 @@ int main(int argc, char **argv) {
         if (train) {
             CHECK(snn_preallocate_grads(m, batch, &b[k]));
             CHECK(snn_set_targets(b[k], t, out * (size_t)batch));
+            if (dx) CHECK(snn_set_input_gradient(b[k], 1));
         }
         times[k] = malloc(sizeof(double) * (size_t)reps);
     }

@@ -556,52 +556,56 @@ void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
 // depends on the layer's shape alone, not on the batch, the pass or the
 // processor, so that which layers round to bf16 is the same everywhere
 // (natively, emulated under an SNN_CPU_ISA cap, with the reference kernels).
-// Measured on one core of a Zen 5 (AVX-512 BF16), the machine shared, with
-// bench/precision_layers
+// Measured on one core of a Zen 5 (AVX-512 BF16), the machine shared
+// with other jobs, with bench/precision_layers against the bf16 rows alone
 // (bench/results.md, "Issue 39: bf16 takes float32 where float32 is
-// faster"): float32 time over bf16 time, above 1 where bf16 is faster, for
-// the forward pass and the training step (forward and backprop) at batches
-// 1 and 64; "macs" is the multiply-adds of one image, cout*cin*kh*kw*P for
-// P output pixels, "weights" cout*cin*kh*kw.
+// faster"): float32 time over bf16 time, above 1 where bf16 is faster,
+// lowest to highest of 3 runs each of the forward pass and the training
+// step (forward and backprop) at batches 1 and 64 (single outliers of a
+// busy machine left out); "macs" is the multiply-adds of one image,
+// cout*cin*kh*kw*P for P output pixels, "weights" cout*cin*kh*kw.
 //
 // - Few taps (cin*kh*kw <= 32, stride 1: first layers): always float32. The
 //   bf16 row runs cpu/conv_direct.h's float32 kernels on rounded copies of
-//   the operands, so it costs more than those kernels, and more than the
-//   AVX-512 direct ones: 28x28x1 5x5 to 16 0.62-0.70, 28x28x1 3x3 pad 1 to
-//   32 0.57-0.72, to 16 0.54-0.71, 28x28x16 1x1 to 32 0.53-0.81.
+//   the operands, so its forward pass costs more than those kernels and
+//   than the AVX-512 direct ones: 28x28x1 5x5 to 16 0.12-0.80, 3x3 pad 1 to
+//   16 0.13-0.76, to 32 0.57-0.77. One exception: 3x3 pad 1 to 32's
+//   training step at batch 64 took 1.14-1.35 (its backward pass is faster
+//   on the bf16 row); the default CNN's whole step still gains.
 // - Stride 1 with "same" padding (the bf16 shifted lowering, against the
-//   AVX-512 direct kernels): bf16 from kBf16ShiftedMinWeights weights and
-//   kBf16ShiftedMinMacs up. float32 below: 14x14x8 to 8 (113k macs)
-//   0.64-0.81, 7x7x16 to 16 (113k) 0.66-1.03, 7x7x16 to 32 (226k)
-//   0.78-1.17, 28x28x16 to 16 (2304 weights, 1.8M) 0.81-1.07; bf16 at
-//   12x12x16 to 32 (4608 weights, 663k) 0.97-1.19, 14x14x16 to 32 (903k)
-//   0.97-1.92, 7x7x32 to 64 (903k) 0.87-2.39, 14x14x64 to 16 (9216 weights,
-//   1.8M) 1.04-1.28, 14x14x32 to 64 (3.6M) 1.38-2.31.
+//   AVX-512 direct kernels): bf16 from kBf16MinWeights weights and
+//   kBf16ShiftedMinMacs up. float32 below: 14x14x8 3x3 to 8 (576 weights,
+//   113k macs) 0.63-0.81, 7x7x16 to 16 (2304, 113k) 0.66-1.04, 28x28x16 to
+//   16 (2304, 1.8M) 0.81-1.23, 7x7x16 to 32 (4608, 226k) 0.77-1.18; bf16 at
+//   12x12x16 to 32 (4608, 663k) 0.92-1.20, 14x14x16 to 32 (903k) 0.97-1.92,
+//   7x7x32 to 64 (903k) 0.86-2.39, 14x14x64 to 16 (9216, 1.8M) 0.96-1.33,
+//   14x14x32 to 32 (1.8M) 1.02-1.40, 14x14x32 to 64 (3.6M) 1.14-2.31.
 // - Other stride-1 layers with padding narrower than the kernel (the bf16
 //   im2col lowering, against the AVX-512 direct kernels): bf16 from
-//   kBf16LoweredMinMacs up. float32 below:
-//   12x12x16 3x3 to 8 (115k) 0.27-0.42, 14x14x16 5x5 to 16 (640k)
-//   0.40-0.83, 12x12x64 3x3 to 32 (1.8M) 0.42-1.02, 10x10x64 3x3 to 64
-//   (2.4M) 0.61-1.78, 26x26x32 3x3 to 16 (2.7M) 0.73-0.89; bf16 at
-//   26x26x32 3x3 to 32 (5.3M) 1.01-1.08, to 64 (10.6M) 1.31-1.51,
-//   14x14x64 3x3 to 128 (10.6M) 1.36-1.86.
+//   kBf16LoweredMinMacs up. float32 below: 12x12x16 3x3 to 8 (115k)
+//   0.26-0.48, 12x12x32 3x3 to 16 (461k) 0.41-0.94, 14x14x16 5x5 to 16
+//   (640k) 0.40-0.95, 14x14x32 3x3 to 32 (1.3M) 0.68-1.21, 12x12x64 3x3 to
+//   32 (1.8M) 0.42-1.14, 10x10x64 3x3 to 64 (2.4M) 0.61-1.78, 26x26x16 3x3
+//   to 32 (2.7M) 0.63-1.06, 26x26x32 3x3 to 16 (2.7M) 0.43-0.89; bf16 at
+//   26x26x32 3x3 to 32 (5.3M) 0.92-1.15, to 64 (10.6M) 1.26-1.51, 14x14x64
+//   3x3 to 128 (10.6M) 1.36-1.92.
 // - The rest, strided layers (the bf16 im2col lowering, against float32's):
-//   bf16 from kBf16StridedMinMacs up. float32 below: 14x14x16 3x3 stride 2 to 16
-//   (113k) 0.95-1.17, 28x28x8 to 16 (226k) 0.84-1.13; bf16 at 28x28x16 to
-//   32 (903k) 1.03-1.33, 28x28x32 to 64 (3.6M) 1.18-1.37.
-constexpr int64_t kBf16ShiftedMinWeights = 4608;
+//   bf16 from kBf16MinWeights weights up. float32 below: 28x28x8 3x3 stride
+//   2 pad 1 to 16 (1152 weights) 0.81-1.39, 14x14x16 to 16 (2304) 0.95-1.17;
+//   bf16 at 14x14x16 to 32 (4608) 0.97-1.40, 28x28x16 to 32 (4608)
+//   1.02-1.75, 28x28x32 to 64 (18432) 1.06-1.82.
+constexpr int64_t kBf16MinWeights = 4608;
 constexpr int64_t kBf16ShiftedMinMacs = 512 * 1024;
 constexpr int64_t kBf16LoweredMinMacs = 4 * 1024 * 1024;
-constexpr int64_t kBf16StridedMinMacs = 512 * 1024;
 
 }  // namespace
 
 bool conv_bf16_takes_f32(const ConvDims &d) {
     if (conv_direct_eligible(d)) return true;
     const int64_t weights = d.cout * d.cin * d.kh * d.kw, macs = weights * d.hout * d.wout;
-    if (conv_bf16_shifted_eligible(d)) return weights < kBf16ShiftedMinWeights || macs < kBf16ShiftedMinMacs;
+    if (conv_bf16_shifted_eligible(d)) return weights < kBf16MinWeights || macs < kBf16ShiftedMinMacs;
     if (conv512_eligible(d)) return macs < kBf16LoweredMinMacs;
-    return macs < kBf16StridedMinMacs;
+    return weights < kBf16MinWeights;
 }
 
 namespace {

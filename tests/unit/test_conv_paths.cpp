@@ -64,9 +64,11 @@ constexpr Shape kShapes[] = {
     {"input 12x12x16; conv 3x3 8 relu", true, "stride 1, 115k macs (SimpleNNs CNN)"},
     {"input 12x12x64; conv 3x3 32 relu", true, "stride 1, 1.8M macs"},
     {"input 26x26x32; conv 3x3 32 relu", false, "stride 1, 5.3M macs"},
-    // strided layers: 512k multiply-adds per image
-    {"input 14x14x16; conv 3x3 16 relu stride=2 pad=1", true, "stride 2, 113k macs"},
-    {"input 28x28x16; conv 3x3 32 relu stride=2 pad=1", false, "stride 2, 903k macs"},
+    // strided layers: 4608 weights
+    {"input 14x14x16; conv 3x3 16 relu stride=2 pad=1", true, "stride 2, 2304 weights"},
+    {"input 28x28x8; conv 3x3 16 relu stride=2 pad=1", true, "stride 2, 1152 weights, 226k macs"},
+    {"input 14x14x16; conv 3x3 32 relu stride=2 pad=1", false, "stride 2, 4608 weights, 226k macs"},
+    {"input 28x28x16; conv 3x3 32 relu stride=2 pad=1", false, "stride 2, 4608 weights, 903k macs"},
 };
 
 // Restores the rule and the kernel choice when a test ends.

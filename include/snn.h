@@ -951,10 +951,10 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * float32 kernels at bf16 precision too, and its results are float32's,
  * bit for bit (both passes). These are the layers with few taps
  * (cin*kh*kw <= 32 at stride 1, e.g. a first layer on 1 or 3 channels) and
- * the small ones: "same"-padded stride-1 layers of under 4608 weights
- * (cout*cin*kh*kw) or 512k multiply-adds per image, other stride-1 layers
- * of under 4M multiply-adds per image, strided ones of under 4608 weights (the
- * figures behind the rule are in lib/cpu/conv.cpp). Likewise a matrix
+ * the small ones: "same"-padded stride-1 layers of under 512k
+ * multiply-adds per image, other stride-1 layers of under 4M, strided
+ * ones of under 4608 weights (cout*cin*kh*kw; the figures behind the rule
+ * are in lib/cpu/conv.cpp). Likewise a matrix
  * product of at most 4 rows or of depth at most 4 runs in float32
  * (lib/cpu/product_paths.cpp): a dense layer (and the products of conv1d,
  * attention, lstm and gru) over 1 to 4 rows (samples times steps) computes

@@ -573,13 +573,14 @@ void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
 //   training step at batch 64 took 1.14-1.35 (its backward pass is faster
 //   on the bf16 row); the default CNN's whole step still gains.
 // - Stride 1 with "same" padding (the bf16 shifted lowering, against the
-//   AVX-512 direct kernels): bf16 from kBf16MinWeights weights and
-//   kBf16ShiftedMinMacs up. float32 below: 14x14x8 3x3 to 8 (576 weights,
-//   113k macs) 0.63-0.81, 7x7x16 to 16 (2304, 113k) 0.66-1.04, 28x28x16 to
-//   16 (2304, 1.8M) 0.81-1.23, 7x7x16 to 32 (4608, 226k) 0.77-1.18; bf16 at
-//   12x12x16 to 32 (4608, 663k) 0.92-1.20, 14x14x16 to 32 (903k) 0.97-1.92,
-//   7x7x32 to 64 (903k) 0.86-2.39, 14x14x64 to 16 (9216, 1.8M) 0.96-1.33,
-//   14x14x32 to 32 (1.8M) 1.02-1.40, 14x14x32 to 64 (3.6M) 1.14-2.31.
+//   AVX-512 direct kernels): bf16 from kBf16ShiftedMinMacs up. float32
+//   below: 14x14x8 3x3 to 8 (113k macs) 0.63-0.81, 7x7x16 to 16 (113k)
+//   0.66-1.04, 7x7x16 to 32 (226k) 0.77-1.18; bf16 at 12x12x16 to 32 (663k)
+//   0.92-1.20, 14x14x16 to 32 (903k) 0.97-1.92, 7x7x32 to 64 (903k)
+//   0.86-2.39, 28x28x16 to 16 (1.8M) 0.81-1.23 (with the input gradient, as
+//   inside a model, 0.99-1.13; the resnet step at bf16 measured 5% slower
+//   with this shape on float32), 14x14x64 to 16 (1.8M) 0.96-1.33, 14x14x32
+//   to 32 (1.8M) 1.02-1.40, 14x14x32 to 64 (3.6M) 1.14-2.31.
 // - Other stride-1 layers with padding narrower than the kernel (the bf16
 //   im2col lowering, against the AVX-512 direct kernels): bf16 from
 //   kBf16LoweredMinMacs up. float32 below: 12x12x16 3x3 to 8 (115k)
@@ -603,7 +604,7 @@ constexpr int64_t kBf16LoweredMinMacs = 4 * 1024 * 1024;
 bool conv_bf16_takes_f32(const ConvDims &d) {
     if (conv_direct_eligible(d)) return true;
     const int64_t weights = d.cout * d.cin * d.kh * d.kw, macs = weights * d.hout * d.wout;
-    if (conv_bf16_shifted_eligible(d)) return weights < kBf16MinWeights || macs < kBf16ShiftedMinMacs;
+    if (conv_bf16_shifted_eligible(d)) return macs < kBf16ShiftedMinMacs;
     if (conv512_eligible(d)) return macs < kBf16LoweredMinMacs;
     return weights < kBf16MinWeights;
 }

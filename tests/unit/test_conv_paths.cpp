@@ -54,11 +54,12 @@ constexpr Shape kShapes[] = {
     {"input 28x28x1; conv 5x5 16 relu", true, "few taps, 5x5 first layer (SimpleNNs CNN)"},
     {"input 28x28x1; conv 3x3 32 relu pad=1", true, "few taps, 3x3 first layer (default CNN)"},
     {"input 28x28x16; conv 1 32 relu", true, "few taps, 1x1 on 16 channels"},
-    // "same" padding, stride 1 (the shifted lowering): 4608 weights and 512k
-    // multiply-adds per image
-    {"input 28x28x16; conv 3 16 pad=1 nobias", true, "same padding, 2304 weights"},
-    {"input 7x7x16; conv 3 32 pad=1", true, "same padding, 4608 weights, 226k macs"},
-    {"input 12x12x16; conv 3 32 pad=1 relu", false, "same padding, 4608 weights, 663k macs"},
+    // "same" padding, stride 1 (the shifted lowering): 512k multiply-adds per
+    // image
+    {"input 7x7x16; conv 3 16 pad=1", true, "same padding, 113k macs"},
+    {"input 7x7x16; conv 3 32 pad=1", true, "same padding, 226k macs"},
+    {"input 12x12x16; conv 3 32 pad=1 relu", false, "same padding, 663k macs"},
+    {"input 28x28x16; conv 3 16 pad=1 nobias", false, "same padding, 1.8M macs (resnet)"},
     {"input 14x14x32; conv 3x3 64 relu pad=1", false, "same padding, 18432 weights, 3.6M macs (default CNN)"},
     // other stride-1 layers: 4M multiply-adds per image
     {"input 12x12x16; conv 3x3 8 relu", true, "stride 1, 115k macs (SimpleNNs CNN)"},
@@ -126,7 +127,8 @@ TEST_F(ConvPaths, NativeRowsByName) {
     };
     for (const Want &w : {Want{"input 28x28x1; conv 5x5 16 relu", ConvPath::avx512_direct},
                           Want{"input 12x12x16; conv 3x3 8 relu", ConvPath::avx512_direct},
-                          Want{"input 28x28x16; conv 3 16 pad=1 nobias", ConvPath::avx512_direct},
+                          Want{"input 7x7x16; conv 3 32 pad=1", ConvPath::avx512_direct},
+                          Want{"input 28x28x16; conv 3 16 pad=1 nobias", ConvPath::bf16_shifted},
                           Want{"input 14x14x16; conv 3x3 16 relu stride=2 pad=1", ConvPath::im2col},
                           Want{"input 12x12x16; conv 3 32 pad=1 relu", ConvPath::bf16_shifted},
                           Want{"input 26x26x32; conv 3x3 32 relu", ConvPath::bf16_im2col},

@@ -561,9 +561,12 @@ void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
 // (bench/results.md, "Issue 39: bf16 takes float32 where float32 is
 // faster"): float32 time over bf16 time, above 1 where bf16 is faster,
 // lowest to highest of 3 runs each of the forward pass and the training
-// step (forward and backprop) at batches 1 and 64 (single outliers of a
-// busy machine left out); "macs" is the multiply-adds of one image,
-// cout*cin*kh*kw*P for P output pixels, "weights" cout*cin*kh*kw.
+// step (forward and backprop) at batches 1 and 64 (one run far off the
+// others left out for five shapes: 28x28x16 to 16's 0.19, 12x12x16 to 32's
+// 4.42, 14x14x32 to 32's 7.47, the stride-2 14x14x16's 7.55 and 5.32);
+// "macs" is the multiply-adds of one image, cout*cin*kh*kw*P for P output
+// pixels, "weights" cout*cin*kh*kw. With the rules off (cpu_bf16_rules),
+// every layer at bf16 takes the bf16 rows, the bf16 direct one included.
 //
 // - Few taps (cin*kh*kw <= 32, stride 1: first layers): always float32. The
 //   bf16 row runs cpu/conv_direct.h's float32 kernels on rounded copies of

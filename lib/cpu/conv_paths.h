@@ -15,6 +15,7 @@ namespace snn {
 // In the table's order.
 enum class ConvPath : int32_t {
     bf16_direct,     // bf16, few taps, identity or relu: cpu/conv_direct.h on rounded operands
+                     // (only with cpu_bf16_rules off: the rule gives few taps float32)
     bf16_shifted,    // bf16, stride 1, odd kernel, "same" padding: shifted rows read in place
     bf16_im2col,     // bf16: im2col and gemm_bf16 (native or emulated)
     avx512_direct,   // float32, stride 1, AVX-512: cpu/conv_avx512.h

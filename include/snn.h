@@ -968,6 +968,21 @@ SNN_API snn_status snn_optimiser_grad_norm(const snn_optimiser *optimiser, doubl
  * A precision a device cannot run is SNN_ERR_UNSUPPORTED, never a silent
  * float32.
  *
+ * bf16 on the CPU is a request for speed, not for bf16's rounding: a
+ * convolution whose shape computes faster in float32 there runs the
+ * float32 kernels at bf16 precision too, and its results are float32's,
+ * bit for bit (both passes). These are the layers with few taps
+ * (cin*kh*kw <= 32 at stride 1, e.g. a first layer on 1 or 3 channels) and
+ * the small ones: "same"-padded stride-1 layers of under 512k
+ * multiply-adds per image, other stride-1 layers of under 4M, strided
+ * ones of under 4608 weights (cout*cin*kh*kw; the figures behind the rule
+ * are in lib/cpu/conv.cpp). Likewise a matrix
+ * product of at most 4 rows or of depth at most 4 runs in float32
+ * (lib/cpu/product_paths.cpp): a dense layer (and the products of conv1d,
+ * attention, lstm and gru) over 1 to 4 rows (samples times steps) computes
+ * float32 at bf16. The rules depend on the shapes alone, so the same layers
+ * round on every processor, natively or emulated.
+ *
  * Accuracy at bf16 on the CPU (tests/golden/test_autocast.cpp: one training
  * pass against float64 from the same float32 parameters and inputs,
  * e = ||v - r|| / ||r||; an MLP, the default CNN's layout, a resnet block,

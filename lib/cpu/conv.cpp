@@ -558,28 +558,107 @@ void backward_im2col(const OpArgs &a, const ConvPlanned &plan) {
 
 // ---- the table ----
 
-bool native_bf16(const ConvProcessor &cpu, Precision precision) {
-    return precision == Precision::bf16 && cpu.bf16_native;
+// bf16 precision is a request for speed: a layer whose bf16 rows measured
+// slower than the float32 row it would take at float32 takes that float32
+// row at bf16 too, and computes exact float32 (both passes). The rule
+// depends on the layer's shape alone, not on the batch, the pass or the
+// processor, so that which layers round to bf16 is the same everywhere
+// (natively, emulated under an SNN_CPU_ISA cap, with the reference kernels).
+// Measured on one core of a Zen 5 (AVX-512 BF16), the machine shared
+// with other jobs, with bench/precision_layers against the bf16 rows alone
+// (bench/results.md, "Issue 39: bf16 takes float32 where float32 is
+// faster"): float32 time over bf16 time, above 1 where bf16 is faster,
+// lowest to highest of 3 runs each of the forward pass and the training
+// step (forward and backprop) at batches 1 and 64 (one run far off the
+// others left out for five shapes: 28x28x16 to 16's 0.19, 12x12x16 to 32's
+// 4.42, 14x14x32 to 32's 7.47, the stride-2 14x14x16's 7.55 and 5.32);
+// "macs" is the multiply-adds of one image, cout*cin*kh*kw*P for P output
+// pixels, "weights" cout*cin*kh*kw. With the rules off (cpu_bf16_rules),
+// every layer at bf16 takes the bf16 rows, the bf16 direct one included.
+//
+// - Few taps (cin*kh*kw <= 32, stride 1: first layers): always float32. The
+//   bf16 row runs cpu/conv_direct.h's float32 kernels on rounded copies of
+//   the operands, so its forward pass costs more than those kernels and
+//   than the AVX-512 direct ones: 28x28x1 5x5 to 16 0.12-0.80, 3x3 pad 1 to
+//   16 0.13-0.76, to 32 0.57-0.77. One exception: 3x3 pad 1 to 32's
+//   training step at batch 64 took 1.14-1.35 (its backward pass is faster
+//   on the bf16 row); the default CNN's whole step still gains.
+// - Stride 1 with "same" padding (the bf16 shifted lowering, against the
+//   AVX-512 direct kernels): bf16 from kBf16ShiftedMinMacs up. float32
+//   below: 14x14x8 3x3 to 8 (113k macs) 0.63-0.81, 7x7x16 to 16 (113k)
+//   0.66-1.04, 7x7x16 to 32 (226k) 0.77-1.18; bf16 at 12x12x16 to 32 (663k)
+//   0.92-1.20, 14x14x16 to 32 (903k) 0.97-1.92, 7x7x32 to 64 (903k)
+//   0.86-2.39, 28x28x16 to 16 (1.8M) 0.81-1.23 (with the input gradient, as
+//   inside a model, 0.99-1.13; the resnet step at bf16 measured 5% slower
+//   with this shape on float32), 14x14x64 to 16 (1.8M) 0.96-1.33, 14x14x32
+//   to 32 (1.8M) 1.02-1.40, 14x14x32 to 64 (3.6M) 1.14-2.31.
+// - Other stride-1 layers with padding narrower than the kernel (the bf16
+//   im2col lowering, against the AVX-512 direct kernels): bf16 from
+//   kBf16LoweredMinMacs up. float32 below: 12x12x16 3x3 to 8 (115k)
+//   0.26-0.48, 12x12x32 3x3 to 16 (461k) 0.41-0.94, 14x14x16 5x5 to 16
+//   (640k) 0.40-0.95, 14x14x32 3x3 to 32 (1.3M) 0.68-1.21, 12x12x64 3x3 to
+//   32 (1.8M) 0.42-1.14, 10x10x64 3x3 to 64 (2.4M) 0.61-1.78, 26x26x16 3x3
+//   to 32 (2.7M) 0.63-1.06, 26x26x32 3x3 to 16 (2.7M) 0.43-0.89; bf16 at
+//   26x26x32 3x3 to 32 (5.3M) 0.92-1.15, to 64 (10.6M) 1.26-1.51, 14x14x64
+//   3x3 to 128 (10.6M) 1.36-1.92.
+// - The rest, strided layers (the bf16 im2col lowering, against float32's):
+//   bf16 from kBf16MinWeights weights up. float32 below: 28x28x8 3x3 stride
+//   2 pad 1 to 16 (1152 weights) 0.81-1.39, 14x14x16 to 16 (2304) 0.95-1.17;
+//   bf16 at 14x14x16 to 32 (4608) 0.97-1.40, 28x28x16 to 32 (4608)
+//   1.02-1.75, 28x28x32 to 64 (18432) 1.06-1.82.
+constexpr int64_t kBf16MinWeights = 4608;
+constexpr int64_t kBf16ShiftedMinMacs = 512 * 1024;
+constexpr int64_t kBf16LoweredMinMacs = 4 * 1024 * 1024;
+
+}  // namespace
+
+bool conv_bf16_takes_f32(const ConvDims &d) {
+    if (conv_direct_eligible(d)) return true;
+    const int64_t weights = d.cout * d.cin * d.kh * d.kw, macs = weights * d.hout * d.wout;
+    if (conv_bf16_shifted_eligible(d)) return macs < kBf16ShiftedMinMacs;
+    if (conv512_eligible(d)) return macs < kBf16LoweredMinMacs;
+    return weights < kBf16MinWeights;
+}
+
+namespace {
+
+// At bf16, the float32 rows take the layer.
+bool rule_takes_f32(const ConvDims &d, const ConvProcessor &cpu) { return cpu.bf16_rule && conv_bf16_takes_f32(d); }
+
+// The bf16 rows: at bf16 precision, for the layers the rule leaves to bf16.
+bool bf16_row(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return precision == Precision::bf16 && !rule_takes_f32(d, cpu);
+}
+
+bool native_bf16(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return bf16_row(d, cpu, precision) && cpu.bf16_native;
 }
 
 // The direct kernels' derivative keeps dZ = dy act'(y) rounded only for
 // these activations.
 bool bf16_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return native_bf16(cpu, precision) && conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
+    return native_bf16(d, cpu, precision) && conv_direct_eligible(d) && (d.act == Act::identity || d.act == Act::relu);
 }
 
 bool bf16_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return native_bf16(cpu, precision) && conv_bf16_shifted_eligible(d);
+    return native_bf16(d, cpu, precision) && conv_bf16_shifted_eligible(d);
 }
 
-bool bf16_im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
-    return precision == Precision::bf16;
+bool bf16_im2col_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return bf16_row(d, cpu, precision);
 }
 
-bool fast_f32(const ConvProcessor &cpu, Precision precision) { return precision == Precision::f32 && !cpu.reference; }
+// The float32 rows: at float32, and at bf16 for the layers the rule gives them.
+bool f32_row(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return precision == Precision::f32 || (precision == Precision::bf16 && rule_takes_f32(d, cpu));
+}
+
+bool fast_f32(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return f32_row(d, cpu, precision) && !cpu.reference;
+}
 
 bool avx512_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
+    return fast_f32(d, cpu, precision) && cpu.avx512 && cpu.conv512 && conv512_eligible(d);
 }
 
 // Every shape the AVX-512 kernels take, the few-taps ones included: on the
@@ -593,15 +672,15 @@ bool avx2_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision
 }
 
 bool direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && conv_direct_eligible(d);
+    return fast_f32(d, cpu, precision) && conv_direct_eligible(d);
 }
 
 bool im2col_shifted_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && same_width(d);
+    return fast_f32(d, cpu, precision) && same_width(d);
 }
 
-bool im2col_eligible(const ConvDims &, const ConvProcessor &, Precision precision) {
-    return precision == Precision::f32;
+bool im2col_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    return f32_row(d, cpu, precision);
 }
 
 // Scanned in order when a plan is made; the first eligible row plans and
@@ -641,6 +720,7 @@ ConvProcessor conv_processor() {
     cpu.avx2 = conv_avx2_built() && cpu_kernel_features().avx2_fma && !cpu.reference && !cpu_gemm512_forced();
     cpu.bf16_native = cpu_has_bf16();
     cpu.gemm512_products = gemm512_preferred();
+    cpu.bf16_rule = cpu_bf16_rules_apply();
     return cpu;
 }
 
@@ -657,17 +737,20 @@ void log_choice(const ConvDims &d, Precision precision, bool backward, const Con
     log_message(SNN_LOG_INFO, message);
 }
 
+const ConvPathRow &row_for(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
+    for (const ConvPathRow &row : kConvPaths)
+        if (row.eligible(d, cpu, precision)) return row;
+    fail(SNN_ERR_INTERNAL, "no convolution path at %s", precision_name(precision));
+}
+
 void *plan(Backend &, Stream *, const Layer &l, int64_t max_batch, bool backward, Precision precision,
            size_t *workspace_bytes) {
     const ConvDims d = conv_dims(l);
     const ConvProcessor cpu = conv_processor();
-    for (const ConvPathRow &row : kConvPaths)
-        if (row.eligible(d, cpu, precision)) {
-            ConvPlanned *planned = row.plan(l, cpu, row.path, max_batch, backward, workspace_bytes);
-            log_choice(d, precision, backward, *planned);
-            return planned;
-        }
-    fail(SNN_ERR_INTERNAL, "no convolution path at %s", precision_name(precision));
+    const ConvPathRow &row = row_for(d, cpu, precision);
+    ConvPlanned *planned = row.plan(l, cpu, row.path, max_batch, backward, workspace_bytes);
+    log_choice(d, precision, backward, *planned);
+    return planned;
 }
 
 void release(Backend &, void *plan) {
@@ -686,6 +769,12 @@ void backward(const OpArgs &a) {
 }
 
 }  // namespace
+
+ConvPath conv_path_for(const ConvDims &d, Precision precision) {
+    return row_for(d, conv_processor(), precision).path;
+}
+
+const char *conv_path_name(ConvPath path) { return kConvPaths[size_t(path)].name; }
 
 extern const OpKernels cpu_op_conv{plan, release, forward, backward,
                                    precision_bit(Precision::f32) | precision_bit(Precision::bf16)};

@@ -15,6 +15,7 @@ namespace snn {
 // In the table's order.
 enum class ConvPath : int32_t {
     bf16_direct,     // bf16, few taps, identity or relu: cpu/conv_direct.h on rounded operands
+                     // (only with cpu_bf16_rules off: the rule gives few taps float32)
     bf16_shifted,    // bf16, stride 1, odd kernel, "same" padding: shifted rows read in place
     bf16_im2col,     // bf16: im2col and gemm_bf16 (native or emulated)
     avx512_direct,   // float32, stride 1, AVX-512: cpu/conv_avx512.h
@@ -33,6 +34,7 @@ struct ConvProcessor {
                             // the reference kernels nor the products by gemm512 (cpu_gemm512_forced)
     bool bf16_native;       // AVX-512 BF16, not the reference kernels (cpu_has_bf16)
     bool gemm512_products;  // the lowerings' float32 products by gemm512 (gemm512_preferred)
+    bool bf16_rule;         // conv_bf16_takes_f32 applies (cpu_bf16_rules_apply, cpu/kernel_choice.h)
 };
 
 // The start of every path's plan.
@@ -52,5 +54,15 @@ struct ConvPathRow {
     void (*forward)(const OpArgs &a, const ConvPlanned &plan);
     void (*backward)(const OpArgs &a, const ConvPlanned &plan);
 };
+
+// At bf16 precision, whether the layer takes the float32 rows (exact float32)
+// because they measured faster than the bf16 ones for its shape (the rule
+// and its figures are in cpu/conv.cpp).
+bool conv_bf16_takes_f32(const ConvDims &d);
+
+// The row a layer's plan takes at `precision` on the processor, under the
+// kernel choice in force, and the row's name (as logged).
+ConvPath conv_path_for(const ConvDims &d, Precision precision);
+const char *conv_path_name(ConvPath path);
 
 }  // namespace snn

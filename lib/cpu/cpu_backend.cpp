@@ -241,6 +241,11 @@ std::atomic<int32_t> g_cpu_kernels{int32_t(CpuKernels::environment)};
 
 void cpu_choose_kernels(CpuKernels kernels) { g_cpu_kernels.store(int32_t(kernels), std::memory_order_relaxed); }
 
+std::atomic<bool> g_bf16_rules{true};
+
+void cpu_bf16_rules(bool apply) { g_bf16_rules.store(apply, std::memory_order_relaxed); }
+bool cpu_bf16_rules_apply() { return g_bf16_rules.load(std::memory_order_relaxed); }
+
 bool cpu_gemm512_forced() {
     return g_cpu_kernels.load(std::memory_order_relaxed) == int32_t(CpuKernels::fast_gemm512);
 }

@@ -26,6 +26,16 @@ enum class CpuKernels : int32_t {
 };
 void cpu_choose_kernels(CpuKernels kernels);
 
+// bf16 precision is a request for speed: the convolutions (cpu/conv.cpp)
+// and the products (cpu/product_paths.cpp) whose shapes run faster in
+// float32 take float32's kernels at bf16 too (exact float32). On by
+// default; a program that links snn statically (the kernel tests) may turn
+// the rules off for the whole process, to run every product at bf16 on the
+// bf16 kernels. Convolutions read it when a cache is made, products on
+// every call: change it between caches, on one thread.
+void cpu_bf16_rules(bool apply);
+bool cpu_bf16_rules_apply();
+
 // True when the choice is CpuKernels::fast_gemm512.
 bool cpu_gemm512_forced();
 

@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/kernel_choice.h"
 #include "cpu/sgemm.h"
 #include "cpu/thread_pool.h"
 
@@ -215,15 +216,50 @@ constexpr bool rows_in_enum_order() {
 }
 static_assert(rows_in_enum_order(), "kProductPaths lists ProductPath in its order");
 
-}  // namespace
+// bf16 precision is a request for speed (cpu/kernel_choice.h): a bf16
+// product of at most kSgemmFewRows rows of C, or of depth K at most
+// kSgemmFewRows, runs as a float32 product (exact float32), on the row the
+// table gives it at float32. The bf16 kernel packs both operands and its
+// tiles are 8 rows deep, so such products (a dense layer at batches 1 to 4:
+// its forward product and input gradient have as many rows as samples, its
+// weight gradient as deep) cost more than float32's unpacked ones. Measured
+// on one core of a Zen 5 (bench/precision_layers, a dense layer alone,
+// bench/results.md "Issue 39: bf16 takes float32 where float32 is faster"),
+// float32 time over bf16 time, forward and training step: 3136 x 128 at
+// batch 1 0.25 and 0.38, at batch 4 0.41 and 0.68; 784 x 128 0.23, 0.32 and
+// 0.44, 0.58; 1024 x 1000 0.24, 0.51 and 0.43, 0.60; 100 x 200 0.41, 1.03
+// and 0.49, 0.61; 32 x 10 0.72, 0.72 and 0.87, 0.81; 128 x 10 0.90, 1.03 and
+// 1.22, 1.75: float32 loses only on the smallest layers, by 1 us at most.
+// From batch 16 bf16 wins on the larger layers (784 x 128 1.95 and 1.58,
+// 1024 x 1000 2.72 and 1.20).
+// (Not with both operands transposed, which snn's float32 small loops do
+// not take and no op asks for.)
+bool bf16_runs_f32(const Product &p) {
+    return p.precision == Precision::bf16 && (p.M <= kSgemmFewRows || p.K <= kSgemmFewRows) &&
+           !(p.trans_a && p.trans_b) && cpu_bf16_rules_apply();
+}
 
-ProductPath product_path(const Product &p) {
+ProductPath path_of(const Product &p) {
     for (const ProductPathRow &row : kProductPaths)
         if (row.eligible(p)) return row.path;
     fail(SNN_ERR_INTERNAL, "no product path for precision %s", precision_name(p.precision));
 }
 
-void run_product(const Product &p) { kProductPaths[size_t(product_path(p))].run(p); }
+// The product as it runs: at float32 when the rule above says so.
+Product as_run(const Product &p) {
+    Product q = p;
+    if (bf16_runs_f32(p)) q.precision = Precision::f32;
+    return q;
+}
+
+}  // namespace
+
+ProductPath product_path(const Product &p) { return path_of(as_run(p)); }
+
+void run_product(const Product &p) {
+    const Product q = as_run(p);
+    kProductPaths[size_t(path_of(q))].run(q);
+}
 
 const char *product_path_name(ProductPath path) { return kProductPaths[size_t(path)].name; }
 

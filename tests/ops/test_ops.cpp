@@ -49,10 +49,12 @@
 #include "../golden/golden_check.h"
 #include "../unit/helpers.h"
 #include "common/error.h"
+#include "cpu/conv_paths.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/kernel_choice.h"
 #include "device/devices.h"
 #include "core/math.h"
+#include "ops/dims.h"
 #include "ops/spec.h"
 #include "op_cases.h"
 #include "ops/op.h"
@@ -402,14 +404,23 @@ TEST_P(Op, FileRoundTrip) {
 // Then the native bf16 kernels (CpuKernels::fast, where the processor has
 // AVX-512 BF16) against the emulated path (CpuKernels::reference): the same
 // rounded operands summed in another order, within float32 tolerance.
+//
+// bf16's rules (cpu_bf16_rules) give float32's kernels to the convolutions
+// whose shape runs faster in float32 (conv_bf16_takes_f32: every
+// convolution of these small cases) and to products of at most 4 rows or
+// depth 4 (a dense layer over at most 4 rows): a case whose product layers
+// are all such gives float32's bits at bf16. The bound and the native
+// kernels against the emulated path are checked with the rules turned off,
+// every product on the bf16 kernels, as larger layers would run.
 
 struct Step {
     Floats y, grads, input_grads;
     float loss = 0.0f;
 };
 
-Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernels) {
+Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernels, bool bf16_rule = false) {
     snn::cpu_choose_kernels(kernels);
+    snn::cpu_bf16_rules(bf16_rule);
     Random rng(42);
     Prepared s = make_setup(c, rng);
     snn_model *model = s.model.get();
@@ -431,7 +442,25 @@ Step train_step(const OpCase &c, snn_precision precision, snn::CpuKernels kernel
         EXPECT_EQ(snn_get_input_gradients(bwd.get(), out.input_grads.data(), out.input_grads.size()), SNN_OK);
     }
     snn::cpu_choose_kernels(snn::CpuKernels::environment);
+    snn::cpu_bf16_rules(true);
     return out;
+}
+
+// True when the case's product layers are all convolutions that the bf16
+// rules give the float32 rows or dense layers over at most 4 rows (and
+// there is at least one).
+bool only_layers_ruled_f32(const OpCase &c) {
+    const snn::Network net = snn::parse_spec(c.spec);
+    bool any = false;
+    for (const snn::Layer &l : net.layers) {
+        if (!snn::op_desc(l.kind).products) continue;
+        const bool f32 = l.kind == OpKind::conv    ? snn::conv_bf16_takes_f32(snn::conv_dims(l))
+                         : l.kind == OpKind::dense ? snn::rows_of(l, c.batch) <= 4
+                                                   : false;
+        if (!f32) return false;
+        any = true;
+    }
+    return any;
 }
 
 // D and K of the tolerance above: the product layers of the case's spec and
@@ -477,6 +506,13 @@ TEST_P(Op, Bf16) {
     const OpCase &c = GetParam();
     const Products p = products_of(c);
     const Step f32 = train_step(c, SNN_PRECISION_FLOAT32, snn::CpuKernels::environment);
+    const Step ruled = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::environment, /*bf16_rule=*/true);
+    if (only_layers_ruled_f32(c)) {
+        EXPECT_TRUE(same_bits(ruled.y, f32.y));
+        EXPECT_TRUE(same_bits(ruled.grads, f32.grads));
+        EXPECT_TRUE(same_bits(ruled.input_grads, f32.input_grads));
+        std::printf("  float32 by the bf16 rules: bf16 bit-identical to float32\n");
+    }
     const Step bf16 = train_step(c, SNN_PRECISION_BF16, snn::CpuKernels::environment);
     if (p.layers == 0) {
         EXPECT_TRUE(same_bits(bf16.y, f32.y));

@@ -4,9 +4,13 @@
 // emulated path, over every M, N and K from 1 to 70 in steps that cross the
 // tile and pair edges, odd leading dimensions, every transposition,
 // accumulation, and NaN, infinite, huge and tiny operands. The native part
-// is skipped where the processor lacks AVX-512 BF16.
+// is skipped where the processor lacks AVX-512 BF16. These run with the
+// rule that gives products of few rows or little depth float32's kernels
+// turned off (cpu_bf16_rules); with it on, such a product is float32's,
+// bit for bit, and the others still round.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/product_paths.h"
 #include "cpu/kernel_choice.h"
 #include "core/math.h"
 
@@ -52,14 +57,25 @@ Case make_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, bool accumulat
 float a_at(const Case &c, int64_t i, int64_t k) { return c.ta ? c.A[size_t(k * c.lda + i)] : c.A[size_t(i * c.lda + k)]; }
 float b_at(const Case &c, int64_t k, int64_t j) { return c.tb ? c.B[size_t(j * c.ldb + k)] : c.B[size_t(k * c.ldb + j)]; }
 
-// C by gemm_bf16 with the given kernels (the packed form follows them).
-std::vector<float> run(const Case &c, CpuKernels kernels) {
+// C by gemm_bf16 with the given kernels (the packed form follows them),
+// the bf16 rules off unless asked.
+std::vector<float> run(const Case &c, CpuKernels kernels, bool bf16_rules = false) {
     snn::cpu_choose_kernels(kernels);
+    snn::cpu_bf16_rules(bf16_rules);
     std::vector<float> C = c.C0;
     std::vector<unsigned char> work(snn::gemm_bf16_bytes(c.M, c.N, c.K) + 64);
     snn::gemm_bf16(c.ta, c.tb, c.M, c.N, c.K, c.A.data(), c.lda, c.B.data(), c.ldb, C.data(), c.ldc, c.accumulate,
                    work.data());
     snn::cpu_choose_kernels(CpuKernels::environment);
+    snn::cpu_bf16_rules(true);
+    return C;
+}
+
+// C by the float32 product (gemm_at at float32).
+std::vector<float> run_f32(const Case &c) {
+    std::vector<float> C = c.C0;
+    snn::gemm_at(snn::Precision::f32, c.ta, c.tb, c.M, c.N, c.K, c.A.data(), c.lda, c.B.data(), c.ldb, C.data(), c.ldc,
+                 c.accumulate, nullptr, nullptr);
     return C;
 }
 
@@ -116,6 +132,33 @@ bool native_available() {
     const bool has = snn::cpu_has_bf16();
     snn::cpu_choose_kernels(CpuKernels::environment);
     return has;
+}
+
+// With the rules on, a product of at most 4 rows of C or of depth at most 4
+// is float32's, bit for bit; one of 5 rows and depth 5 or more rounds its
+// operands (off float32's by far more than summation order, as the
+// emulated path is). Both operands transposed: no op asks for it, and the
+// rule leaves it to bf16.
+TEST(GemmBf16, FewRowsOrLittleDepthRunFloat32) {
+    for (bool ta : {false, true})
+        for (bool tb : {false, true})
+            for (int64_t M : {1, 4, 5, 33})
+                for (int64_t K : {1, 4, 5, 70}) {
+                    const Case c = make_case(ta, tb, M, 37, K, false);
+                    const std::vector<float> got = run(c, CpuKernels::environment, /*bf16_rules=*/true);
+                    const std::vector<float> f32 = run_f32(c);
+                    SCOPED_TRACE(testing::Message() << "M " << M << " K " << K << " ta " << ta << " tb " << tb);
+                    if (ta && tb) {
+                        EXPECT_EQ(compare(c, got, reference(c), 2 * kSumTol, "bf16, both transposed"), 0u);
+                    } else if (M <= 4 || K <= 4) {
+                        EXPECT_EQ(std::memcmp(got.data(), f32.data(), got.size() * sizeof(float)), 0);
+                    } else {
+                        EXPECT_EQ(compare(c, got, reference(c), 2 * kSumTol, "bf16"), 0u);
+                        double gap = 0.0;
+                        for (size_t i = 0; i < got.size(); ++i) gap = std::max(gap, double(std::fabs(got[i] - f32[i])));
+                        EXPECT_GT(gap, 1e-4);
+                    }
+                }
 }
 
 TEST(GemmBf16, ShapesFrom1To70) {

@@ -13,6 +13,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm512.h"
+#include "cpu/kernel_choice.h"
 #include "cpu/product_paths.h"
 #include "cpu/sgemm.h"
 #include "snn.h"
@@ -167,6 +168,36 @@ TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
         EXPECT_EQ(snn::product_path(small), kFewRows);
         small.trans_b = false;
         EXPECT_EQ(snn::product_path(small), ProductPath::small);
+    }
+}
+
+// At bf16 a product of at most 4 rows of C, or of depth at most 4, takes the
+// row float32 gives it (bf16's rules, cpu/kernel_choice.h); 5 rows and depth
+// 5 keep a bf16 row (native with AVX-512 BF16 in force, else emulated), as
+// every product does with the rules off, and as one with both operands
+// transposed does. At each level.
+TEST_F(ProductPathsTest, Bf16ProductsOfFewRowsOrLittleDepthTakeFloat32sRow) {
+    std::vector<float> A(1024 * 8), B(1024 * 1000), C(1000 * 8);
+    for (const char *level : kLevels) {
+        SCOPED_TRACE(level);
+        ASSERT_EQ(snn_set_cpu_isa(level), SNN_OK) << snn_last_error();
+        const ProductPath bf16_row = snn::cpu_has_bf16() ? ProductPath::bf16_native : ProductPath::bf16_emulated;
+        for (bool ta : {false, true})
+          for (bool tb : {false, true})
+            for (int64_t M : {1, 4, 5, 8})
+                for (int64_t K : {1, 4, 5, 1024}) {
+                    SCOPED_TRACE(testing::Message() << "M " << M << " K " << K << " ta " << ta);
+                    SCOPED_TRACE(testing::Message() << "tb " << tb);
+                    Product f32{Precision::f32, ta, tb, M, 1000, K, A.data(), ta ? M : K, B.data(), tb ? K : 1000,
+                                C.data(), 1000, false, nullptr, nullptr, nullptr};
+                    Product bf16 = f32;
+                    bf16.precision = Precision::bf16;
+                    const bool f32_rows = (M <= 4 || K <= 4) && !(ta && tb);
+                    EXPECT_EQ(snn::product_path(bf16), f32_rows ? snn::product_path(f32) : bf16_row);
+                    snn::cpu_bf16_rules(false);
+                    EXPECT_EQ(snn::product_path(bf16), bf16_row);
+                    snn::cpu_bf16_rules(true);
+                }
     }
 }
 

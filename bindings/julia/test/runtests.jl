@@ -1188,12 +1188,13 @@ end
         @test e isa SNNError && e.status == SNN.SNN_ERR_UNSUPPORTED && occursin("fp16", e.message)
         @test SNN.cache_precision(fwd) == :float32
         # The MLP's outputs and gradients at bf16 lie within 2^-6 of float32's (operands
-        # rounded to 8 significant bits, float32 sums), and differ from them.
+        # rounded to 8 significant bits, float32 sums), and differ from them (batch 8: at
+        # bf16, products of up to 4 rows run as float32's).
         @test SNN.precision!(fwd, :bf16) === fwd
         @test SNN.cache_precision(fwd) == :bf16
         function mlp_pass(p)
-            mf, mb = preallocate(mlp, 3; precision=p), preallocate_grads(mlp, 3)
-            set_inputs!(mf, reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:17], 6, 3))
+            mf, mb = preallocate(mlp, 8; precision=p), preallocate_grads(mlp, 8)
+            set_inputs!(mf, reshape(Float32[((j * 29) % 97) / 97 * 2 - 1 for j in 0:47], 6, 8))
             forward!(mf, mlp)
             my = copy(get_outputs(mf))
             backprop!(mb, mf, mlp, MSELoss(fill(0.1f0, size(my))))

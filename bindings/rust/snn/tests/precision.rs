@@ -21,13 +21,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The outputs and gradient of one MSE pass of `model` at `precision`, batch 3.
+/// The outputs and gradient of one MSE pass of `model` at `precision`, batch 8
+/// (at bf16, products of up to 4 rows run as float32's).
 fn pass(model: &Model, precision: Precision) -> (Vec<f32>, Vec<f32>) {
-    let mut fwd = model.preallocate(3).unwrap();
-    let mut bwd = model.preallocate_grads(3).unwrap();
+    let mut fwd = model.preallocate(8).unwrap();
+    let mut bwd = model.preallocate_grads(8).unwrap();
     fwd.set_precision(precision).unwrap();
     assert_eq!(fwd.precision().unwrap(), precision);
-    fwd.set_inputs(&inputs(3 * model.input_size().unwrap())).unwrap();
+    fwd.set_inputs(&inputs(8 * model.input_size().unwrap())).unwrap();
     fwd.forward(model).unwrap();
     let y = fwd.outputs().unwrap().to_vec();
     bwd.set_targets(&vec![0.1; y.len()]).unwrap();

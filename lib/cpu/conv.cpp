@@ -668,7 +668,7 @@ bool avx512_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precisi
 // thread and faster than snn's own products (bench/results.md, issue 39:
 // AVX2 direct convolutions).
 bool avx2_direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {
-    return fast_f32(cpu, precision) && cpu.avx2 && conv512_eligible(d);
+    return fast_f32(d, cpu, precision) && cpu.avx2 && conv512_eligible(d);
 }
 
 bool direct_eligible(const ConvDims &d, const ConvProcessor &cpu, Precision precision) {

@@ -16,6 +16,7 @@
 #include "cpu/kernel_choice.h"
 #include "cpu/product_paths.h"
 #include "cpu/sgemm.h"
+#include "helpers.h"
 #include "snn.h"
 
 namespace {

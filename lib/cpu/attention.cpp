@@ -220,14 +220,16 @@ void forward(const OpArgs &a) {
     const View v = view_of(a, d);
     const int64_t rows = a.n * d.t;
     char *pack = projection_pack(a, 0);
+    // No scratch: the projections keep the small loops' sums in depth
+    // order below the small products' size (cpu/product_paths.cpp), which
+    // the GPU's products repeat on near-tie scores.
     gemm_at(a.precision, false, true, rows, 3 * d.e, d.e, a.x[0], d.e, v.w_in, d.e, v.qkv, 3 * d.e, false, pack,
-            scratch_of(a.s));
+            nullptr);
     add_bias_rows(v.qkv, v.b_in, rows, 3 * d.e);
     Job job{&d, a.n, a.lengths, v, nullptr, nullptr, nullptr, a.precision,
             pack ? pack + projection_pack_bytes(d, a.n, false) : nullptr};
     parallel_run(workers_for(*static_cast<Plan *>(a.plan), d, a.n), forward_worker, &job);
-    gemm_at(a.precision, false, true, rows, d.e, d.e, v.ctx, d.e, v.w_out, d.e, a.y, d.e, false, pack,
-            scratch_of(a.s));
+    gemm_at(a.precision, false, true, rows, d.e, d.e, v.ctx, d.e, v.w_out, d.e, a.y, d.e, false, pack, nullptr);
     add_bias_rows(a.y, v.b_out, rows, d.e);
 }
 

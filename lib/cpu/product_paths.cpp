@@ -131,11 +131,15 @@ void few_rows_block(const Product &b) {
 // Products of up to kSgemmFewRows rows of C (a dense layer's forward product
 // at a batch of 1 to 4) go to snn's unpacked product, whatever their size and
 // in both builds: with B transposed (the dense layer's A W^T) always, A B
-// where snn has no AVX-512 product for it. So do the small products with B
-// transposed of any number of rows (the small loops' size), 4 rows at a
-// time: each row of C is then summed in the same order whatever the batch,
-// so a smaller batch gives the bits of the full one's rows, as the small
-// loops did. They measured (bench/results.md,
+// where snn has no AVX-512 product for it. Below the small loops' size they
+// take the small products with B transposed of any number of rows, 4 rows
+// at a time, where the caller offers the scratch (the dense layers), which
+// the small loops would have filled with B^T on every call: each row of C
+// is then summed in the same order whatever the batch, so a smaller batch
+// gives the bits of the full one's rows, as the small loops did. Small
+// products without scratch (attention's per-head products) keep the small
+// loops, whose sums the emulated GPU's products repeat: its near-tie rows
+// (scores of the order of E^3) are decided alike on both. They measured (bench/results.md,
 // "Issue 39: products of few rows") 3.5 times as fast as OpenBLAS with
 // OPENBLAS_CORETYPE=Haswell (the 784-128-64-10 MLP at batch 1: 32.5 against
 // 9.3 us; the default CNN 200 against 110), and at most 4% slower than
@@ -146,7 +150,7 @@ void few_rows_block(const Product &b) {
 // reference kernels keep the paths below.
 bool few_rows_eligible(const Product &p) {
     if (p.precision != Precision::f32 || p.trans_a || cpu_reference_kernels()) return false;
-    if (p.trans_b && multiply_adds(p) <= kSmallGemm) return true;
+    if (multiply_adds(p) <= kSmallGemm) return p.trans_b && p.scratch != nullptr;
     return p.M <= kSgemmFewRows && (p.trans_b || !gemm512_available());
 }
 void few_rows_run(const Product &p) { split_product(p, few_rows_block, kParallelFewRows); }

@@ -146,7 +146,9 @@ TEST(GemmBf16, FewRowsOrLittleDepthRunFloat32) {
                 for (int64_t K : {1, 4, 5, 70}) {
                     const Case c = make_case(ta, tb, M, 37, K, false);
                     const std::vector<float> got = run(c, CpuKernels::environment, /*bf16_rules=*/true);
-                    const std::vector<float> f32 = run_f32(c);
+                    // (float32's products take no product with both operands
+                    // transposed: none is asked for.)
+                    const std::vector<float> f32 = ta && tb ? std::vector<float>() : run_f32(c);
                     SCOPED_TRACE(testing::Message() << "M " << M << " K " << K << " ta " << ta << " tb " << tb);
                     if (ta && tb) {
                         EXPECT_EQ(compare(c, got, reference(c), 2 * kSumTol, "bf16, both transposed"), 0u);

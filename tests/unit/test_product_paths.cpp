@@ -73,9 +73,11 @@ struct Operands {
                 }
     }
 
+    // With the scratch a dense layer offers.
     Product product_into(float *C, bool accumulate) const {
+        static std::vector<float> scratch(snn::kCpuScratchFloats);
         return Product{Precision::f32, /*trans_a=*/false, tb, M, N, K, A.data(), lda, B.data(), ldb, C, ldc,
-                       accumulate, /*work=*/nullptr, /*scratch=*/nullptr, /*pack=*/nullptr};
+                       accumulate, /*work=*/nullptr, scratch.data(), /*pack=*/nullptr};
     }
 
     // Failures (the first three reported) of C against the double product:
@@ -110,9 +112,9 @@ const char *const kLevels[] = {"avx512_bf16", "avx512", "avx2", "portable"};
 // product where there is one; the rest go to the split product.
 ProductPath expected_path(const Product &p) {
     const int64_t multiply_adds = p.M * p.N * p.K;
-    if (p.trans_b && multiply_adds <= 48 * 1024) return kFewRows;
+    if (multiply_adds <= 48 * 1024)
+        return p.trans_b && p.scratch ? kFewRows : ProductPath::small;
     if (p.M <= snn::kSgemmFewRows && (p.trans_b || !snn::gemm512_available())) return kFewRows;
-    if (multiply_adds <= 48 * 1024) return ProductPath::small;
     if (!p.trans_b && snn::gemm512_available()) return kDirect;
     return kSplit;
 }
@@ -159,14 +161,20 @@ TEST_F(ProductPathsTest, BatchOneDenseProductsTakeSnnsOwnKernels) {
         Product ta = forward;
         ta.trans_a = true;
         EXPECT_EQ(snn::product_path(ta), kSplit);
-        // Small ones too, of any number of rows with B transposed; a small
-        // A B of five rows stays in the small loops.
+        // Small ones too, of any number of rows with B transposed, where the
+        // caller offers the scratch (a dense layer); without it (attention's
+        // per-head products), and a small A B, stay in the small loops.
+        std::vector<float> scratch(snn::kCpuScratchFloats);
         Product small = forward;
         small.K = 40;
+        small.scratch = scratch.data();
         EXPECT_EQ(snn::product_path(small), kFewRows);
         small.M = 5;
         small.N = 100;
         EXPECT_EQ(snn::product_path(small), kFewRows);
+        Product bare = small;
+        bare.scratch = nullptr;
+        EXPECT_EQ(snn::product_path(bare), ProductPath::small);
         small.trans_b = false;
         EXPECT_EQ(snn::product_path(small), ProductPath::small);
     }
@@ -209,11 +217,13 @@ TEST_F(ProductPathsTest, ReferenceKernelsKeepTheSplitProduct) {
     std::vector<float> A(1024), B(1024 * 1000), C(1000);
     const Product forward{Precision::f32, false, true, 1, 1000, 1024, A.data(), 1024, B.data(), 1024, C.data(),
                           1000, false, nullptr, nullptr, nullptr};
+    std::vector<float> scratch(snn::kCpuScratchFloats);
     Product small = forward;
-    small.K = 40;
+    small.K = 10;
+    small.scratch = scratch.data();
     setenv("SNN_CPU_KERNELS", "reference", 1);
     EXPECT_EQ(snn::product_path(forward), kSplit);
-    EXPECT_EQ(snn::product_path(small), ProductPath::small);
+    EXPECT_EQ(snn::product_path(small), ProductPath::small_transposed);
     unsetenv("SNN_CPU_KERNELS");
     EXPECT_EQ(snn::product_path(forward), kFewRows);
     EXPECT_EQ(snn::product_path(small), kFewRows);

@@ -27,7 +27,10 @@ a test that could not start), so a run cannot fail unseen.
 
 Before that line it prints one line per --run, "NAME: N passed, N failed,
 N skipped", so the summary says which runs (and settings) it counted, and
-it names each failure with the run it came from.
+it names each failure with the run it came from, each followed by up to
+six lines of its output that say why (lines with "error", "fail", "panicked"
+or "assert"; else its last lines), each indented with "  | ", so that the
+tail of a CI log says why a test failed.
 
 Exit status: 1 if anything failed, else 0.
 """
@@ -113,8 +116,22 @@ def inner_counts(output):
     return None
 
 
+WHY = re.compile(r"error|fail|panicked|assert|timeout|timed out", re.I)
+
+
+def why(output, lines=6, width=200):
+    """Up to `lines` lines of a failed test's output saying why it failed."""
+    text = [l.rstrip() for l in output.splitlines() if l.strip()]
+    # A runner's own summary of a failure ("[  FAILED  ]", "test result")
+    # repeats its cause: the first matching lines come first.
+    hits = [l for l in text if WHY.search(l)]
+    chosen = hits[:lines] if hits else text[-lines:]
+    return ["  | " + l[:width] for l in chosen]
+
+
 def count_test(t):
-    """(Counts, failure description or None) of one line of a log."""
+    """(Counts, failure description or None) of one line of a log; a
+    failure's description is followed by lines of its output (why())."""
     name = t.get("name", "?")
     result = t.get("result", "")
     output = (t.get("stdout") or "") + "\n" + (t.get("stderr") or "")
@@ -122,12 +139,13 @@ def count_test(t):
     if inner is not None and inner.total() > 0:
         if result == "FAIL" and inner.failed == 0:
             inner.failed = 1  # the runner failed outside its own tests
-        return inner, ("%s (%d failed)" % (name, inner.failed) if inner.failed else None)
+        return inner, ("\n".join(["%s (%d failed)" % (name, inner.failed)] + why(output))
+                       if inner.failed else None)
     if result in ("OK", "EXPECTEDFAIL"):
         return Counts(passed=1), None
     if result == "SKIP":
         return Counts(skipped=1), None
-    return Counts(failed=1), "%s (%s)" % (name, result or "no result")
+    return Counts(failed=1), "\n".join(["%s (%s)" % (name, result or "no result")] + why(output))
 
 
 def read_log(path):

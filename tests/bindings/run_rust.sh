@@ -107,6 +107,16 @@ package)
     bash "$copy/vendor_sources.sh" "$src"
     cd "$copy"
     export CARGO_TARGET_DIR=$build/rust-package-target
+    # cargo verifies snn against the snn-sys it just packaged, unpacked from
+    # a registry in the target directory into CARGO_HOME/registry/src under
+    # a name made from that registry's path, and an unpacked crate of that
+    # name is used again as it is: the snn-sys of an earlier run at the same
+    # path, without the functions snn now calls. A CARGO_HOME of this run's
+    # own, and a target directory emptied, verify what this run packaged.
+    cargo_home=$(mktemp -d)
+    trap 'rm -rf "$cargo_home"' EXIT
+    export CARGO_HOME=$cargo_home
+    rm -rf "$CARGO_TARGET_DIR"
     cargo package --offline --workspace
     # The bundled sources hold what the Meson build reads.
     listing=$(cargo package --offline --list -p snn-sys)

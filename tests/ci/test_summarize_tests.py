@@ -131,6 +131,21 @@ class SummarizerTest(unittest.TestCase):
         lines = self.assert_summary([path], 1, 1, 0)
         self.assertIn("FAILED: files / load (FAIL)", lines)
 
+    def test_a_failure_is_followed_by_the_lines_of_its_output_that_say_why(self):
+        cargo = ("   Compiling snn v0.1.0\n" + "note: filler\n" * 50 +
+                 "error[E0425]: cannot find function `snn_x` in crate `sys`\n" + "more filler\n" * 50 +
+                 "error: could not compile `snn` (lib) due to 1 previous error\n")
+        path = self.log("why.json", [entry("bindings / rust package", "FAIL", cargo),
+                                     entry("unit / quiet", "FAIL", "".join("line %d\n" % k for k in range(40)))])
+        lines = self.assert_summary([path], 0, 2, 0)
+        at = lines.index("FAILED: bindings / rust package (FAIL)")
+        self.assertEqual(lines[at + 1:at + 3], ["  | error[E0425]: cannot find function `snn_x` in crate `sys`",
+                                                "  | error: could not compile `snn` (lib) due to 1 previous error"])
+        # Without such lines, the last lines of the output.
+        at = lines.index("FAILED: unit / quiet (FAIL)")
+        self.assertEqual(lines[at + 1:at + 7], ["  | line %d" % k for k in range(34, 40)])
+        self.assertEqual(lines[at + 7], "0 passed, 2 failed, 0 skipped")
+
     def test_a_timeout_is_a_failure(self):
         path = self.log("timeout.json", [entry("robust / fork", "TIMEOUT")])
         lines = self.assert_summary([path], 0, 1, 0)

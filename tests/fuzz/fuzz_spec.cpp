@@ -10,6 +10,14 @@
 
 #include "snn.h"
 
+// Every model the parser accepts is created, which draws its initial
+// parameters: under the sanitizers about 120 ns a value, 4 draws per input
+// (the spec, its canonical spec, each again when libFuzzer looks for a
+// leak). An embedding of 6 x 9292682 parameters (223 MB) took 27 s and ended
+// a run at libFuzzer's 10 s limit. A parser has no need of large models:
+// above 32 MiB (8 million parameters, under 4 s) creating fails. (libFuzzer
+// itself needs more than 16 MiB at once.)
+#define FUZZ_MAX_ALLOCATION_MB "32"
 #include "fuzz_options.h"
 #include "fuzz_target.h"
 

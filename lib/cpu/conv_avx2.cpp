@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cpu/activation.h"
+#include "cpu/conv_padded.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_WIN32)
 #include <immintrin.h>
@@ -21,6 +22,12 @@ bool conv_avx2_built() { return true; }
 
 namespace {
 
+using conv_padded::ceil_div;
+using conv_padded::Epilogue;
+using conv_padded::forward_padded;
+using conv_padded::Padded;
+using conv_padded::Weights;
+
 #define SNN_AVX2 __attribute__((target("avx2,fma")))
 
 constexpr int64_t kTile = 24;  // values of q in the widest product tile
@@ -30,22 +37,12 @@ constexpr int64_t kTile = 24;  // values of q in the widest product tile
 // the plane's last row.
 inline int64_t slack_floats(const ConvDims &d) { return kTile + 8 + d.kw; }
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The sum of the 8 lanes, halves added pairwise (a fixed order).
 SNN_AVX2 inline float lane_total(__m256 v) {
     const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));  // lanes 0 + 2, 1 + 3
     return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
 }
-
-// A zero-padded copy of `channels` maps of rows x cols: planes of `rows`
-// rows of `pitch` floats, the map at row `top`, column `left`.
-struct Padded {
-    int64_t channels, rows, pitch, top, left;
-    int64_t plane() const { return rows * pitch; }
-    int64_t floats() const { return channels * plane(); }
-};
 
 // The values of q whose outputs exist: q < count and q mod pitch < width.
 // For the vector of q from 8v: the lanes that exist, the index of the first
@@ -98,24 +95,7 @@ void pad_maps(const Padded &p, int64_t rows, int64_t cols, const float *src, int
     }
 }
 
-// The weight of tile row r, input channel c, tap (i, j) is
-// w[r*rs + c*cs + i*is + j*js]: the layer's kernel as it is (forward) or
-// turned around with input and output channels exchanged (input gradient).
-struct Weights {
-    const float *w;
-    int64_t rs, cs, is, js;
-};
-
-// A product over a padded buffer: `channels` planes of src, taps kh x kw,
-// outputs `count` values of q of which the columns below `width` are kept,
-// written to maps of `map` floats.
-struct Product {
-    const float *src;
-    int64_t channels, plane, pitch, kh, kw, count, width, map;
-    const Lanes *lanes;
-};
-
-enum class Epilogue { identity, relu };
+using Product = conv_padded::Product<Lanes>;
 
 // Rows [0, mr) (at most MR; rows past mr repeat row mr - 1) of the tile of
 // NV vectors of q from q0: acc = sum over channels and taps of weight x
@@ -221,32 +201,25 @@ void product(const Product &p, const Weights &wt, int64_t r0, int64_t r1, const 
         product_rows<4, 1>(p, wt, r0, r1, bias, e, out);
 }
 
-// The geometry of both passes (as cpu/conv_avx512.cpp's): rows of win + pw
-// floats, pw zeros and then the row's values, so that the zeros before a
-// row also pad the end of the row above; one extra row of zeros under the
-// map serves the last row's taps. The output gradient's rows, kw - 1 - pw
-// zeros and wout values, have the same pitch. The weight gradient reads the
-// output gradient transposed: dzt[p][co] for the P outputs p, rows of
-// `lanes` floats (cout rounded up to a vector, zeros past cout).
+// The backward pass's buffers: the padded input and output gradient
+// (cpu/conv_padded.h), and the output gradient transposed, which the weight
+// gradient reads: dzt[p][co] for the P outputs p, rows of `lanes` floats
+// (cout rounded up to a vector, zeros past cout).
 struct BackwardLayout {
     Padded x, dz;
     int64_t lanes;  // floats of a row of the transposed gradient
     int64_t image;  // floats of one image's three buffers
 };
 
-int64_t shared_pitch(const ConvDims &d) { return d.win + d.pw; }
-
 BackwardLayout backward_layout(const ConvDims &d) {
-    const int64_t pitch = shared_pitch(d), dz_top = d.kh - 1 - d.ph;
+    const conv_padded::BackwardPads pads = conv_padded::backward_pads(d);
     BackwardLayout L;
-    L.x = {d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw};
-    L.dz = {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw};
+    L.x = pads.x;
+    L.dz = pads.dz;
     L.lanes = ceil_div(d.cout, 8) * 8;
     L.image = L.x.floats() + L.dz.floats() + d.hout * d.wout * L.lanes;
     return L;
 }
-
-Padded forward_padded(const ConvDims &d) { return {d.cin, d.hin + 2 * d.ph + 1, shared_pitch(d), d.ph, d.pw}; }
 
 // Floats of a table of Lanes for `count` values of q.
 int64_t lanes_floats(int64_t count) { return lane_vectors(count) * int64_t(sizeof(Lanes) / sizeof(float)); }
@@ -434,11 +407,11 @@ void conv_avx2_forward_begin(const ConvDims &d, float *workspace) {
 void conv_avx2_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y, float *pre,
                              int64_t co0, int64_t co1, bool padded, const float *table, float *workspace) {
     const Padded p = forward_padded(d);
-    const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw, count = d.hout * p.pitch;
+    const int64_t P = d.hout * d.wout, count = d.hout * p.pitch;
     const Lanes *lanes = reinterpret_cast<const Lanes *>(table);
     if (!padded) pad_maps(p, d.hin, d.win, x, d.hin * d.win, workspace);
     const Product prod{workspace, d.cin, p.plane(), p.pitch, d.kh, d.kw, count, d.wout, P, lanes};
-    const Weights wt{w, K, d.kh * d.kw, d.kw, 1};
+    const Weights wt = conv_padded::forward_weights(d, w);
     const bool fused = !pre && (d.act == Act::identity || d.act == Act::relu);
     float *z = pre ? pre : y;
     product(prod, wt, co0, co1, d.bias ? b : nullptr, fused && d.act == Act::relu ? Epilogue::relu : Epilogue::identity,
@@ -476,7 +449,7 @@ void conv_avx2_backward_images(const ConvDims &d, int64_t nb, const float *x, co
     // dx[c] = sum over co and taps of w[co][c][kh-1-i][kw-1-j] dz[co] shifted by (i, j)
     const int64_t count = d.hin * L.dz.pitch;
     fill_lanes(count, L.dz.pitch, d.win, lanes);
-    const Weights turned{w + (d.kh - 1) * d.kw + d.kw - 1, d.kh * d.kw, K, -d.kw, -1};
+    const Weights turned = conv_padded::turned_weights(d, w);
     for (int64_t k = 0; k < nb; ++k) {
         const Product prod{dzs + k * L.dz.floats(), d.cout, L.dz.plane(), L.dz.pitch, d.kh, d.kw, count, d.win,
                            in_map, lanes};

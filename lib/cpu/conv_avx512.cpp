@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cpu/activation.h"
+#include "cpu/conv_padded.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -20,6 +21,12 @@ bool conv512_eligible(const ConvDims &d) {
 #if defined(SNN_CONV512)
 
 namespace {
+
+using conv_padded::ceil_div;
+using conv_padded::Epilogue;
+using conv_padded::forward_padded;
+using conv_padded::Padded;
+using conv_padded::Weights;
 
 #define SNN_AVX512 __attribute__((target("avx512f")))
 
@@ -42,16 +49,6 @@ SNN_AVX512 inline float lane_total(__m512 v) {
     const v4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// A zero-padded copy of `channels` maps of rows x cols: planes of `rows`
-// rows of `pitch` floats, the map at row `top`, column `left`.
-struct Padded {
-    int64_t channels, rows, pitch, top, left;
-    int64_t plane() const { return rows * pitch; }
-    int64_t floats() const { return channels * plane(); }
-};
 
 // The values of q whose outputs exist: q < count and q mod pitch < width.
 // For the vector of q from 16v: the lanes that exist, and the index of the
@@ -109,24 +106,7 @@ SNN_AVX512 void pad_maps(const Padded &p, int64_t rows, int64_t cols, const floa
     }
 }
 
-// The weight of tile row r, input channel c, tap (i, j) is
-// w[r*rs + c*cs + i*is + j*js]: the layer's kernel as it is (forward) or
-// turned around with input and output channels exchanged (input gradient).
-struct Weights {
-    const float *w;
-    int64_t rs, cs, is, js;
-};
-
-// A product over a padded buffer: `channels` planes of src, taps kh x kw,
-// outputs `count` values of q of which the columns below `width` are kept,
-// written to maps of `map` floats.
-struct Product {
-    const float *src;
-    int64_t channels, plane, pitch, kh, kw, count, width, map;
-    const Lanes *lanes;
-};
-
-enum class Epilogue { identity, relu };
+using Product = conv_padded::Product<Lanes>;
 
 // Rows [0, mr) (at most MR; rows past mr repeat row mr - 1) of the tile of
 // NV vectors of q from q0: acc = sum over channels and taps of weight x
@@ -231,29 +211,21 @@ void product(const Product &p, const Weights &wt, int64_t r0, int64_t r1, const 
         product_rows<8, 1>(p, wt, r0, r1, bias, e, out);
 }
 
-// The geometry of both passes: rows of win + pw floats, pw zeros and then
-// the row's values, so that the zeros before a row also pad the end of the
-// row above; an output row then computes kw - 1 - pw values past its end
-// (kw - 1 with a pad on each side). One extra row of zeros under the map
-// serves the last row's taps. The output gradient's rows, kw - 1 - pw zeros
-// and wout values, have the same pitch.
+// The backward pass's buffers: the padded input and output gradient
+// (cpu/conv_padded.h).
 struct BackwardLayout {
     Padded x, dz;
     int64_t image;  // floats of one image's two buffers
 };
 
-int64_t shared_pitch(const ConvDims &d) { return d.win + d.pw; }
-
 BackwardLayout backward_layout(const ConvDims &d) {
-    const int64_t pitch = shared_pitch(d), dz_top = d.kh - 1 - d.ph;
+    const conv_padded::BackwardPads pads = conv_padded::backward_pads(d);
     BackwardLayout L;
-    L.x = {d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw};
-    L.dz = {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw};
+    L.x = pads.x;
+    L.dz = pads.dz;
     L.image = L.x.floats() + L.dz.floats();
     return L;
 }
-
-Padded forward_padded(const ConvDims &d) { return {d.cin, d.hin + 2 * d.ph + 1, shared_pitch(d), d.ph, d.pw}; }
 
 // Floats of a table of Lanes for `count` values of q.
 int64_t lanes_floats(int64_t count) { return lane_vectors(count) * int64_t(sizeof(Lanes) / sizeof(float)); }
@@ -357,11 +329,11 @@ void conv512_forward_begin(const ConvDims &d, float *workspace) {
 void conv512_forward_image(const ConvDims &d, const float *x, const float *w, const float *b, float *y, float *pre,
                            int64_t co0, int64_t co1, bool padded, const float *table, float *workspace) {
     const Padded p = forward_padded(d);
-    const int64_t P = d.hout * d.wout, K = d.cin * d.kh * d.kw, count = d.hout * p.pitch;
+    const int64_t P = d.hout * d.wout, count = d.hout * p.pitch;
     const Lanes *lanes = reinterpret_cast<const Lanes *>(table);
     if (!padded) pad_maps(p, d.hin, d.win, x, d.hin * d.win, workspace);
     const Product prod{workspace, d.cin, p.plane(), p.pitch, d.kh, d.kw, count, d.wout, P, lanes};
-    const Weights wt{w, K, d.kh * d.kw, d.kw, 1};
+    const Weights wt = conv_padded::forward_weights(d, w);
     const bool fused = !pre && (d.act == Act::identity || d.act == Act::relu);
     float *z = pre ? pre : y;
     product(prod, wt, co0, co1, d.bias ? b : nullptr, fused && d.act == Act::relu ? Epilogue::relu : Epilogue::identity,
@@ -375,7 +347,7 @@ void conv512_forward_image(const ConvDims &d, const float *x, const float *w, co
 void conv512_backward_images(const ConvDims &d, int64_t nb, const float *x, const float *w, const float *y,
                              const float *pre, float *dy, float *dw, float *db, float *dx, float *workspace) {
     const BackwardLayout L = backward_layout(d);
-    const int64_t P = d.hout * d.wout, in_map = d.hin * d.win, K = d.cin * d.kh * d.kw;
+    const int64_t P = d.hout * d.wout, in_map = d.hin * d.win;
     float *xs = workspace, *dzs = workspace + nb * L.x.floats();
     float *slack = workspace + nb * L.image;
     Lanes *lanes = reinterpret_cast<Lanes *>(slack + slack_floats(d));
@@ -394,7 +366,7 @@ void conv512_backward_images(const ConvDims &d, int64_t nb, const float *x, cons
     // dx[c] = sum over co and taps of w[co][c][kh-1-i][kw-1-j] dz[co] shifted by (i, j)
     const int64_t count = d.hin * L.dz.pitch;
     fill_lanes(count, L.dz.pitch, d.win, lanes);
-    const Weights turned{w + (d.kh - 1) * d.kw + d.kw - 1, d.kh * d.kw, K, -d.kw, -1};
+    const Weights turned = conv_padded::turned_weights(d, w);
     for (int64_t k = 0; k < nb; ++k) {
         const Product prod{dzs + k * L.dz.floats(), d.cout, L.dz.plane(), L.dz.pitch, d.kh, d.kw, count, d.win,
                            in_map, lanes};

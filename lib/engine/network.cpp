@@ -68,20 +68,19 @@ size_t LayerPlans::make(Backend &be, Stream *s, const Network &net, int64_t max_
 
 // ---- arenas ------------------------------------------------------------------
 
+std::vector<size_t> memory_owners(const Network &net) {
+    std::vector<size_t> owner(net.layers.size());
+    for (size_t i = 0; i < net.layers.size(); ++i)
+        owner[i] = net.layers[i].alias ? owner[size_t(net.layers[i].inputs[0])] : i;
+    return owner;
+}
+
 namespace {
 
 constexpr size_t kAlignFloats = 16;  // 64 bytes
 constexpr size_t kForever = SIZE_MAX;
 
 size_t round_up(size_t floats) { return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
-
-// The node whose memory node i's output is (flatten reuses its input's).
-std::vector<size_t> owners(const Network &net) {
-    std::vector<size_t> owner(net.layers.size());
-    for (size_t i = 0; i < net.layers.size(); ++i)
-        owner[i] = net.layers[i].alias ? owner[size_t(net.layers[i].inputs[0])] : i;
-    return owner;
-}
 
 struct Interval {
     size_t node, floats, first, last;  // lifetime [first, last] in steps
@@ -213,7 +212,7 @@ ArenaPlan place(const std::vector<Interval> &items, size_t nodes) {
 // is the inputs or the outputs. Slices are per sample sizes x max_batch.
 ArenaPlan plan_forward(const Network &net, int64_t max_batch) {
     const size_t L = net.layers.size();
-    const std::vector<size_t> owner = owners(net);
+    const std::vector<size_t> owner = memory_owners(net);
     std::vector<size_t> last(L, 0);
     std::vector<char> kept(L, 0);
     kept[0] = 1;
@@ -240,7 +239,7 @@ ArenaPlan plan_forward(const Network &net, int64_t max_batch) {
 // The inputs' gradient has a buffer of its own (input_grad).
 ArenaPlan plan_backward(const Network &net, int64_t max_batch) {
     const size_t L = net.layers.size();
-    const std::vector<size_t> owner = owners(net);
+    const std::vector<size_t> owner = memory_owners(net);
     std::vector<size_t> last(L, 0);
     last[owner[L - 1]] = L - 1;
     for (size_t i = 1; i < L; ++i)
@@ -363,7 +362,7 @@ void forward_cache_init(ForwardCache &c, const Model &m, int64_t max_batch) {
     const size_t ws = c.plans.make(be, c.stream.get(), net, max_batch, false, c.precision);
     c.arena_plan = plan_forward(net, max_batch);
     c.arena = DeviceBuffer(be, c.arena_plan.floats * sizeof(float));
-    const std::vector<size_t> owner = owners(net);
+    const std::vector<size_t> owner = memory_owners(net);
     c.acts.assign(net.layers.size(), nullptr);
     for (size_t i = 0; i < net.layers.size(); ++i) c.acts[i] = c.arena.f() + c.arena_plan.offset[owner[i]];
     size_t aux = 0;
@@ -415,7 +414,7 @@ void forward_cache_follow(ForwardCache &c, const Model &m) {
     forward_cache_init(to, m, c.max_batch);
     // Only what holds values: the inputs set, the last pass's kept values
     // and what its nodes saved for the backward pass.
-    const std::vector<size_t> owner = owners(c.net);
+    const std::vector<size_t> owner = memory_owners(c.net);
     for (size_t i = 0; i < c.net.layers.size(); ++i) {
         const Layer &l = c.net.layers[i];
         const int64_t n = i == 0 ? c.input_batch : c.forward_batch;
@@ -605,7 +604,7 @@ void backward_cache_init(BackwardCache &b, const Model &m, int64_t max_batch) {
     b.input_grad = DeviceBuffer(be, batch_floats(max_batch, size_t(net.input().size())) * sizeof(float));
     b.arena_plan = plan_backward(net, max_batch);
     b.arena = DeviceBuffer(be, b.arena_plan.floats * sizeof(float));
-    b.owner = owners(net);
+    b.owner = memory_owners(net);
     const std::vector<size_t> &owner = b.owner;
     // Scratch for a second gradient of one value (backward_layers), one half
     // per input of a node: as large as any value whose memory more than one

@@ -155,6 +155,10 @@ struct Model {
     float *state_ptr() { return state.f(); }
 };
 
+// For each node, the node whose memory its output is (flatten reuses its
+// input's).
+std::vector<size_t> memory_owners(const Network &net);
+
 // Makes a CPU model from a parsed network, parameters initialised from seed,
 // state at its initial values. Throws SNN_ERR_INTERNAL if the CPU lacks an op.
 void model_init_on_cpu(Model &m, Network net, uint64_t seed);

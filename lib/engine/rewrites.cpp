@@ -25,12 +25,6 @@ InferenceRewrites::~InferenceRewrites() {
 
 namespace {
 
-// The node whose memory node i's output is (flatten reuses its input's).
-size_t owner_of(const Network &net, size_t i) {
-    while (net.layers[i].alias) i = size_t(net.layers[i].inputs[0]);
-    return i;
-}
-
 // Nodes that read node i's output.
 std::vector<std::vector<size_t>> readers_of(const Network &net) {
     std::vector<std::vector<size_t>> readers(net.layers.size());
@@ -39,12 +33,13 @@ std::vector<std::vector<size_t>> readers_of(const Network &net) {
     return readers;
 }
 
-bool is_output(const Network &net, size_t i) { return owner_of(net, net.layers.size() - 1) == owner_of(net, i); }
+bool is_output(const std::vector<size_t> &owner, size_t i) { return owner.back() == owner[i]; }
 
 // The fold that starts at batchnorm node `norm`, if it has one.
-bool find_fold(const Network &net, const std::vector<std::vector<size_t>> &readers, size_t norm, InferenceFold *f) {
+bool find_fold(const Network &net, const std::vector<size_t> &owner, const std::vector<std::vector<size_t>> &readers,
+               size_t norm, InferenceFold *f) {
     const Layer &bn = net.layers[norm];
-    if (bn.kind != OpKind::batchnorm || bn.alias || bn.inputs.size() != 1 || is_output(net, norm)) return false;
+    if (bn.kind != OpKind::batchnorm || bn.alias || bn.inputs.size() != 1 || is_output(owner, norm)) return false;
     const size_t product = size_t(bn.inputs[0]);
     const Layer &p = net.layers[product];
     if (product == 0 || p.alias || p.act != Act::identity || readers[product].size() != 1) return false;
@@ -63,7 +58,7 @@ bool find_fold(const Network &net, const std::vector<std::vector<size_t>> &reade
         const size_t r = readers[norm][0];
         const Layer &a = net.layers[r];
         if (a.kind == OpKind::activation && !a.alias && a.inputs.size() == 1 && a.act == Act::relu &&
-            !is_output(net, r)) {
+            !is_output(owner, r)) {
             f->act = r;
             f->last = r;
         }
@@ -107,10 +102,11 @@ std::unique_ptr<InferenceRewrites> make_rewrites(const ForwardCache &c) {
     rw->acts = c.acts;
     if (be.device() >= 0) return rw;  // the CPU only, for now: nothing to fold on a GPU
     const std::vector<std::vector<size_t>> readers = readers_of(net);
+    const std::vector<size_t> owner = memory_owners(net);
     size_t floats = 0;
     for (size_t i = 1; i < L; ++i) {
         InferenceFold f;
-        if (!find_fold(net, readers, i, &f)) continue;
+        if (!find_fold(net, owner, readers, i, &f)) continue;
         f.at = floats;
         f.layer.weight_offset = floats;
         f.layer.bias_offset = floats + f.layer.weight_count;
@@ -132,7 +128,7 @@ std::unique_ptr<InferenceRewrites> make_rewrites(const ForwardCache &c) {
         if (f.act) rw->skipped[f.act] = 1;
         // Readers of the last node folded (and of its aliases) read the product's buffer.
         for (size_t i = 0; i < L; ++i)
-            if (owner_of(net, i) == f.last) rw->acts[i] = c.acts[f.product];
+            if (owner[i] == f.last) rw->acts[i] = c.acts[f.product];
     }
     rw->params = DeviceBuffer(be, floats * sizeof(float));
     rw->workspace = DeviceBuffer(be, workspace);

@@ -11,15 +11,11 @@
 #include "cpu/gemm512.h"
 #include "platform/cpu_features.h"
 
+#include "lcg.h"
+
 namespace {
 
-struct Lcg {
-    uint64_t s;
-    float next() {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return float(double(s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-    }
-};
+using snn_test::Lcg;
 
 void check(bool ta, bool tb, int64_t M, int64_t N, int64_t K, bool accumulate) {
     Lcg r{uint64_t(M * 1000003 + N * 1009 + K * 7 + ta * 2 + tb)};

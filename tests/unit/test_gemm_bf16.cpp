@@ -24,17 +24,13 @@
 #include "cpu/kernel_choice.h"
 #include "core/math.h"
 
+#include "lcg.h"
+
 namespace {
 
 using snn::CpuKernels;
 
-struct Lcg {
-    uint64_t s;
-    float next() {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return float(double(s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-    }
-};
+using snn_test::Lcg;
 
 struct Case {
     bool ta, tb, accumulate;

@@ -19,6 +19,8 @@
 #include "helpers.h"
 #include "snn.h"
 
+#include "lcg.h"
+
 namespace {
 
 using snn::Precision;
@@ -34,13 +36,7 @@ constexpr ProductPath kDirect = ProductPath::builtin_direct;
 constexpr ProductPath kSplit = ProductPath::builtin;
 #endif
 
-struct Lcg {
-    uint64_t s;
-    float next() {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return float(double(s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-    }
-};
+using snn_test::Lcg;
 
 // A[M][K] and op(B)[K][N] with strides wider than their rows, and a C of
 // N + 3 columns whose last three must stay as they were.

@@ -16,15 +16,11 @@
 #include "helpers.h"
 #include "snn.h"
 
+#include "lcg.h"
+
 namespace {
 
-struct Lcg {
-    uint64_t s;
-    float next() {  // in [-1, 1)
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return float(double(s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-    }
-};
+using snn_test::Lcg;
 
 struct Model {
     snn_model *m = nullptr;

@@ -16,17 +16,13 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/sgemm.h"
 
+#include "lcg.h"
+
 namespace {
 
 using snn::SgemmKernel;
 
-struct Lcg {
-    uint64_t s;
-    float next() {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        return float(double(s >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-    }
-};
+using snn_test::Lcg;
 
 const SgemmKernel kKernels[] = {SgemmKernel::avx512, SgemmKernel::avx2, SgemmKernel::neon, SgemmKernel::portable};
 

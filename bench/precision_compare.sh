@@ -3,7 +3,7 @@
 # steps and against ONNX Runtime (C++ API) on inference, all pinned to the
 # same cores and interleaved:
 #
-#   bench/precision_compare.sh BUILD_DIR [--rounds N] [CASE ...]
+#   bench/precision_compare.sh BUILD_DIR [--rounds N] [--isa avx2] [--float32] [CASE ...]
 #
 # BUILD_DIR holds a built bench/snn_bench; it must be inside the repository
 # (the chroot sees the repository only). bench/build_ort.sh builds
@@ -31,6 +31,13 @@
 # the second named is faster. A peer that fails (snn refusing bf16 on a
 # processor or build without it) shows its error in the table. The raw
 # lines go to BUILD_DIR/precision_compare.log.
+#
+# --isa avx2: a processor without AVX-512 on this one: snn under
+# SNN_CPU_ISA=avx2, PyTorch under ONEDNN_MAX_CPU_ISA=AVX2 and
+# ATEN_CPU_CAPABILITY=avx2 (ONNX Runtime has no such setting: its column is
+# uncapped). OpenBLAS chooses its kernels as the environment says: run with
+# OPENBLAS_CORETYPE=Haswell for the kernels such a processor gets.
+# --float32: the training cases without the bf16 columns.
 set -euo pipefail
 
 die() { echo "precision_compare.sh: $*" >&2; exit 1; }
@@ -43,10 +50,14 @@ build=$(cd "$1" && pwd)
 shift
 case $build/ in "$root"/*) build=${build#"$root"/} ;; *) die "BUILD_DIR must be inside $root" ;; esac
 rounds=3
+isa=""
+float32_only=0
 cases=()
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
+    --isa) [ $# -ge 2 ] && [ "$2" = avx2 ] || usage; isa=avx2; shift 2 ;;
+    --float32) float32_only=1; shift ;;
     -*) usage ;;
     *) cases+=("$1"); shift ;;
     esac
@@ -82,18 +93,22 @@ is_train() { case $1 in *_train_step) return 0 ;; *) return 1 ;; esac; }
 # or 2b) on CASE; prints its median microseconds, or nothing on failure.
 run_one() {
     local peer=$1 setting=$2 name=$3 threads=${2%b} err=$tmp/err out
-    local ob=(env OPENBLAS_NUM_THREADS=1)
+    local ob=(env OPENBLAS_NUM_THREADS=1) snn_cap=(env) torch_cap=(env)
     [ "$setting" != 2b ] || ob=(env)
+    if [ "$isa" = avx2 ]; then
+        snn_cap=(env SNN_CPU_ISA=avx2)
+        torch_cap=(env ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2)
+    fi
     case $peer in
     snn32 | snn16)
         local p=float32
         [ "$peer" = snn32 ] || p=bf16
-        out=$(SNN_NUM_THREADS=$threads taskset -c "$cpus" "$build/bench/snn_bench" "$name" \
+        out=$(SNN_NUM_THREADS=$threads "${snn_cap[@]}" taskset -c "$cpus" "$build/bench/snn_bench" "$name" \
             --precision $p 2>"$err") || true ;;
     torch32 | torch16)
         local p=float32
         [ "$peer" = torch32 ] || p=bf16
-        out=$(SNN_NUM_THREADS=$threads "${ob[@]}" "$tool" run "$TORCH2_DIR" --cpus "$cpus" -- \
+        out=$(SNN_NUM_THREADS=$threads "${ob[@]}" "${torch_cap[@]}" "$tool" run "$TORCH2_DIR" --cpus "$cpus" -- \
             python3 bench/torch2_cpu.py "$name" --precision $p --interop-threads 1 2>"$err") || true ;;
     ort)
         out=$("$tool" run "$TORCH2_DIR" --cpus "$cpus" -- "$build/ort/ort_bench" \
@@ -145,6 +160,8 @@ ratio() { # time of peer $1 / time of peer $2 on case $3
 
 for name in "${cases[@]}"; do
     if is_train "$name"; then peers=(snn32 torch32 snn16 torch16); else peers=(snn32 ort); fi
+    [ "$float32_only" = 0 ] || peers=("${peers[@]/*16/}")
+    read -r -a peers <<<"${peers[*]}"
     echo "$name: ${peers[*]}, $rounds rounds" >&2
     for ((r = 0; r < rounds; ++r)); do
         for s in 1 2 2b; do
@@ -171,14 +188,26 @@ for name in "${cases[@]}"; do
 done
 
 ob_core=${OPENBLAS_CORETYPE:-not set}
-echo "snn ($build/bench/snn_bench) against $("$tool" run "$TORCH2_DIR" -- python3 bench/torch2_cpu.py --version)"
+version_cap=(env)
+[ "$isa" != avx2 ] || version_cap=(env ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2)
+echo "snn ($build/bench/snn_bench) against $("${version_cap[@]}" "$tool" run "$TORCH2_DIR" -- python3 bench/torch2_cpu.py --version)"
 echo "and ONNX Runtime $("$tool" run "$TORCH2_DIR" -- python3 -c 'import onnxruntime; print(onnxruntime.__version__)') (C++ API, CPU provider, IoBinding)."
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); taskset -c $cpus;"
+[ -z "$isa" ] || echo "Instruction sets capped at AVX2: snn SNN_CPU_ISA=avx2, PyTorch ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 (ONNX Runtime uncapped)."
 echo "OPENBLAS_CORETYPE: $ob_core; $rounds rounds, interleaved; median of per-process medians, us per call (threads)."
 echo
 header=0
 for name in "${cases[@]}"; do
     is_train "$name" || continue
+    if [ "$float32_only" = 1 ]; then
+        if [ $header = 0 ]; then
+            echo "| case | snn float32 | PyTorch float32 | PyTorch / snn |"
+            echo "|---|---|---|---|"
+            header=1
+        fi
+        echo "| $name | $(cell snn32 "$name") | $(cell torch32 "$name") | $(ratio torch32 snn32 "$name") |"
+        continue
+    fi
     if [ $header = 0 ]; then
         echo "| case | snn float32 | PyTorch float32 | PyTorch / snn | snn bf16 | snn float32 / bf16 | PyTorch autocast bf16 | PyTorch bf16 / snn bf16 |"
         echo "|---|---|---|---|---|---|---|---|"

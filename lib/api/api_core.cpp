@@ -146,7 +146,11 @@ SNN_API const char *snn_status_string(snn_status status) {
         case SNN_ERR_IO: return "a file could not be read or written";
         case SNN_ERR_FILE_FORMAT: return "a file or buffer is malformed";
         case SNN_ERR_UNSUPPORTED: return "not supported on this device or build";
+#ifdef _WIN32
+        case SNN_ERR_GPU_PLUGIN_NOT_FOUND: return "the CUDA plugin snn_cuda.dll was not found";
+#else
         case SNN_ERR_GPU_PLUGIN_NOT_FOUND: return "the CUDA plugin libsnn_cuda.so was not found";
+#endif
         case SNN_ERR_GPU_DRIVER: return "the CUDA driver or runtime is missing or too old";
         case SNN_ERR_NO_GPU: return "no CUDA device is visible";
         case SNN_ERR_GPU_INDEX: return "GPU index out of range";

@@ -189,11 +189,29 @@ static void test_label_out_of_range(void) {
     EXPECT(labels == NULL && count == 0);
 }
 
-int main(void) {
+#ifdef _WIN32
+#include <direct.h>
+#include <process.h>
+/* Windows has no mkdtemp: a directory named by the process id, under TEMP. */
+static int make_dir(void) {
+    const char *tmp = getenv("TEMP");
+    for (int k = 0; k < 100; ++k) {
+        snprintf(dir, sizeof dir, "%s\\snn-idx-%d-%d", tmp && *tmp ? tmp : ".", _getpid(), k);
+        if (_mkdir(dir) == 0) return 1;
+    }
+    return 0;
+}
+#else
+static int make_dir(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/snn-idx-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    return mkdtemp(dir) != NULL;
+}
+#endif
+
+int main(void) {
+    if (!make_dir()) {
+        perror("a temporary directory");
         return 1;
     }
 

@@ -12,13 +12,32 @@
  *                                           would (gpu_skip.h), for scripts
  *
  * Compiled as C99: it uses only the public header. */
-#include <dlfcn.h>
 #include <snn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_skip.h"
+
+/* The loader's calls, and the names of the plugin and of the CUDA driver's
+ * library, on each system. */
+#ifdef _WIN32
+#include <windows.h>
+static void *open_library(const char *path) { return (void *)LoadLibraryA(path); }
+static int has_symbol(void *handle, const char *name) { return GetProcAddress((HMODULE)handle, name) != NULL; }
+static void close_library(void *handle) { FreeLibrary((HMODULE)handle); }
+static const char *load_error(void) { return "LoadLibrary failed"; }
+static const char *const kPluginFile = "snn_cuda.dll";
+static const char *const kDriverFile = "nvcuda.dll";
+#else
+#include <dlfcn.h>
+static void *open_library(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+static int has_symbol(void *handle, const char *name) { return dlsym(handle, name) != NULL; }
+static void close_library(void *handle) { dlclose(handle); }
+static const char *load_error(void) { return dlerror(); }
+static const char *const kPluginFile = "libsnn_cuda.so";
+static const char *const kDriverFile = "libcuda.so.1";
+#endif
 
 static int failures = 0;
 
@@ -40,15 +59,15 @@ static int32_t device_of(const snn_model *m) {
 
 /* The plugin exports its entry point (found the way libsnn finds it). */
 static void plugin_symbol(const char *path) {
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *handle = open_library(path);
     if (handle == NULL) {
-        fprintf(stderr, "dlopen(%s): %s\n", path, dlerror());
+        fprintf(stderr, "loading %s: %s\n", path, load_error());
         ++failures;
         return;
     }
-    CHECK(dlsym(handle, "snn_cuda_plugin_init") != NULL);
+    CHECK(has_symbol(handle, "snn_cuda_plugin_init"));
     /* Nothing else leaks out of the plugin: its CUDA runtime is private. */
-    CHECK(dlsym(handle, "cudaMalloc") == NULL);
+    CHECK(!has_symbol(handle, "cudaMalloc"));
 }
 
 /* Whether this build made the plugin (told by the test's environment). */
@@ -59,9 +78,9 @@ static int plugin_built(void) {
 
 /* Whether the CUDA driver library can be loaded at all. */
 static int driver_present(void) {
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *driver = open_library(kDriverFile);
     if (driver == NULL) return 0;
-    dlclose(driver);
+    close_library(driver);
     return 1;
 }
 
@@ -93,7 +112,7 @@ static void status(void) {
     if (!plugin_built()) {
         /* A build without the plugin. */
         CHECK(st == SNN_ERR_GPU_PLUGIN_NOT_FOUND);
-        CHECK(strstr(why, "libsnn_cuda.so") != NULL);
+        CHECK(strstr(why, kPluginFile) != NULL);
     } else if (!driver_present()) {
         /* The plugin loads but the CUDA driver (libcuda.so) is absent. */
         CHECK(st == SNN_ERR_GPU_DRIVER);

@@ -4,10 +4,11 @@
 // finite check, gradients written by the caller (snn_set_gradients and
 // snn_gradients_device), more than 10^5 features, and image softmax and
 // global average pooling on maps far larger than a block of threads.
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
-
-#include <unistd.h>
+#include <system_error>
 
 #include "gpu_test.h"
 
@@ -71,21 +72,26 @@ void state_and_dropout_follow_moves(int32_t device) {
     CHECK_OK(snn_cache_rng_state(cpu.fwd.get(), &seed, &passes_c));
     CHECK(passes_m == 6 && passes_c == 6);
 
-    char dir[] = "/tmp/snn_coverage_XXXXXX";
-    if (mkdtemp(dir) == nullptr) {
-        std::fprintf(stderr, "mkdtemp failed\n");
+    // A file of this process's own in the temporary directory (also on
+    // Windows, which has no mkdtemp).
+    std::error_code ec;
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    if (ec) {
+        std::fprintf(stderr, "no temporary directory: %s\n", ec.message().c_str());
         ++failures();
         return;
     }
-    const std::string path = std::string(dir) + "/checkpoint.safetensors";
+    const std::string path =
+        (tmp / ("snn_coverage_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) +
+                ".safetensors"))
+            .string();
     CHECK_OK(snn_checkpoint_save(moved.model.get(), opt_m.get(), path.c_str()));
     snn_model *loaded = nullptr;
     snn_optimiser *loaded_opt = nullptr;
     CHECK_OK(snn_checkpoint_load(path.c_str(), &loaded, &loaded_opt));
     Model back(loaded);
     Optimiser back_opt(loaded_opt);
-    unlink(path.c_str());
-    rmdir(dir);
+    std::filesystem::remove(path, ec);
     if (!back) return;
     move_to(back.get(), device);
     CHECK(state_of(back.get()) == state_of(moved.model.get()));

@@ -41,7 +41,8 @@ struct BackwardPads {
 
 inline BackwardPads backward_pads(const ConvDims &d) {
     const int64_t pitch = shared_pitch(d), dz_top = d.kh - 1 - d.ph;
-    return {{d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw}, {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw}};
+    return {{d.cin, d.hin + 2 * d.ph + 1, pitch, d.ph, d.pw},
+            {d.cout, d.hout + 2 * dz_top + 1, pitch, dz_top, d.kw - 1 - d.pw}};
 }
 
 // The weight of tile row r, input channel c, tap (i, j) is

@@ -188,7 +188,9 @@ PrecisionSupport CpuBackend::precision_support(Precision p, const char **why) co
 }
 
 void CpuBackend::add(Stream *, float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+    parallel_ranges(int64_t(n), kElementGrain, 16, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) dst[i] += src[i];
+    });
 }
 
 void CpuBackend::copy2d(Stream *, void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t row_bytes,

@@ -6,6 +6,7 @@
 #include "cpu/activation.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/gemm_bf16.h"
+#include "cpu/thread_pool.h"
 #include "ops/dims.h"
 #include "ops/op.h"
 
@@ -36,12 +37,16 @@ void forward(const OpArgs &a) {
     float *z = act_uses_input(d.act) ? a.aux : a.y;
     gemm_at(a.precision, false, true, n, d.out, d.in, a.x[0], d.in, w, d.in, z, d.out, false, a.workspace,
             scratch_of(a.s));
-    if (d.bias)
-        for (int64_t i = 0; i < n; ++i) add_bias_row(z + i * d.out, b, d.out);
-    if (z != a.y)
-        activate_span(d.act, z, 0.0f, a.y, n * d.out);
-    else
-        activate_inplace(d.act, a.y, n * d.out);
+    if (!d.bias && d.act == Act::identity) return;
+    // Bias and activation, rows split over the pool.
+    parallel_ranges(n, (kElementGrain + d.out - 1) / d.out, 1, [&](int64_t first, int64_t last) {
+        if (d.bias)
+            for (int64_t i = first; i < last; ++i) add_bias_row(z + i * d.out, b, d.out);
+        if (z != a.y)
+            activate_span(d.act, z + first * d.out, 0.0f, a.y + first * d.out, (last - first) * d.out);
+        else
+            activate_inplace(d.act, a.y + first * d.out, (last - first) * d.out);
+    });
 }
 
 // dz = dy * act'(y or z) ; dW = dz^T x ; db = sum over the batch of dz ; dx = dz W
@@ -51,7 +56,12 @@ void backward(const OpArgs &a) {
     const float *w = a.params + a.l->weight_offset;
     float *dw = a.grads + a.l->weight_offset, *db = a.grads + a.l->bias_offset;
     float *dy = a.dy;
-    derivative_span(d.act, dy, act_uses_input(d.act) ? a.aux : a.y, dy, n * d.out);
+    if (d.act != Act::identity) {
+        const float *v = act_uses_input(d.act) ? a.aux : a.y;
+        parallel_ranges(n * d.out, kElementGrain, 16, [&](int64_t first, int64_t last) {
+            derivative_span(d.act, dy + first, v + first, dy + first, last - first);
+        });
+    }
     gemm_at(a.precision, true, false, d.out, d.in, n, dy, d.out, a.x[0], d.in, dw, d.in, false, a.workspace);
     if (d.bias) {
         for (int64_t o = 0; o < d.out; ++o) db[o] = 0.0f;

@@ -2,16 +2,24 @@
 // sample, or a step of a sequence) are normalised by their own mean and
 // biased variance. aux holds, per row, [mean, 1/sqrt(var + eps)]. The statistics and the backward sums are
 // accumulated in double, in a fixed order: the result does not depend on the
-// thread count. The input gradient recomputes each row's moments in double,
+// thread count (rows, and for the parameter gradients features, are split
+// over the pool). The input gradient recomputes each row's moments in double,
 // as its well-conditioned form needs (core/math.h's layernorm_dx).
 #include <math.h>
 
 #include "core/math.h"
+#include "cpu/thread_pool.h"
 #include "ops/dims.h"
 #include "ops/op.h"
 
 namespace snn {
 namespace {
+
+// Features summed together by the parameter gradients' row-major pass.
+constexpr int64_t kFeatureBlock = 64;
+
+// Rows of F features below which a pass stays on one thread.
+int64_t row_grain(int64_t f_count) { return (kElementGrain / 4 + f_count - 1) / f_count; }
 
 // The row's mean and biased variance, in double and two passes.
 void row_moments(const float *x, int64_t f_count, double &mu, double &var) {
@@ -29,17 +37,19 @@ void forward(const OpArgs &a) {
     const int64_t f_count = l.in.row_size(), rows = rows_of(l, a.n);
     const float *weight = a.params + l.weight_offset, *bias = a.params + l.bias_offset;
     float *stats = a.aux + l.aux_fixed;
-    for (int64_t s = 0; s < rows; ++s) {
-        const float *x = a.x[0] + s * f_count;
-        float *y = a.y + s * f_count;
-        double mu = 0.0, var = 0.0;
-        row_moments(x, f_count, mu, var);
-        const float mean = float(mu), invstd = norm_invstd(var, l.eps);
-        stats[2 * s] = mean;
-        stats[2 * s + 1] = invstd;
-        for (int64_t f = 0; f < f_count; ++f)
-            y[f] = norm_y(norm_xhat(x[f], mean, invstd), weight[f], bias[f]);
-    }
+    parallel_ranges(rows, row_grain(f_count), 1, [&](int64_t first, int64_t last) {
+        for (int64_t s = first; s < last; ++s) {
+            const float *x = a.x[0] + s * f_count;
+            float *y = a.y + s * f_count;
+            double mu = 0.0, var = 0.0;
+            row_moments(x, f_count, mu, var);
+            const float mean = float(mu), invstd = norm_invstd(var, l.eps);
+            stats[2 * s] = mean;
+            stats[2 * s + 1] = invstd;
+            for (int64_t f = 0; f < f_count; ++f)
+                y[f] = norm_y(norm_xhat(x[f], mean, invstd), weight[f], bias[f]);
+        }
+    });
 }
 
 // dweight[f] = sum over samples of dy xhat ; dbias[f] = sum of dy
@@ -52,33 +62,43 @@ void backward(const OpArgs &a) {
     const float *weight = a.params + l.weight_offset;
     float *dweight = a.grads + l.weight_offset, *dbias = a.grads + l.bias_offset;
     const float *stats = a.aux + l.aux_fixed;
-    for (int64_t f = 0; f < f_count; ++f) {
-        double sum_dy = 0.0, sum_dy_xhat = 0.0;
-        for (int64_t s = 0; s < rows; ++s) {
-            const int64_t k = s * f_count + f;
-            const float dy = a.dy[k];
-            const float xhat = norm_xhat(a.x[0][k], stats[2 * s], stats[2 * s + 1]);
-            sum_dy += dy;
-            sum_dy_xhat += double(dy) * xhat;
+    // Each feature's sums run over the rows in order; a block of features is
+    // summed together, row by row, so the loop reads rows contiguously.
+    parallel_ranges(f_count, rows >= row_grain(f_count) ? 8 : f_count, 8, [&](int64_t first, int64_t last) {
+        for (int64_t f0 = first; f0 < last; f0 += kFeatureBlock) {
+            const int64_t width = last - f0 < kFeatureBlock ? last - f0 : kFeatureBlock;
+            double sum_dy[kFeatureBlock] = {}, sum_dy_xhat[kFeatureBlock] = {};
+            for (int64_t s = 0; s < rows; ++s) {
+                const float *dy = a.dy + s * f_count + f0, *x = a.x[0] + s * f_count + f0;
+                const float mean = stats[2 * s], invstd = stats[2 * s + 1];
+                for (int64_t f = 0; f < width; ++f) {
+                    sum_dy[f] += dy[f];
+                    sum_dy_xhat[f] += double(dy[f]) * norm_xhat(x[f], mean, invstd);
+                }
+            }
+            for (int64_t f = 0; f < width; ++f) {
+                dweight[f0 + f] = float(sum_dy_xhat[f]);
+                dbias[f0 + f] = float(sum_dy[f]);
+            }
         }
-        dweight[f] = float(sum_dy_xhat);
-        dbias[f] = float(sum_dy);
-    }
+    });
     if (!a.dx[0]) return;
-    for (int64_t s = 0; s < rows; ++s) {
-        const float *x = a.x[0] + s * f_count, *dy = a.dy + s * f_count;
-        float *dx = a.dx[0] + s * f_count;
-        double mu = 0.0, var = 0.0;
-        row_moments(x, f_count, mu, var);
-        double sum_g = 0.0, sum_g_c = 0.0;
-        for (int64_t f = 0; f < f_count; ++f) {
-            const float g = dy[f] * weight[f];
-            sum_g += g;
-            sum_g_c += double(g) * (x[f] - mu);
+    parallel_ranges(rows, row_grain(f_count), 1, [&](int64_t first, int64_t last) {
+        for (int64_t s = first; s < last; ++s) {
+            const float *x = a.x[0] + s * f_count, *dy = a.dy + s * f_count;
+            float *dx = a.dx[0] + s * f_count;
+            double mu = 0.0, var = 0.0;
+            row_moments(x, f_count, mu, var);
+            double sum_g = 0.0, sum_g_c = 0.0;
+            for (int64_t f = 0; f < f_count; ++f) {
+                const float g = dy[f] * weight[f];
+                sum_g += g;
+                sum_g_c += double(g) * (x[f] - mu);
+            }
+            const LayerNormGradRow r = layernorm_grad_row(sum_g, sum_g_c, var, l.eps, double(f_count));
+            for (int64_t f = 0; f < f_count; ++f) dx[f] = layernorm_dx(r, dy[f] * weight[f], x[f] - mu);
         }
-        const LayerNormGradRow r = layernorm_grad_row(sum_g, sum_g_c, var, l.eps, double(f_count));
-        for (int64_t f = 0; f < f_count; ++f) dx[f] = layernorm_dx(r, dy[f] * weight[f], x[f] - mu);
-    }
+    });
 }
 
 }  // namespace

@@ -371,6 +371,32 @@ TEST(CpuKernels, RecurrentTimeLoopSplitOverThreadsMatchesOneThread) {
     EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
 }
 
+// Activations, their derivatives, layer normalisation and residual adds
+// split their rows or elements over the pool when large enough (ranges of
+// 16 elements, feature blocks of 8 for layernorm's parameter gradients);
+// each element and each row is computed as on one thread, so 2 and 3
+// threads give the bits of 1. The products stay under the size at which
+// they split too (OpenBLAS's kernels may round a block of rows differently
+// from the whole), with elementwise passes of 32 768 elements and more;
+// 20 features make layernorm's feature split uneven.
+TEST(CpuKernels, ElementwiseAndLayernormSplitOverThreadsGiveTheBitsOfOneThread) {
+    const std::pair<const char *, int64_t> cases[] = {
+        {"input seq 32x12 name=x0; layernorm; dense 40 gelu; dense 12; add x0; dense 20 tanh; layernorm; dense 3", 32},
+        {"input seq 30x14 name=x0; dense 14 silu; add x0; layernorm; dense 3", 80}};
+    for (const auto &[spec, batch] : cases) {
+        SCOPED_TRACE(spec);
+        const Result one = run_case(spec, batch, false, 1);
+        for (int32_t threads : {2, 3}) {
+            SCOPED_TRACE(threads);
+            const Result more = run_case(spec, batch, false, threads);
+            EXPECT_EQ(more.y, one.y);
+            EXPECT_EQ(more.grads, one.grads);
+            EXPECT_EQ(more.dx, one.dx);
+        }
+    }
+    EXPECT_EQ(snn_set_num_threads(1), SNN_OK);
+}
+
 TEST(CpuKernels, OddGeometryModelFilesRun) {
     for (const char *spec : {"input 1x1x4; conv 3 1 pad=1", "input 1x100x8; conv 3 16 pad=1",
                              "input 2x28x4; conv 5 8 pad=2"}) {

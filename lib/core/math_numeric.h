@@ -8,8 +8,16 @@
 
 #if defined(__CUDACC__)
 #define SNN_HD __host__ __device__ __forceinline__
+#define SNN_HD_INLINE SNN_HD
 #else
 #define SNN_HD inline
+// For the few functions large enough that GCC calls them out of line from
+// the loops they are written for, which then no longer vectorise.
+#if defined(__GNUC__)
+#define SNN_HD_INLINE inline __attribute__((always_inline))
+#else
+#define SNN_HD_INLINE inline
+#endif
 #endif
 
 namespace snn {

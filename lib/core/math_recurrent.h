@@ -26,7 +26,7 @@ SNN_HD int64_t recurrent_step(int64_t k, int32_t len, bool reverse) {
 struct LstmCell {
     float i, f, g, o, c, h;
 };
-SNN_HD LstmCell lstm_cell(float zi, float zf, float zg, float zo, float c_prev) {
+SNN_HD_INLINE LstmCell lstm_cell(float zi, float zf, float zg, float zo, float c_prev) {
     LstmCell r;
     r.i = sigmoid_approx(zi);
     r.f = sigmoid_approx(zf);
@@ -45,7 +45,7 @@ SNN_HD LstmCell lstm_cell(float zi, float zf, float zg, float zo, float c_prev) 
 struct LstmCellGrad {
     float zi, zf, zg, zo, c_prev;
 };
-SNN_HD LstmCellGrad lstm_cell_grad(float i, float f, float g, float o, float c, float c_prev, float dh,
+SNN_HD_INLINE LstmCellGrad lstm_cell_grad(float i, float f, float g, float o, float c, float c_prev, float dh,
                                    float dc) {
     const float tc = tanh_approx(c);
     const float dct = dc + dh * o * (1.0f - tc * tc);

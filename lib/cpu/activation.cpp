@@ -34,8 +34,9 @@ inline void derivative(const float *g, const float *__restrict v, float *dst, in
 }  // namespace
 
 // Each function switches once over every activation of SNN_ACT_LIST, each
-// case a loop instantiated for that activation.
-SNN_MULTIVERSION
+// case a loop instantiated for that activation; with an AVX-512 version too,
+// as gelu, silu, tanh and sigmoid are tens of instructions an element.
+SNN_MULTIVERSION_512
 void activate_span(Act a, const float *src, float bias, float *dst, int64_t n) {
     switch (a) {
 #define SNN_ACT_CASE(name) case Act::name: span<Act::name>(src, bias, dst, n); break;
@@ -44,7 +45,7 @@ void activate_span(Act a, const float *src, float bias, float *dst, int64_t n) {
     }
 }
 
-SNN_MULTIVERSION
+SNN_MULTIVERSION_512
 void activate_copy(Act a, const float *src, float *dst, int64_t n) {
     switch (a) {
 #define SNN_ACT_CASE(name) case Act::name: apply<Act::name>(src, dst, n); break;
@@ -53,7 +54,7 @@ void activate_copy(Act a, const float *src, float *dst, int64_t n) {
     }
 }
 
-SNN_MULTIVERSION
+SNN_MULTIVERSION_512
 void activate_inplace(Act a, float *y, int64_t n) {
     if (a == Act::identity) return;
     switch (a) {
@@ -69,7 +70,7 @@ void add_bias_row(float *__restrict y, const float *__restrict b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += b[i];
 }
 
-SNN_MULTIVERSION
+SNN_MULTIVERSION_512
 void derivative_span(Act a, const float *g, const float *v, float *dst, int64_t n) {
     if (a == Act::identity) {
         if (dst != g)

@@ -378,11 +378,12 @@ TEST(CpuKernels, RecurrentTimeLoopSplitOverThreadsMatchesOneThread) {
 // threads give the bits of 1. The products stay under the size at which
 // they split too (OpenBLAS's kernels may round a block of rows differently
 // from the whole), with elementwise passes of 32 768 elements and more;
-// 20 features make layernorm's feature split uneven.
+// 20 features make layernorm's feature split uneven; gelu and tanh as layers of
+// their own split too.
 TEST(CpuKernels, ElementwiseAndLayernormSplitOverThreadsGiveTheBitsOfOneThread) {
     const std::pair<const char *, int64_t> cases[] = {
         {"input seq 32x12 name=x0; layernorm; dense 40 gelu; dense 12; add x0; dense 20 tanh; layernorm; dense 3", 32},
-        {"input seq 30x14 name=x0; dense 14 silu; add x0; layernorm; dense 3", 80}};
+        {"input seq 30x14 name=x0; dense 14 silu; add x0; gelu; layernorm; tanh; dense 3", 80}};
     for (const auto &[spec, batch] : cases) {
         SCOPED_TRACE(spec);
         const Result one = run_case(spec, batch, false, 1);

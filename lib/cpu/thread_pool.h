@@ -29,10 +29,6 @@ inline void split_range(int64_t total, int32_t parts, int32_t part, int64_t *beg
     *end = *begin + base + (part < extra ? 1 : 0);
 }
 
-}  // namespace snn
-
-namespace snn {
-
 // Elements of an element-wise pass (an activation, its derivative, an add)
 // below which splitting it costs more than it saves: waking the pool and
 // waiting for it take a few microseconds.
